@@ -1,0 +1,106 @@
+//! What a handler may know about the call it is serving.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::Principal;
+
+/// The context of one call: its id, its caller, its deadline and cancellation, its
+/// idempotency key, a read-only view of the conversation's state and a tracing span.
+///
+/// Fields are private so the context can grow; build one with [`ToolCtx::new`] and the
+/// `with_*` methods.
+#[derive(Debug, Clone)]
+pub struct ToolCtx {
+    call_id: String,
+    principal: Arc<Principal>,
+    deadline: Option<Instant>,
+    cancel: CancellationToken,
+    idempotency_key: Option<String>,
+    state: Arc<Map<String, Value>>,
+    span: tracing::Span,
+}
+
+impl ToolCtx {
+    /// A context for call `call_id` made by `principal`, with no deadline, no state and
+    /// a fresh cancellation signal.
+    pub fn new(call_id: impl Into<String>, principal: Principal) -> Self {
+        ToolCtx {
+            call_id: call_id.into(),
+            principal: Arc::new(principal),
+            deadline: None,
+            cancel: CancellationToken::new(),
+            idempotency_key: None,
+            state: Arc::default(),
+            span: tracing::Span::none(),
+        }
+    }
+
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    pub fn with_state(mut self, state: Arc<Map<String, Value>>) -> Self {
+        self.state = state;
+        self
+    }
+
+    pub fn with_span(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
+    }
+
+    /// The id the model (or caller) gave this call.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Who is calling.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// When the call must have finished, if it has a deadline.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Fires when the caller gives up on this call; long handlers should watch it.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The key that makes repeating this call safe, for idempotent tools.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    /// One key of the conversation's state.
+    pub fn state(&self, key: &str) -> Option<&Value> {
+        self.state.get(key)
+    }
+
+    /// The whole conversation state, read-only.
+    pub fn state_map(&self) -> &Map<String, Value> {
+        &self.state
+    }
+
+    /// The span this call runs in.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+}

@@ -1,0 +1,155 @@
+//! The serializable description of any tool, whatever implements it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::{Effect, Safety, ToolUsage};
+
+/// Where a tool came from. Shown in errors (a duplicate names both sources) and
+/// in descriptors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolSource {
+    /// A Rust type registered in code.
+    Native {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        type_name: Option<String>,
+    },
+    /// A declaration in a spec file.
+    Spec { file: String },
+    /// A tool on an MCP server, under a namespace.
+    Mcp { server: String },
+    /// Built into toolgate.
+    Builtin,
+}
+
+impl fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolSource::Native { type_name: Some(t) } => write!(f, "native tool `{t}`"),
+            ToolSource::Native { type_name: None } => f.write_str("a native tool"),
+            ToolSource::Spec { file } => write!(f, "spec file {file}"),
+            ToolSource::Mcp { server } => write!(f, "MCP server `{server}`"),
+            ToolSource::Builtin => f.write_str("toolgate's built-in tools"),
+        }
+    }
+}
+
+/// Everything a model, an operator or a policy needs to know about a tool, as data.
+///
+/// Serialized, it also carries the fields derived from `effect` (`safety`: tier,
+/// retry and MCP annotations); `usage`, `input_examples` and `tags` are left out
+/// when empty.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ToolDescriptor {
+    pub name: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    pub effect: Effect,
+    pub source: ToolSource,
+    #[serde(default)]
+    pub usage: crate::ToolUsage,
+    #[serde(default)]
+    pub input_examples: Vec<Value>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl ToolDescriptor {
+    /// A descriptor with the required fields; the rest start empty.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        effect: Effect,
+        source: ToolSource,
+    ) -> Self {
+        ToolDescriptor {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            effect,
+            source,
+            usage: ToolUsage::default(),
+            input_examples: Vec::new(),
+            tags: Vec::new(),
+        }
+    }
+
+    /// Tier, retry rule and MCP annotations, read off the effect.
+    pub fn safety(&self) -> Safety {
+        self.effect.safety()
+    }
+}
+
+/// The serialized form: the descriptor's fields in a stable order plus `safety`.
+#[derive(Serialize)]
+struct DescriptorView<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<&'a Value>,
+    effect: Effect,
+    safety: Safety,
+    source: &'a ToolSource,
+    #[serde(skip_serializing_if = "ToolUsage::is_empty")]
+    usage: &'a ToolUsage,
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    input_examples: &'a [Value],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    tags: &'a [String],
+}
+
+impl Serialize for ToolDescriptor {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        DescriptorView {
+            name: &self.name,
+            title: self.title.as_deref(),
+            description: &self.description,
+            input_schema: &self.input_schema,
+            output_schema: self.output_schema.as_ref(),
+            effect: self.effect,
+            safety: self.safety(),
+            source: &self.source,
+            usage: &self.usage,
+            input_examples: &self.input_examples,
+            tags: &self.tags,
+        }
+        .serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_descriptor_round_trips_and_skips_empty_guidance() {
+        let d = ToolDescriptor::new(
+            "ping",
+            "Check liveness.",
+            json!({"type": "object"}),
+            Effect::Read,
+            ToolSource::Builtin,
+        );
+        let value = serde_json::to_value(&d).unwrap();
+        assert!(value.get("usage").is_none());
+        assert!(value.get("tags").is_none());
+        assert_eq!(value["safety"]["tier"], "read");
+        assert_eq!(value["safety"]["annotations"]["readOnlyHint"], true);
+        let back: ToolDescriptor = serde_json::from_value(value).unwrap();
+        assert_eq!(back, d);
+    }
+}

@@ -1,0 +1,62 @@
+//! Who is calling: an identity, the highest tier it may reach, and the tools it may name.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Tier;
+
+/// The caller of a tool. `scopes` are tool-name patterns: an exact name, a
+/// namespace wildcard `ns.*`, or `*` for every tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    pub id: String,
+    pub ceiling: Tier,
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    /// A principal that may reach every tier and every tool: the local operator.
+    pub fn operator() -> Self {
+        Principal {
+            id: "operator".into(),
+            ceiling: Tier::External,
+            scopes: vec!["*".into()],
+        }
+    }
+
+    /// Whether any scope admits `tool`.
+    pub fn has_scope_for(&self, tool: &str) -> bool {
+        self.scopes.iter().any(|scope| scope_matches(scope, tool))
+    }
+}
+
+impl Default for Principal {
+    fn default() -> Self {
+        Principal::operator()
+    }
+}
+
+/// `*` admits everything, `ns.*` admits every tool under `ns.` (nested too), any
+/// other scope admits exactly that name.
+pub fn scope_matches(scope: &str, tool: &str) -> bool {
+    match scope.strip_suffix('*') {
+        Some("") => true,
+        Some(prefix) if prefix.ends_with('.') => tool.starts_with(prefix),
+        _ => scope == tool,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_match_exactly_by_namespace_or_everything() {
+        assert!(scope_matches("*", "github.create_issue"));
+        assert!(scope_matches("github.*", "github.create_issue"));
+        assert!(scope_matches("github.*", "github.repos.list"));
+        assert!(!scope_matches("github.*", "githubx.create_issue"));
+        assert!(!scope_matches("github.*", "github"));
+        assert!(scope_matches("lookup_order", "lookup_order"));
+        assert!(!scope_matches("lookup_order", "lookup_orders"));
+    }
+}

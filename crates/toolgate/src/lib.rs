@@ -1,0 +1,44 @@
+//! toolgate: the layer between language models and the tools they call.
+//!
+//! Define a tool once — as Rust code with `#[derive(Tool)]` and a [`ToolHandler`]
+//! impl, or at run time as a [`DynTool`] — register it in a [`Catalog`], and read
+//! its [`ToolDescriptor`] to describe it to any model API.
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use toolgate::{Catalog, Tool, ToolCtx, ToolError, ToolHandler};
+//!
+//! /// Look up an order by its number.
+//! #[derive(Tool)]
+//! #[tool(effect = "read")]
+//! struct LookupOrder;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct OrderQuery {
+//!     /// The order number, e.g. `A-1001`.
+//!     order_id: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Order {
+//!     order_id: String,
+//!     status: String,
+//! }
+//!
+//! impl ToolHandler for LookupOrder {
+//!     type Input = OrderQuery;
+//!     type Output = Order;
+//!     async fn call(&self, _ctx: &ToolCtx, q: OrderQuery) -> Result<Order, ToolError> {
+//!         Ok(Order { order_id: q.order_id, status: "shipped".into() })
+//!     }
+//! }
+//!
+//! let catalog = Catalog::new().with_native(LookupOrder).unwrap();
+//! let descriptor = catalog.get("lookup_order").unwrap().descriptor();
+//! assert_eq!(descriptor.description, "Look up an order by its number.");
+//! ```
+
+pub use toolgate_core::*;
+pub use toolgate_derive::Tool;
+

@@ -1,0 +1,9 @@
+use toolgate::Tool;
+
+/// Look up an order.
+#[derive(Tool)]
+#[tool(effect = "read")]
+#[tool(effect = "write")]
+struct LookupOrder;
+
+fn main() {}

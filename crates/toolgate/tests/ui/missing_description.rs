@@ -1,0 +1,7 @@
+use toolgate::Tool;
+
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct LookupOrder;
+
+fn main() {}

@@ -1,0 +1,8 @@
+use toolgate::Tool;
+
+// No doc comment, no effect, an unknown key and a duplicate: all four are reported.
+#[derive(Tool)]
+#[tool(name = "lookup_order", nmae = "x", name = "lookup")]
+struct LookupOrder;
+
+fn main() {}
