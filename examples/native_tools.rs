@@ -24,7 +24,7 @@ pub struct TicketRequest {
     pub priority: Priority,
 }
 
-#[derive(Deserialize, JsonSchema, Default)]
+#[derive(Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
     Low,
@@ -38,6 +38,8 @@ pub enum Priority {
 pub struct TicketRef {
     /// The ticket's id, e.g. `T-1042`.
     pub ticket_id: String,
+    /// The queue it waits in.
+    pub priority: Priority,
 }
 
 impl ToolHandler for CreateTicket {
@@ -45,13 +47,14 @@ impl ToolHandler for CreateTicket {
     type Output = TicketRef;
 
     async fn call(&self, ctx: &ToolCtx, input: TicketRequest) -> Result<TicketRef, ToolError> {
-        if input.subject.trim().is_empty() {
+        if input.subject.trim().is_empty() || input.body.trim().is_empty() {
             return Err(ToolError::invalid_input(
-                "`subject` must say what the problem is",
+                "`subject` and `body` must say what the problem is",
             ));
         }
         Ok(TicketRef {
             ticket_id: format!("T-{}", ctx.call_id()),
+            priority: input.priority,
         })
     }
 }

@@ -1,12 +1,175 @@
-//! The `toolgate` command.
+//! The `toolgate` command: thin argument parsing and output over the `toolgate` library.
 
-use clap::Parser;
+mod commands;
+mod output;
+mod wire_commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// The tool layer between language models and the tools they call.
 #[derive(Parser)]
 #[command(name = "toolgate", version, about)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() {
-    let _cli = Cli::parse();
+/// Options shared by every command that reads a spec file.
+#[derive(clap::Args, Clone)]
+struct SpecArgs {
+    /// The spec file.
+    #[arg(short = 'f', long = "file", default_value = toolgate::DEFAULT_SPEC_FILE, global = true)]
+    file: PathBuf,
+    /// Print data as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+/// Options of commands that read or write conversation state.
+#[derive(clap::Args, Clone)]
+struct StateArgs {
+    /// The conversation whose state to use.
+    #[arg(long, default_value = "default", global = true)]
+    session: String,
+    /// Where the state database lives (default: $TOOLGATE_STATE_DIR, else .toolgate/ beside the spec file).
+    #[arg(long, global = true)]
+    state_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a spec file: exit 0, or print every problem and exit 1.
+    Check {
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Print the JSON Schema of the spec file format.
+    Schema,
+    /// One line per tool: name, effect, binding, first line of its description.
+    List {
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Everything about one tool.
+    Describe {
+        /// The tool's name.
+        tool: String,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Validate arguments and run a tool, applying its state effects.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The arguments as a JSON object (default `{}`).
+        args: Option<String>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Print the tool declarations as a model API expects them in a request body.
+    Render {
+        #[command(flatten)]
+        render: RenderArgs,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Read the tool calls out of a model API's response (or stream of events).
+    Parse {
+        /// The model API the response came from.
+        #[arg(long = "for", value_name = "TARGET")]
+        target: toolgate::wire::Target,
+        /// The response file, or `-` for standard input.
+        #[arg(default_value = "-")]
+        input: String,
+        /// The input is a stream: SSE `data:` lines, JSON Lines, or a JSON array of events.
+        #[arg(long)]
+        stream: bool,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Turn a foreign tool list into a spec file (printed as YAML).
+    Import {
+        /// The format: openai-chat, openai-responses, anthropic, gemini, mcp, bfcl.
+        #[arg(long = "from", value_name = "FORMAT")]
+        from: toolgate::wire::ImportFormat,
+        /// The file to import, or `-` for standard input.
+        input: String,
+    },
+    /// Show or edit a conversation's state.
+    State {
+        #[command(subcommand)]
+        action: Option<StateAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+/// Options of `render`.
+#[derive(clap::Args, Clone)]
+struct RenderArgs {
+    /// The model API: openai-chat, openai-responses, qwen, anthropic, gemini, vertex, mcp.
+    #[arg(long = "for", value_name = "TARGET")]
+    target: toolgate::wire::Target,
+    /// Strict schemas where the API has a strict mode.
+    #[arg(long)]
+    strict: bool,
+    /// Gemini and Vertex: full JSON Schema (`parametersJsonSchema`) instead of the OpenAPI subset.
+    #[arg(long)]
+    json_schema: bool,
+    /// List every change made to fit the API, per tool, instead of the declarations.
+    #[arg(long)]
+    explain: bool,
+}
+
+#[derive(Subcommand)]
+enum StateAction {
+    /// Print one key's value.
+    Get { key: String },
+    /// Set one key to a JSON value.
+    Set { key: String, value: String },
+    /// Remove every key of the session.
+    Reset,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { spec } => commands::check(&spec),
+        Command::Schema => commands::schema(),
+        Command::List { spec } => commands::list(&spec),
+        Command::Describe { tool, spec } => commands::describe(&spec, &tool),
+        Command::Call {
+            tool,
+            args,
+            spec,
+            state,
+        } => commands::call(&spec, &state, &tool, args.as_deref()),
+        Command::Render { render, spec } => wire_commands::render(
+            &spec,
+            render.target,
+            toolgate::wire::RenderOptions { strict: render.strict, json_schema: render.json_schema },
+            render.explain,
+        ),
+        Command::Parse { target, input, stream, spec } => wire_commands::parse(&spec, target, &input, stream),
+        Command::Import { from, input } => wire_commands::import(from, &input),
+        Command::State {
+            action,
+            spec,
+            state,
+        } => commands::state(&spec, &state, action),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }

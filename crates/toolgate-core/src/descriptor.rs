@@ -7,6 +7,29 @@ use serde_json::Value;
 
 use crate::{Effect, Safety, ToolUsage};
 
+/// How a background tool's result is delivered (Gemini's `scheduling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduling {
+    /// Interrupt the model with the result.
+    Interrupt,
+    /// Deliver the result when the model is idle.
+    WhenIdle,
+    /// Record the result without prompting the model.
+    Silent,
+}
+
+impl Scheduling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheduling::Interrupt => "interrupt",
+            Scheduling::WhenIdle => "when_idle",
+            Scheduling::Silent => "silent",
+        }
+    }
+}
+
+
 /// Where a tool came from. Shown in errors (a duplicate names both sources) and
 /// in descriptors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +82,9 @@ pub struct ToolDescriptor {
     pub input_examples: Vec<Value>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// How a background tool's result is delivered; `None` for a tool the model waits on.
+    #[serde(default)]
+    pub background: Option<Scheduling>,
 }
 
 impl ToolDescriptor {
@@ -81,6 +107,7 @@ impl ToolDescriptor {
             usage: ToolUsage::default(),
             input_examples: Vec::new(),
             tags: Vec::new(),
+            background: None,
         }
     }
 
@@ -109,6 +136,8 @@ struct DescriptorView<'a> {
     input_examples: &'a [Value],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     tags: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    background: Option<Scheduling>,
 }
 
 impl Serialize for ToolDescriptor {
@@ -125,6 +154,7 @@ impl Serialize for ToolDescriptor {
             usage: &self.usage,
             input_examples: &self.input_examples,
             tags: &self.tags,
+            background: self.background,
         }
         .serialize(serializer)
     }

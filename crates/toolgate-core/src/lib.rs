@@ -14,11 +14,13 @@ mod error;
 mod handler;
 mod name;
 mod principal;
+pub mod spec;
+pub mod wire;
 mod usage;
 
 pub use catalog::{Catalog, CatalogError};
 pub use ctx::ToolCtx;
-pub use descriptor::{ToolDescriptor, ToolSource};
+pub use descriptor::{Scheduling, ToolDescriptor, ToolSource};
 pub use dyn_tool::{DynTool, Native};
 pub use effect::{Annotations, Effect, Retry, Safety, Tier, UnknownName};
 pub use error::ToolError;

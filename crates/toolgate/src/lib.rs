@@ -42,3 +42,15 @@
 pub use toolgate_core::*;
 pub use toolgate_derive::Tool;
 
+mod gate;
+mod spec_file;
+mod spec_tool;
+mod store;
+
+pub use gate::{ArgumentProblem, CallError, Gate, ToolCall};
+pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
+pub use spec_tool::{SpecTool, spec_catalog};
+pub use store::{
+    MemoryStore, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore, StoreError,
+    default_state_dir, resolve_state_dir, state_dir_from_env,
+};

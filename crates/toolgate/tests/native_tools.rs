@@ -70,7 +70,7 @@ async fn a_valid_call_runs_the_handler_and_returns_json() {
         .call(&ctx(), json!({"subject": "Broken", "body": "It broke."}))
         .await
         .unwrap();
-    assert_eq!(out, json!({"ticket_id": "T-42"}));
+    assert_eq!(out, json!({"ticket_id": "T-42", "priority": "normal"}));
 }
 
 #[tokio::test]

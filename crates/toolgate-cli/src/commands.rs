@@ -1,0 +1,211 @@
+//! One function per command. Each returns the exit code, or a message for stderr.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
+use toolgate::{
+    CallError, Catalog, Gate, Principal, SpecSource, SqliteStore, StateStore, ToolCall,
+    resolve_state_dir,
+};
+
+use crate::output::{describe_tool, first_line, print_json};
+use crate::{SpecArgs, StateAction, StateArgs};
+
+pub type CommandResult = Result<ExitCode, String>;
+
+pub fn check(args: &SpecArgs) -> CommandResult {
+    let source = SpecSource::read(&args.file).map_err(|e| e.to_string())?;
+    if args.json {
+        print_json(
+            &json!({ "ok": source.checked.is_ok(), "diagnostics": source.checked.diagnostics }),
+        );
+    } else if source.checked.diagnostics.is_empty() {
+        let tools = source.checked.spec.as_ref().map_or(0, |s| s.tools.len());
+        println!(
+            "{}: ok, {tools} tool{}",
+            args.file.display(),
+            if tools == 1 { "" } else { "s" }
+        );
+    } else {
+        print!("{}", source.render_diagnostics());
+    }
+    Ok(if source.checked.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn schema() -> CommandResult {
+    print_json(spec_file_schema());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn list(args: &SpecArgs) -> CommandResult {
+    let (spec, _) = load(args)?;
+    if args.json {
+        let rows: Vec<Value> = spec
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "effect": t.effect(), "binding": t.binding_kind(), "description": t.description}))
+            .collect();
+        print_json(&rows);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = spec.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for tool in &spec.tools {
+        println!(
+            "{:width$}  {:11}  {:6}  {}",
+            tool.name,
+            tool.effect().as_str(),
+            tool.binding_kind().as_str(),
+            first_line(&tool.description, 72)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
+    let (spec, source) = load(args)?;
+    let catalog =
+        toolgate::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
+            .map_err(|e| e.to_string())?;
+    let descriptor = catalog.get(name).map_err(|e| e.to_string())?.descriptor();
+    let tool = spec
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .expect("the catalog holds only declared tools");
+    if args.json {
+        print_json(&json!({
+            "descriptor": descriptor,
+            "binding": tool.binding_kind(),
+            "returns_shape": returns_shape(tool),
+            "spec": tool,
+        }));
+    } else {
+        print!("{}", describe_tool(tool, descriptor));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn call(
+    args: &SpecArgs,
+    state: &StateArgs,
+    name: &str,
+    arguments: Option<&str>,
+) -> CommandResult {
+    let arguments: Value = match arguments {
+        None => json!({}),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| format!("the arguments are not JSON ({e}); pass an object such as '{{\"order_id\": \"A-1\"}}'"))?,
+    };
+    let (spec, source) = load(args)?;
+    let store = open_store(args, state)?;
+    let gate = Gate::from_spec(
+        &spec,
+        &source.path.display().to_string(),
+        &Catalog::new(),
+        store,
+    )
+    .map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let call = ToolCall::new("cli-1", name, arguments);
+    let outcome = runtime.block_on(gate.call(&state.session, call, &Principal::operator()));
+    match outcome {
+        Ok(value) => {
+            if args.json {
+                print_json(&json!({"status": "ok", "value": value}));
+            } else {
+                print_json(&value);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            if args.json {
+                let retryable =
+                    matches!(&error, CallError::Tool { error, .. } if error.is_retryable());
+                print_json(
+                    &json!({"status": "error", "message": error.to_string(), "retryable": retryable}),
+                );
+                Ok(ExitCode::FAILURE)
+            } else {
+                Err(error.to_string())
+            }
+        }
+    }
+}
+
+pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) -> CommandResult {
+    let (spec, source) = load(args)?;
+    let store = open_store(args, state)?;
+    let gate = Gate::from_spec(
+        &spec,
+        &source.path.display().to_string(),
+        &Catalog::new(),
+        store.clone(),
+    )
+    .map_err(|e| e.to_string())?;
+    let session = &state.session;
+    match action {
+        None => print_json(&gate.state(session).map_err(|e| e.to_string())?),
+        Some(StateAction::Get { key }) => {
+            let all = gate.state(session).map_err(|e| e.to_string())?;
+            match all.get(&key) {
+                Some(value) => print_json(value),
+                None => {
+                    let known: Vec<&str> = spec.state.keys().map(String::as_str).collect();
+                    let hint = toolgate::closest_names(&key, known).into_iter().next();
+                    let hint = hint
+                        .map(|h| format!("; did you mean `{h}`?"))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "state key `{key}` is not set in session `{session}`{hint}"
+                    ));
+                }
+            }
+        }
+        Some(StateAction::Set { key, value }) => {
+            let value: Value = serde_json::from_str(&value).map_err(|e| {
+                format!("the value is not JSON ({e}); strings need quotes: '\"text\"'")
+            })?;
+            if !spec.state.contains_key(&key) {
+                eprintln!(
+                    "warning: state key `{key}` is not declared under `state:` in {}",
+                    source.path.display()
+                );
+            }
+            store
+                .apply(session, &[(key, value)])
+                .map_err(|e| e.to_string())?;
+        }
+        Some(StateAction::Reset) => store.reset(session).map_err(|e| e.to_string())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads and checks the spec file; a file with errors stops the command.
+pub fn load(args: &SpecArgs) -> Result<(SpecFile, SpecSource), String> {
+    let source = SpecSource::read(&args.file).map_err(|e| e.to_string())?;
+    match (&source.checked.spec, source.checked.is_ok()) {
+        (Some(spec), true) => Ok((spec.clone(), source)),
+        _ => {
+            eprint!("{}", source.render_diagnostics());
+            Err(format!(
+                "{} has errors; fix them first (`toolgate check` lists them)",
+                args.file.display()
+            ))
+        }
+    }
+}
+
+fn open_store(args: &SpecArgs, state: &StateArgs) -> Result<Arc<dyn StateStore>, String> {
+    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
+    let store = SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?;
+    Ok(Arc::new(store))
+}

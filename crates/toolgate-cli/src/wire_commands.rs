@@ -1,0 +1,135 @@
+//! `render`, `parse` and `import`: the wire layer on the command line.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use toolgate::spec::SpecFile;
+use toolgate::wire::{self, CallReader, Note, RenderOptions, Rendered, Target};
+use toolgate::{Catalog, ToolDescriptor};
+
+use crate::SpecArgs;
+use crate::commands::{CommandResult, load};
+use crate::output::print_json;
+
+/// The descriptors a spec file declares, in file order.
+pub fn descriptors(spec: &SpecFile, file: &Path) -> Result<Vec<ToolDescriptor>, String> {
+    let catalog = toolgate::spec_catalog(spec, &file.display().to_string(), &Catalog::new()).map_err(|e| e.to_string())?;
+    Ok(catalog.iter().map(|tool| tool.descriptor().clone()).collect())
+}
+
+fn rendered(args: &SpecArgs, target: Target, options: RenderOptions) -> Result<Rendered, String> {
+    let (spec, source) = load(args)?;
+    let tools = descriptors(&spec, &source.path)?;
+    Ok(wire::render(target, &tools, &spec.hosted, options))
+}
+
+pub fn render(args: &SpecArgs, target: Target, options: RenderOptions, explain: bool) -> CommandResult {
+    let rendered = rendered(args, target, options)?;
+    if explain {
+        print!("{}", explain_notes(&rendered));
+    } else {
+        print_json(&json!({ "tools": rendered.tools }));
+    }
+    for problem in &rendered.problems {
+        eprintln!("error: {}", note_line(problem));
+    }
+    Ok(if rendered.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Changes and problems, grouped by tool, for `render --explain`.
+fn explain_notes(rendered: &Rendered) -> String {
+    let mut out = String::new();
+    let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
+    for (kind, note) in rendered.changes.iter().map(|n| ("changed", n)).chain(rendered.problems.iter().map(|n| ("problem", n))) {
+        let key = note.tool.as_deref();
+        let line = if note.path.is_empty() {
+            format!("  {kind}: {}", note.message)
+        } else {
+            format!("  {kind}: at {}: {}", note.path, note.message)
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, lines)) => lines.push(line),
+            None => groups.push((key, vec![line])),
+        }
+    }
+    if groups.is_empty() {
+        out.push_str(&format!("{}: every tool renders as declared\n", rendered.target));
+    }
+    for (tool, lines) in groups {
+        out.push_str(&format!("{}\n", tool.unwrap_or("(request)")));
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn note_line(note: &Note) -> String {
+    match (&note.tool, note.path.is_empty()) {
+        (Some(tool), true) => format!("{tool}: {}", note.message),
+        (Some(tool), false) => format!("{tool}: at {}: {}", note.path, note.message),
+        (None, _) => note.message.clone(),
+    }
+}
+
+pub fn parse(args: &SpecArgs, target: Target, input: &str, stream: bool) -> CommandResult {
+    let text = read_input(input)?;
+    let reader: CallReader = rendered(args, target, RenderOptions::default())?.reader;
+    let calls = if stream {
+        let mut parser = wire::stream_parser(target);
+        for event in stream_events(&text)? {
+            parser.feed(&event).map_err(|e| e.to_string())?;
+        }
+        parser.finish(&reader)
+    } else {
+        let response: Value = serde_json::from_str(&text).map_err(|e| format!("the response is not JSON: {e}"))?;
+        wire::parse_response(target, &response, &reader).map_err(|e| e.to_string())?
+    };
+    print_json(&calls);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The events of a stream: SSE `data:` lines, a JSON array, or JSON Lines.
+fn stream_events(text: &str) -> Result<Vec<Value>, String> {
+    let parse = |line: &str, n: usize| {
+        serde_json::from_str::<Value>(line).map_err(|e| format!("event {n} is not JSON: {e}"))
+    };
+    if text.lines().any(|l| l.starts_with("data:")) {
+        return text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:").map(str::trim))
+            .filter(|data| !data.is_empty() && *data != "[DONE]")
+            .enumerate()
+            .map(|(n, data)| parse(data, n + 1))
+            .collect();
+    }
+    if let Ok(Value::Array(events)) = serde_json::from_str::<Value>(text) {
+        return Ok(events);
+    }
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate().map(|(n, l)| parse(l, n + 1)).collect()
+}
+
+fn read_input(input: &str) -> Result<String, String> {
+    if input == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read standard input: {e}"))?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(input).map_err(|e| format!("cannot read {input}: {e}"))
+    }
+}
+
+pub fn import(from: wire::ImportFormat, input: &str) -> CommandResult {
+    let text = read_input(input)?;
+    let imported = wire::import_tools(from, &text).map_err(|e| e.to_string())?;
+    for note in &imported.notes {
+        eprintln!("note: {}", note_line(note));
+    }
+    let spec = SpecFile { tools: imported.tools, ..SpecFile::default() };
+    let yaml = serde_saphyr::to_string(&spec).map_err(|e| format!("cannot write YAML: {e}"))?;
+    print!("{yaml}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,122 @@
+//! Spec files: tools declared in YAML or JSON, their validation and their shapes.
+//!
+//! [`check`] turns text into a [`SpecFile`] plus every problem found, each located
+//! in the text. Structural problems (syntax, unknown or missing keys, wrong types)
+//! come first; semantic ones (names, schemas, responses, bindings, state keys,
+//! placeholders) are checked once the structure is sound.
+
+mod diagnostic;
+mod document;
+mod model;
+mod rules;
+mod shape;
+mod structure;
+pub mod template;
+
+pub use crate::Scheduling;
+pub use diagnostic::{Diagnostic, Severity, Span};
+pub use document::{Document, MAX_SPEC_BYTES};
+pub use model::{
+    BindingKind, DEFAULT_SPEC_EFFECT, HttpBinding, HttpMethod, McpBinding, McpServerRef, SpecFile,
+    StateKey, StateType, ToolSpec,
+};
+pub use shape::{returns_shape, schema_shape, value_shape};
+pub use structure::spec_file_schema;
+
+/// The result of checking a spec file.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The file's model, when its structure is sound (it may still have errors).
+    pub spec: Option<SpecFile>,
+    /// Every problem, in the order they appear in the text.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Checked {
+    /// True when nothing is an error (warnings allowed).
+    pub fn is_ok(&self) -> bool {
+        self.spec.is_some() && !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Parses and checks spec text (YAML or JSON).
+pub fn check(text: &str) -> Checked {
+    let doc = match Document::parse(text) {
+        Ok(doc) => doc,
+        Err(diagnostic) => {
+            return Checked {
+                spec: None,
+                diagnostics: vec![diagnostic],
+            };
+        }
+    };
+    let mut diagnostics = structure::check_structure(&doc);
+    let spec = if diagnostics.is_empty() {
+        match serde_json::from_value::<SpecFile>(doc.value.clone()) {
+            Ok(spec) => {
+                diagnostics.extend(rules::check_rules(&doc, &spec));
+                Some(spec)
+            }
+            Err(e) => {
+                diagnostics.push(Diagnostic::error(
+                    "",
+                    format!("the file does not fit the spec format: {e}"),
+                ));
+                None
+            }
+        }
+    } else {
+        // The parts that are sound are still checked, so one mistake hides no other.
+        if let Some((partial, positions)) = sound_part(&doc, &diagnostics) {
+            diagnostics.extend(rules::check_rules_at(&doc, &partial, &positions));
+        }
+        None
+    };
+    diagnostics.sort_by_key(|d| {
+        (
+            d.span.map_or(usize::MAX, |s| s.offset),
+            std::cmp::Reverse(d.severity),
+        )
+    });
+    Checked { spec, diagnostics }
+}
+
+/// The tools without structural problems, with their positions in the file, and the
+/// state section; `None` when the state section (or the whole file) is unsound, as
+/// every tool's state checks would then mislead.
+fn sound_part(doc: &Document, structural: &[Diagnostic]) -> Option<(SpecFile, Vec<usize>)> {
+    let touches = |at: &str| {
+        structural
+            .iter()
+            .any(|d| d.path == at || d.path.starts_with(&format!("{at}/")))
+    };
+    if structural.iter().any(|d| d.path.is_empty()) || touches("/state") {
+        return None;
+    }
+    let state = match doc.value.get("state") {
+        Some(state) => serde_json::from_value(state.clone()).ok()?,
+        None => Default::default(),
+    };
+    let mut tools = Vec::new();
+    let mut positions = Vec::new();
+    if !structural.iter().any(|d| d.path == "/tools") {
+        let all = doc.value.get("tools").and_then(serde_json::Value::as_array);
+        for (i, tool) in all.into_iter().flatten().enumerate() {
+            if touches(&format!("/tools/{i}")) {
+                continue;
+            }
+            if let Ok(tool) = serde_json::from_value::<ToolSpec>(tool.clone()) {
+                tools.push(tool);
+                positions.push(i);
+            }
+        }
+    }
+    Some((
+        SpecFile {
+            tools,
+            state,
+            hosted: Vec::new(),
+        },
+        positions,
+    ))
+}

@@ -1,0 +1,253 @@
+//! The spec file format, as Rust types. `toolgate schema` prints their JSON Schema.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Effect, Scheduling, ToolUsage};
+
+/// A `toolgate.yaml` file: tools and the conversation's data dictionary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "toolgate spec file")]
+pub struct SpecFile {
+    /// The tools this file declares.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Tools the model's provider runs (web search, code execution, ...); each
+    /// target renders the ones it supports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted: Vec<crate::wire::HostedTool>,
+    /// The conversation's state keys: what tools latch and guards read.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub state: IndexMap<String, StateKey>,
+}
+
+/// One declared tool. Without `http` or `mcp` it is a mock: it returns `response`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// Canonical name: 1-128 of `[A-Za-z0-9_.-]`, `.` between namespace parts.
+    pub name: String,
+    /// A short human title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments; absent means the tool takes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+    /// JSON Schema of what the tool returns, shown to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<Value>,
+    /// The canned value a mock returns (default `{"ok": true}`). Strings may
+    /// interpolate `{args.NAME}` and `{state.KEY}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+    /// State keys written after the tool succeeds; values interpolate as `response`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub set_state: IndexMap<String, Value>,
+    /// A state key that receives the tool's whole response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_response_as: Option<String>,
+    /// Run the tool as an HTTP request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpBinding>,
+    /// Run the tool on an MCP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpBinding>,
+    /// The tool runs in the background; the conversation goes on meanwhile.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
+    /// How a background tool's result reaches the model. Implies `background`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<Scheduling>,
+    /// What calling the tool does to the world (default `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
+    /// Guidance for the model that picks tools.
+    #[serde(default, skip_serializing_if = "ToolUsage::is_empty")]
+    pub usage: ToolUsage,
+    /// Sample arguments, shown to APIs that accept input examples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Value>,
+    /// Free-form labels, used by search.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// How long a call may take, e.g. `30s`, `500ms`, `2m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+}
+
+/// The effect a spec tool has when it does not say.
+pub const DEFAULT_SPEC_EFFECT: Effect = Effect::Write;
+
+impl ToolSpec {
+    /// The declared effect, or [`DEFAULT_SPEC_EFFECT`].
+    pub fn effect(&self) -> Effect {
+        self.effect.unwrap_or(DEFAULT_SPEC_EFFECT)
+    }
+
+    /// Whether the tool runs in the background (`scheduling` implies it).
+    pub fn is_background(&self) -> bool {
+        self.background || self.scheduling.is_some()
+    }
+
+    /// How a background tool's result is delivered (`when_idle` unless it says);
+    /// `None` for a tool the model waits on.
+    pub fn background_scheduling(&self) -> Option<Scheduling> {
+        self.is_background()
+            .then(|| self.scheduling.unwrap_or(Scheduling::WhenIdle))
+    }
+
+    /// The JSON Schema of the arguments; an empty object schema when none is declared.
+    pub fn input_schema(&self) -> Value {
+        self.parameters
+            .clone()
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}))
+    }
+
+    /// What a mock returns before interpolation.
+    pub fn canned_response(&self) -> Value {
+        self.response
+            .clone()
+            .unwrap_or_else(|| serde_json::json!({"ok": true}))
+    }
+
+    /// Which binding runs the tool when no native implementation is registered.
+    pub fn binding_kind(&self) -> BindingKind {
+        if self.mcp.is_some() {
+            BindingKind::Mcp
+        } else if self.http.is_some() {
+            BindingKind::Http
+        } else {
+            BindingKind::Mock
+        }
+    }
+}
+
+/// What executes a tool, in precedence order: native, MCP, HTTP, mock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingKind {
+    Native,
+    Mcp,
+    Http,
+    Mock,
+}
+
+impl BindingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BindingKind::Native => "native",
+            BindingKind::Mcp => "mcp",
+            BindingKind::Http => "http",
+            BindingKind::Mock => "mock",
+        }
+    }
+}
+
+/// An HTTP request that implements a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpBinding {
+    /// The request method (default GET).
+    #[serde(default)]
+    pub method: HttpMethod,
+    /// The absolute http(s) URL; may interpolate `{args.NAME}` and `{state.KEY}`.
+    pub url: String,
+    /// Request headers; values may also reference `${env.NAME}`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// Query parameters, percent-encoded.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub query: IndexMap<String, String>,
+    /// The request body; without it, POST, PUT and PATCH send the arguments as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HttpMethod {
+    #[default]
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl HttpMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Patch => "PATCH",
+            HttpMethod::Delete => "DELETE",
+        }
+    }
+}
+
+/// The MCP server that implements a tool: a command line (stdio) or an http(s) URL,
+/// written as a string, or spelled out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum McpBinding {
+    /// `"npx -y some-server"` or `"https://host/mcp"`.
+    Short(String),
+    /// The server spelled out.
+    Full(Box<McpServerRef>),
+}
+
+/// An MCP server spelled out, and optionally the tool's name there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerRef {
+    /// The program to start (stdio transport).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment for the program; values may reference `${env.NAME}`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub env: IndexMap<String, String>,
+    /// The streamable HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers; values may reference `${env.NAME}`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// The tool's name on that server, when it differs from the declared name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}
+
+/// One key of the conversation's state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateKey {
+    /// The JSON type of its value.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<StateType>,
+    /// What the key means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its value before anything writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StateType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Object,
+    Array,
+}

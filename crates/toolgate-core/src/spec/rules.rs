@@ -1,0 +1,570 @@
+//! Semantic checks on a well-formed spec: names, schemas, responses, bindings,
+//! state keys and placeholders.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::diagnostic::{Diagnostic, Span, did_you_mean};
+use super::document::{Document, pointer_segment};
+use super::model::{BindingKind, McpBinding, SpecFile, ToolSpec};
+use super::structure::{article, describe_typed, violation_message};
+use super::template::{Scope, placeholders};
+
+/// Every semantic problem in `spec`, located in `doc`.
+pub fn check_rules(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
+    let positions: Vec<usize> = (0..spec.tools.len()).collect();
+    check_rules_at(doc, spec, &positions)
+}
+
+/// As [`check_rules`], for a spec that holds only some of the file's tools:
+/// `spec.tools[k]` stands at `/tools/{positions[k]}` in `doc`.
+pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> Vec<Diagnostic> {
+    let mut rules = Rules {
+        doc,
+        spec,
+        out: Vec::new(),
+    };
+    rules.state_defaults();
+    let mut first_by_name: HashMap<&str, usize> = HashMap::new();
+    for (tool, &i) in spec.tools.iter().zip(positions) {
+        let at = format!("/tools/{i}");
+        if let Err(e) = crate::validate_name(&tool.name) {
+            let help = match suggest_name(&tool.name) {
+                Some(name) => format!("rename it, e.g. `name: {name}`"),
+                None => "give the tool a name, e.g. `name: lookup_order`".into(),
+            };
+            rules.error(&format!("{at}/name"), e.to_string(), Some(help));
+        } else if let Some(first) = first_by_name.get(tool.name.as_str()) {
+            let line = rules.line_of(&format!("/tools/{first}/name"));
+            rules.error(
+                &format!("{at}/name"),
+                format!("tool `{}` is declared twice", tool.name),
+                Some(format!(
+                    "the first declaration is tool #{} (line {line}); rename or remove one",
+                    first + 1
+                )),
+            );
+        } else {
+            first_by_name.insert(&tool.name, i);
+        }
+        rules.tool(&at, tool);
+    }
+    rules.out
+}
+
+struct Rules<'a> {
+    doc: &'a Document,
+    spec: &'a SpecFile,
+    out: Vec<Diagnostic>,
+}
+
+impl Rules<'_> {
+    fn push(&mut self, diagnostic: Diagnostic) {
+        let span = self.doc.value_span(&diagnostic.path);
+        self.out.push(diagnostic.with_span(span));
+    }
+
+    fn error(&mut self, path: &str, message: String, help: Option<String>) {
+        let mut d = Diagnostic::error(path, message);
+        d.help = help;
+        self.push(d);
+    }
+
+    /// An error at a span other than the value at `path`.
+    fn error_at(&mut self, path: &str, span: Option<Span>, message: String, help: Option<String>) {
+        let mut d = Diagnostic::error(path, message);
+        d.help = help;
+        self.out.push(d.with_span(span));
+    }
+
+    fn line_of(&self, path: &str) -> usize {
+        let offset = self.doc.value_span(path).map_or(0, |s| s.offset);
+        self.doc.line_of(offset)
+    }
+
+    fn tool(&mut self, at: &str, tool: &ToolSpec) {
+        let parameters = self.schema(&format!("{at}/parameters"), tool.parameters.as_ref());
+        if let Some(p) = &tool.parameters
+            && p.get("type").is_some_and(|t| t != "object")
+        {
+            self.error(
+                &format!("{at}/parameters/type"),
+                "`parameters` must describe an object: tools take named arguments".into(),
+                Some("set `type: object` and list the arguments under `properties:`".into()),
+            );
+        }
+        let returns = self.schema(&format!("{at}/returns"), tool.returns.as_ref());
+        if let Some(returns) = returns {
+            match &tool.response {
+                Some(response) => {
+                    for v in violations(&returns, response) {
+                        let help = v.help.unwrap_or_else(|| {
+                            "change the canned response or the `returns` schema so they agree"
+                                .into()
+                        });
+                        self.error(
+                            &format!("{at}/response{}", v.pointer),
+                            format!("the mock response does not match `returns`: {}", v.message),
+                            Some(help),
+                        );
+                    }
+                }
+                // A bound tool's response comes from its server, not from this file.
+                None if tool.binding_kind() != BindingKind::Mock => {}
+                None => {
+                    let reasons: Vec<String> = violations(&returns, &tool.canned_response())
+                        .into_iter()
+                        .map(|v| v.message)
+                        .collect();
+                    if !reasons.is_empty() {
+                        // The default `{"ok": true}` is not in the file: point at `returns`.
+                        let path = format!("{at}/returns");
+                        let span = self.doc.key_span(&path);
+                        self.error_at(
+                            &path,
+                            span,
+                            format!(
+                                "without a `response:`, this mock returns {{\"ok\": true}}, which does not match `returns`: {}",
+                                reasons.join("; ")
+                            ),
+                            Some("add a `response:` with a value that matches `returns`".into()),
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(parameters) = &parameters {
+            for (i, example) in tool.examples.iter().enumerate() {
+                for v in violations(parameters, example) {
+                    let help = v.help.unwrap_or_else(|| {
+                        "change the example or `parameters` so they agree".into()
+                    });
+                    self.error(
+                        &format!("{at}/examples/{i}{}", v.pointer),
+                        format!("this example does not match `parameters`: {}", v.message),
+                        Some(help),
+                    );
+                }
+            }
+        }
+        if tool.http.is_some() && tool.mcp.is_some() {
+            self.error(
+                &format!("{at}/mcp"),
+                "a tool has one binding, `http` or `mcp`, not both".into(),
+                Some("remove one of them; a tool with neither is a mock".into()),
+            );
+        }
+        self.mcp(at, tool);
+        if let Some(http) = &tool.http {
+            self.url(&format!("{at}/http/url"), &http.url);
+        }
+        if let Some(timeout) = &tool.timeout
+            && humantime::parse_duration(timeout).is_err()
+        {
+            self.error(
+                &format!("{at}/timeout"),
+                format!("`{timeout}` is not a duration"),
+                Some("write a number and a unit, e.g. `500ms`, `30s` or `2m`".into()),
+            );
+        }
+        self.state_writes(at, tool);
+        self.placeholders(at, tool);
+    }
+
+    /// Checks that a schema is valid JSON Schema; returns it when it is.
+    fn schema(&mut self, path: &str, schema: Option<&Value>) -> Option<Value> {
+        let schema = schema?;
+        let meta = jsonschema::draft202012::meta::validator();
+        let mut valid = true;
+        let field = path.rsplit('/').next().unwrap_or_default();
+        for error in meta.iter_errors(schema) {
+            valid = false;
+            let pointer = error.instance_path().as_str().to_owned();
+            let (message, help) = violation_message(&error);
+            self.error(
+                &format!("{path}{pointer}"),
+                format!("`{field}` is not a valid JSON Schema: {message}"),
+                Some(help.unwrap_or_else(|| {
+                    "see https://json-schema.org/understanding-json-schema for the keywords".into()
+                })),
+            );
+        }
+        if valid && let Err(e) = jsonschema::draft202012::new(schema) {
+            valid = false;
+            let (pointer, message, help) = match e.kind() {
+                jsonschema::error::ValidationErrorKind::Referencing(_)
+                    if let Some((pointer, target)) =
+                        dangling_ref(schema, schema, String::new()) =>
+                {
+                    (
+                        pointer,
+                        format!("`{field}` has a `$ref` that points nowhere: `{target}`"),
+                        "point it inside the schema, e.g. `$ref: \"#/$defs/Name\"` with `Name` under `$defs:`; other documents are not fetched",
+                    )
+                }
+                jsonschema::error::ValidationErrorKind::Format { format } if format == "regex" => (
+                    e.instance_path().as_str().to_owned(),
+                    format!("`{field}` has a `pattern` that is not a regular expression"),
+                    "write an ECMA 262 regular expression, e.g. `^[0-9]{4}$`",
+                ),
+                _ => (
+                    e.instance_path().as_str().to_owned(),
+                    format!("`{field}` cannot be used as a JSON Schema: {}", e.masked()),
+                    "fix the marked keyword",
+                ),
+            };
+            self.error(&format!("{path}{pointer}"), message, Some(help.into()));
+        }
+        valid.then(|| schema.clone())
+    }
+
+    fn mcp(&mut self, at: &str, tool: &ToolSpec) {
+        let path = format!("{at}/mcp");
+        match &tool.mcp {
+            Some(McpBinding::Short(s)) if s.trim().is_empty() => self.error(
+                &path,
+                "`mcp` is empty".into(),
+                Some("give the server's command line or its http(s) URL".into()),
+            ),
+            Some(McpBinding::Short(s)) if s.starts_with("http://") || s.starts_with("https://") => {
+                self.url(&path, s)
+            }
+            Some(McpBinding::Full(server)) if server.command.is_some() == server.url.is_some() => {
+                let help = if server.command.is_some() {
+                    "keep `command:` to start the server, or `url:` to reach a running one, not both"
+                } else {
+                    "add `command:` (a program to start, spoken to over stdio) or `url:` (a running server's http(s) endpoint)"
+                };
+                let span = self.doc.key_span(&path);
+                self.error_at(
+                    &path,
+                    span,
+                    "an `mcp` binding needs exactly one of `command` (stdio) or `url` (HTTP)"
+                        .into(),
+                    Some(help.into()),
+                )
+            }
+            Some(McpBinding::Full(server)) => {
+                if let Some(url) = &server.url {
+                    self.url(&format!("{path}/url"), url);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An absolute http(s) URL whose scheme and host come from the file, not from arguments.
+    fn url(&mut self, path: &str, url: &str) {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return self.error(
+                path,
+                format!("`{url}` is not an absolute URL"),
+                Some("start it with https:// or http://".into()),
+            );
+        };
+        if scheme != "http" && scheme != "https" {
+            return self.error(
+                path,
+                format!("URL scheme `{scheme}` is not supported"),
+                Some("use https:// or http://".into()),
+            );
+        }
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if authority.is_empty() {
+            self.error(
+                path,
+                format!("`{url}` names no host"),
+                Some("write the host after `://`, as in `https://api.example.com/orders`".into()),
+            );
+        } else if let Some(open) = authority.find('{') {
+            // Point at the placeholder itself when it can be found in the text.
+            let close = authority[open..]
+                .find('}')
+                .map_or(authority.len(), |c| open + c + 1);
+            let span = self.placeholder_span(path, &authority[open..close]);
+            self.error_at(
+                path,
+                span,
+                "the URL's host comes from a placeholder; arguments and state may only fill the path and query".into(),
+                Some("write the host literally, as in `https://api.example.com/{args.path}`".into()),
+            );
+        }
+    }
+
+    fn state_writes(&mut self, at: &str, tool: &ToolSpec) {
+        let declared: Vec<&str> = self.spec.state.keys().map(String::as_str).collect();
+        // Where each written key stands: a `set_state` key, or `save_response_as`'s value.
+        let mut written: Vec<(String, Option<Span>, &str)> = tool
+            .set_state
+            .keys()
+            .map(|k| {
+                let path = format!("{at}/set_state/{}", pointer_segment(k));
+                (path.clone(), self.doc.key_span(&path), k.as_str())
+            })
+            .collect();
+        if let Some(key) = &tool.save_response_as {
+            let path = format!("{at}/save_response_as");
+            written.push((path.clone(), self.doc.value_span(&path), key.as_str()));
+        }
+        for (path, span, key) in written {
+            if self.spec.state.contains_key(key) {
+                continue;
+            }
+            let mut d = Diagnostic::warning(
+                &path,
+                format!("state key `{key}` is not declared under `state:`"),
+            );
+            d.help = Some(match did_you_mean(key, declared.iter().copied()) {
+                Some(hint) => hint,
+                None => format!(
+                    "declare it under `state:`, e.g. `{key}: {{type: string, description: ...}}`"
+                ),
+            });
+            self.out.push(d.with_span(span));
+        }
+    }
+
+    fn placeholders(&mut self, at: &str, tool: &ToolSpec) {
+        let args: Option<Vec<&str>> = tool.parameters.as_ref().map(|p| {
+            p.get("properties")
+                .and_then(Value::as_object)
+                .map(|o| o.keys().map(String::as_str).collect())
+                .unwrap_or_default()
+        });
+        // Every templated string, by the pointer of the string itself.
+        let mut strings: Vec<(String, &str)> = Vec::new();
+        if let Some(response) = &tool.response {
+            strings_in(response, format!("{at}/response"), &mut strings);
+        }
+        for (key, value) in &tool.set_state {
+            strings_in(
+                value,
+                format!("{at}/set_state/{}", pointer_segment(key)),
+                &mut strings,
+            );
+        }
+        if let Some(http) = &tool.http {
+            strings.push((format!("{at}/http/url"), http.url.as_str()));
+            for (section, map) in [("headers", &http.headers), ("query", &http.query)] {
+                for (key, value) in map {
+                    strings.push((
+                        format!("{at}/http/{section}/{}", pointer_segment(key)),
+                        value.as_str(),
+                    ));
+                }
+            }
+            if let Some(body) = &http.body {
+                strings_in(body, format!("{at}/http/body"), &mut strings);
+            }
+        }
+        for (path, text) in strings {
+            for p in placeholders(text) {
+                let span = self.placeholder_span(&path, &text[p.range.clone()]);
+                let name = p.name();
+                match p.scope {
+                    Scope::Args => {
+                        let known = args.clone().unwrap_or_default();
+                        if !known.contains(&name) {
+                            let help =
+                                did_you_mean(name, known.iter().copied()).unwrap_or_else(|| {
+                                    match &args {
+                                        None => "this tool declares no `parameters`".into(),
+                                        Some(k) if k.is_empty() => {
+                                            "this tool's `parameters` declare no properties".into()
+                                        }
+                                        Some(k) => format!(
+                                            "its arguments are {}",
+                                            k.iter()
+                                                .map(|a| format!("`{a}`"))
+                                                .collect::<Vec<_>>()
+                                                .join(", ")
+                                        ),
+                                    }
+                                });
+                            self.error_at(
+                                &path,
+                                span,
+                                format!("`{{args.{name}}}` names no argument of `{}`", tool.name),
+                                Some(help),
+                            );
+                        }
+                    }
+                    Scope::State => {
+                        if !self.spec.state.contains_key(name) {
+                            let help =
+                                did_you_mean(name, self.spec.state.keys().map(String::as_str))
+                                    .unwrap_or_else(|| format!("declare `{name}` under `state:`"));
+                            self.error_at(
+                                &path,
+                                span,
+                                format!("`{{state.{name}}}` names no declared state key"),
+                                Some(help),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The placeholder's own text inside the string at `path`, or the whole string.
+    fn placeholder_span(&self, path: &str, placeholder: &str) -> Option<Span> {
+        let whole = self.doc.value_span(path)?;
+        let offset = self
+            .doc
+            .text_of(whole)
+            .and_then(|source| source.find(placeholder))
+            .map(|at| whole.offset + at);
+        Some(match offset {
+            Some(offset) => Span {
+                offset,
+                len: placeholder.len(),
+            },
+            None => whole,
+        })
+    }
+
+    fn state_defaults(&mut self) {
+        for (key, declared) in &self.spec.state {
+            let (Some(kind), Some(default)) = (declared.kind, &declared.default) else {
+                continue;
+            };
+            let schema = serde_json::json!({ "type": kind });
+            if !violations(&schema, default).is_empty() {
+                let kind_name = schema["type"].as_str().unwrap_or("value");
+                self.error(
+                    &format!("/state/{}/default", pointer_segment(key)),
+                    format!(
+                        "the default of `{key}` is {}, but its `type` is `{kind_name}`",
+                        describe_typed(default)
+                    ),
+                    Some(format!(
+                        "make the default {}, or change `type`",
+                        article(kind_name)
+                    )),
+                );
+            }
+        }
+    }
+}
+
+/// One way a value breaks a schema.
+pub(crate) struct Violation {
+    /// The JSON pointer of the offending part, relative to the value.
+    pub pointer: String,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+/// Every way `value` breaks `schema`. Strings that hold placeholders are filled at
+/// run time, so their own violations are skipped.
+pub(crate) fn violations(schema: &Value, value: &Value) -> Vec<Violation> {
+    let Ok(validator) = jsonschema::draft202012::new(schema) else {
+        return Vec::new();
+    };
+    validator
+        .iter_errors(value)
+        .filter(|e| {
+            e.instance()
+                .as_str()
+                .is_none_or(|s| placeholders(s).is_empty())
+        })
+        .map(|e| {
+            let (message, help) = violation_message(&e);
+            Violation {
+                pointer: e.instance_path().as_str().to_owned(),
+                message,
+                help,
+            }
+        })
+        .collect()
+}
+
+/// The first `$ref` in `schema` that does not resolve inside `root`: its pointer
+/// (relative to `root`) and its target.
+fn dangling_ref(schema: &Value, root: &Value, pointer: String) -> Option<(String, String)> {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                let resolves = target
+                    .strip_prefix('#')
+                    .and_then(|p| {
+                        let decoded = percent_decode(p)?;
+                        root.pointer(&decoded)
+                    })
+                    .is_some();
+                if !resolves {
+                    return Some((format!("{pointer}/$ref"), target.clone()));
+                }
+            }
+            map.iter().find_map(|(key, value)| {
+                dangling_ref(value, root, format!("{pointer}/{}", pointer_segment(key)))
+            })
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| dangling_ref(item, root, format!("{pointer}/{i}"))),
+        _ => None,
+    }
+}
+
+/// `%xx` escapes in a URI fragment, decoded; `None` when they do not make UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Every string in `value`, with its JSON pointer (object keys are not templates).
+fn strings_in<'v>(value: &'v Value, pointer: String, out: &mut Vec<(String, &'v str)>) {
+    match value {
+        Value::String(s) => out.push((pointer, s)),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                strings_in(item, format!("{pointer}/{i}"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                strings_in(item, format!("{pointer}/{}", pointer_segment(key)), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A valid tool name close to `name`: runs of other characters become one `_`.
+fn suggest_name(name: &str) -> Option<String> {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        let c = if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
+            c
+        } else {
+            '_'
+        };
+        let repeated = (c == '_' || c == '.') && out.ends_with(['_', '.']);
+        if !repeated {
+            out.push(c);
+        }
+    }
+    let out: String = out
+        .trim_matches(['_', '.'])
+        .chars()
+        .take(crate::MAX_NAME_LEN)
+        .collect();
+    let out = out.trim_end_matches(['_', '.']);
+    (crate::validate_name(out).is_ok()).then(|| out.to_owned())
+}

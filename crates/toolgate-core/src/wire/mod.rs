@@ -1,0 +1,99 @@
+//! Wire formats: one catalog described to every model API, and every API's calls
+//! read back under canonical tool names.
+//!
+//! Each target lives in its own file and provides four things: `render` (the
+//! request's `tools`), `parse_response` (calls in a whole response), `Stream` (calls
+//! assembled from streamed events) and `result_message` (the tool-result message).
+//! This module holds what they share — names, notes, call reading — and dispatches.
+
+mod anthropic;
+mod call;
+mod gemini;
+mod hosted;
+mod import;
+mod mcp;
+mod names;
+mod openai_chat;
+mod openai_responses;
+mod openapi;
+mod render;
+mod result;
+mod strict;
+mod target;
+
+use serde_json::Value;
+
+pub use call::{ParseError, ParsedCall, RawArguments, StreamParser, read_call};
+pub use hosted::HostedTool;
+pub use import::{ImportError, ImportFormat, Imported, UnknownImportFormat, import_tools};
+pub use names::{NameMap, NameRules};
+pub use render::{CallReader, Note, RenderInput, RenderOptions, Rendered};
+pub use result::ToolResult;
+pub use target::{Target, UnknownTarget};
+
+use crate::ToolDescriptor;
+
+/// Renders `tools` (and the provider-hosted tools) for `target`.
+pub fn render(target: Target, tools: &[ToolDescriptor], hosted: &[HostedTool], options: RenderOptions) -> Rendered {
+    let names = NameMap::build(tools.iter().map(|t| t.name.as_str()), &target.name_rules());
+    let mut out = Rendered {
+        target,
+        tools: Vec::new(),
+        changes: names
+            .renamed()
+            .map(|(canonical, wire)| Note::tool(canonical, format!("renamed to `{wire}` to fit the API's name rules")))
+            .collect(),
+        problems: Vec::new(),
+        reader: CallReader::new(names.clone()),
+    };
+    let input = RenderInput { tools, hosted, options };
+    match target {
+        Target::OpenAiChat => openai_chat::render(&input, &names, &mut out),
+        Target::OpenAiResponses | Target::Qwen => openai_responses::render(&input, &names, &mut out),
+        Target::Anthropic => anthropic::render(&input, &names, &mut out),
+        Target::Gemini | Target::Vertex => gemini::render(&input, &names, &mut out),
+        Target::Mcp => mcp::render(&input, &names, &mut out),
+    }
+    out
+}
+
+/// The calls in a whole (non-streamed) response of `target`.
+pub fn parse_response(target: Target, response: &Value, reader: &CallReader) -> Result<Vec<ParsedCall>, ParseError> {
+    match target {
+        Target::OpenAiChat => openai_chat::parse_response(response, reader),
+        Target::OpenAiResponses | Target::Qwen => openai_responses::parse_response(target, response, reader),
+        Target::Anthropic => anthropic::parse_response(response, reader),
+        Target::Gemini | Target::Vertex => gemini::parse_response(target, response, reader),
+        Target::Mcp => mcp::parse_response(response, reader),
+    }
+}
+
+/// A parser for `target`'s stream of events.
+pub fn stream_parser(target: Target) -> Box<dyn StreamParser> {
+    match target {
+        Target::OpenAiChat => Box::<openai_chat::Stream>::default(),
+        Target::OpenAiResponses | Target::Qwen => Box::new(openai_responses::Stream::new(target)),
+        Target::Anthropic => Box::<anthropic::Stream>::default(),
+        Target::Gemini | Target::Vertex => Box::new(gemini::Stream::new(target)),
+        Target::Mcp => Box::<mcp::Stream>::default(),
+    }
+}
+
+/// The message (or content part) that carries `result` of `call` back to `target`.
+/// `descriptor` is the called tool's, when known (Gemini reads its background scheduling).
+pub fn result_message(
+    target: Target,
+    call: &ParsedCall,
+    result: &ToolResult,
+    reader: &CallReader,
+    descriptor: Option<&ToolDescriptor>,
+) -> Value {
+    let wire_name = reader.names.wire(&call.name).unwrap_or(&call.name);
+    match target {
+        Target::OpenAiChat => openai_chat::result_message(call, result),
+        Target::OpenAiResponses | Target::Qwen => openai_responses::result_message(call, result),
+        Target::Anthropic => anthropic::result_message(call, result),
+        Target::Gemini | Target::Vertex => gemini::result_message(call, wire_name, result, descriptor),
+        Target::Mcp => mcp::result_message(result),
+    }
+}

@@ -1,0 +1,107 @@
+//! Rendering a catalog for one API: the declarations, what changed, what broke a rule,
+//! and what is needed to read the API's calls back.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{HostedTool, NameMap, Target};
+use crate::ToolDescriptor;
+
+/// How to render.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Ask for strict schemas where the API has a strict mode (OpenAI, Anthropic).
+    pub strict: bool,
+    /// Gemini and Vertex: send full JSON Schema (`parametersJsonSchema`) instead of
+    /// the OpenAPI subset (`parameters`).
+    pub json_schema: bool,
+}
+
+/// Something the renderer changed, dropped or could not carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// The canonical tool (or hosted tool type) it concerns; `None` for the whole request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Where in the tool's schema, as a JSON pointer, when it concerns the schema.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    pub message: String,
+}
+
+impl Note {
+    pub fn tool(tool: &str, message: impl Into<String>) -> Self {
+        Note { tool: Some(tool.to_owned()), path: String::new(), message: message.into() }
+    }
+
+    pub fn at(tool: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Note { tool: Some(tool.to_owned()), path: path.into(), message: message.into() }
+    }
+
+    pub fn request(message: impl Into<String>) -> Self {
+        Note { tool: None, path: String::new(), message: message.into() }
+    }
+}
+
+/// A catalog rendered for one target.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub target: Target,
+    /// The `tools` value of the request body, in catalog order (hosted tools last).
+    pub tools: Vec<Value>,
+    /// Changes made to fit the API (schema transforms, renamed tools, dropped fields).
+    pub changes: Vec<Note>,
+    /// Rules of the API this catalog breaks; a request with these would be refused.
+    pub problems: Vec<Note>,
+    /// What reading calls back needs.
+    pub reader: CallReader,
+}
+
+/// Reads an API's calls back into canonical form: wire names to canonical names,
+/// and `null`s the model sent for fields that were optional before a strict
+/// transform made them required-but-nullable, dropped again.
+#[derive(Debug, Clone, Default)]
+pub struct CallReader {
+    pub names: NameMap,
+    /// Per canonical tool, the property paths (object keys from the root) that were optional.
+    pub nullable_optionals: HashMap<String, Vec<Vec<String>>>,
+}
+
+impl CallReader {
+    /// A reader that only maps names.
+    pub fn new(names: NameMap) -> Self {
+        CallReader { names, nullable_optionals: HashMap::new() }
+    }
+
+    /// Drops `null` at every path that was optional before the strict transform.
+    pub fn restore_optionals(&self, tool: &str, arguments: &mut Value) {
+        for path in self.nullable_optionals.get(tool).into_iter().flatten() {
+            drop_null_at(arguments, path);
+        }
+    }
+}
+
+fn drop_null_at(value: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut node = value;
+    for key in parents {
+        match node.get_mut(key) {
+            Some(child) => node = child,
+            None => return,
+        }
+    }
+    if let Some(object) = node.as_object_mut()
+        && object.get(last).is_some_and(Value::is_null)
+    {
+        object.remove(last);
+    }
+}
+
+/// Everything a target renderer receives.
+pub struct RenderInput<'a> {
+    pub tools: &'a [ToolDescriptor],
+    pub hosted: &'a [HostedTool],
+    pub options: RenderOptions,
+}

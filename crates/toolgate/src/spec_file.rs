@@ -1,0 +1,171 @@
+//! Reading spec files from disk and showing their problems the way a compiler would.
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource, Report,
+};
+use toolgate_core::spec::{self, Checked, Diagnostic, MAX_SPEC_BYTES, Severity};
+
+/// The spec file used when none is named.
+pub const DEFAULT_SPEC_FILE: &str = "toolgate.yaml";
+
+/// A spec file that could not be read at all. The message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecReadError {
+    #[error("cannot read spec file {path}: {source}; create it or name another with -f FILE", path = .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is {size}, more than a spec file may hold ({max}); check that this is the spec file you meant", path = .path.display(), size = human_size(*.size), max = human_size(MAX_SPEC_BYTES as u64))]
+    TooLarge { path: PathBuf, size: u64 },
+    #[error("{path} is not UTF-8 text (byte 0x{byte:02X} at line {line}, column {column}); a spec file is YAML or JSON, saved as UTF-8", path = .path.display())]
+    NotText {
+        path: PathBuf,
+        offset: usize,
+        byte: u8,
+        line: usize,
+        column: usize,
+    },
+}
+
+/// A spec file's text, checked.
+#[derive(Debug, Clone)]
+pub struct SpecSource {
+    pub path: PathBuf,
+    pub text: String,
+    pub checked: Checked,
+}
+
+impl SpecSource {
+    /// Reads and checks a spec file. Only unreadable files are errors; problems in the
+    /// file are in `checked.diagnostics`.
+    pub fn read(path: impl AsRef<Path>) -> Result<SpecSource, SpecReadError> {
+        let path = path.as_ref().to_path_buf();
+        let io = |source| SpecReadError::Io {
+            path: path.clone(),
+            source,
+        };
+        let size = std::fs::metadata(&path).map_err(io)?.len();
+        if size > MAX_SPEC_BYTES as u64 {
+            return Err(SpecReadError::TooLarge { path, size });
+        }
+        // Read at most one byte past the limit: the file may have grown since `metadata`.
+        let mut bytes = Vec::new();
+        std::fs::File::open(&path)
+            .and_then(|file| file.take(MAX_SPEC_BYTES as u64 + 1).read_to_end(&mut bytes))
+            .map_err(io)?;
+        if bytes.len() > MAX_SPEC_BYTES {
+            let size = bytes.len() as u64;
+            return Err(SpecReadError::TooLarge { path, size });
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(SpecSource::from_text(path, text)),
+            Err(e) => {
+                let offset = e.utf8_error().valid_up_to();
+                let bytes = e.as_bytes();
+                let before = &bytes[..offset];
+                let line_start = before
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                // The text before `offset` is valid UTF-8, so columns count characters.
+                let column = std::str::from_utf8(&before[line_start..])
+                    .map_or(1, |line| line.chars().count() + 1);
+                Err(SpecReadError::NotText {
+                    byte: bytes[offset],
+                    line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+                    column,
+                    offset,
+                    path,
+                })
+            }
+        }
+    }
+
+    /// Checks text as if it had been read from `path`.
+    pub fn from_text(path: impl Into<PathBuf>, text: impl Into<String>) -> SpecSource {
+        let text = text.into();
+        let checked = spec::check(&text);
+        SpecSource {
+            path: path.into(),
+            text,
+            checked,
+        }
+    }
+
+    /// Every diagnostic, rendered with the offending line and a caret.
+    pub fn render_diagnostics(&self) -> String {
+        render_diagnostics(
+            &self.path.display().to_string(),
+            &self.text,
+            &self.checked.diagnostics,
+        )
+    }
+}
+
+/// Renders diagnostics as text with source snippets, no colour.
+pub fn render_diagnostics(file_name: &str, text: &str, diagnostics: &[Diagnostic]) -> String {
+    let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
+        .with_width(100)
+        .with_links(false);
+    let mut out = String::new();
+    for d in diagnostics {
+        let mut m = MietteDiagnostic::new(d.message.clone()).with_severity(match d.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        });
+        if let Some(help) = &d.help {
+            m = m.with_help(help.clone());
+        }
+        let report = match d.span {
+            Some(span) => {
+                m = m.with_label(LabeledSpan::at(span.offset..span.offset + span.len, "here"));
+                Report::new(m).with_source_code(NamedSource::new(file_name, text.to_owned()))
+            }
+            // No position: name the file in the message itself.
+            None => {
+                m.message = format!("{file_name}: {}", d.message);
+                Report::new(m)
+            }
+        };
+        let _ = handler.render_report(&mut out, report.as_ref());
+    }
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = diagnostics.len() - errors;
+    let _ = writeln!(
+        out,
+        "{file_name}: {errors} error{}, {warnings} warning{}",
+        plural(errors),
+        plural(warnings)
+    );
+    out
+}
+
+/// A byte count the way a person reads it: `8 MiB`, `50.0 MiB`; exact bytes when
+/// a rounded figure could not be told from the limit (`8,388,609 bytes`).
+fn human_size(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes.is_multiple_of(MIB) {
+        return format!("{} MiB", bytes / MIB);
+    }
+    if bytes >= 10 * MIB {
+        return format!("{:.1} MiB", bytes as f64 / MIB as f64);
+    }
+    let digits = bytes.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out} bytes")
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -1,0 +1,125 @@
+//! A tool declared in a spec file, and what runs it.
+//!
+//! The declaration is what a model sees; the implementation behind it follows the
+//! precedence native → MCP → HTTP → mock, so a mock can be swapped for a real
+//! binding without touching the declaration.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use toolgate_core::spec::{BindingKind, SpecFile, ToolSpec, template};
+use toolgate_core::{
+    Catalog, CatalogError, DynTool, ToolCtx, ToolDescriptor, ToolError, ToolSource,
+};
+
+/// A spec tool: its declaration and the implementation that runs it.
+pub struct SpecTool {
+    spec: ToolSpec,
+    descriptor: ToolDescriptor,
+    native: Option<Arc<dyn DynTool>>,
+}
+
+impl SpecTool {
+    /// The declared tool, run by its binding (or its mock).
+    pub fn new(spec: ToolSpec, file: &str) -> Self {
+        let mut descriptor = ToolDescriptor::new(
+            spec.name.clone(),
+            spec.description.clone(),
+            spec.input_schema(),
+            spec.effect(),
+            ToolSource::Spec {
+                file: file.to_owned(),
+            },
+        );
+        descriptor.title = spec.title.clone();
+        descriptor.output_schema = spec.returns.clone();
+        descriptor.usage = spec.usage.clone();
+        descriptor.input_examples = spec.examples.clone();
+        descriptor.tags = spec.tags.clone();
+        descriptor.background = spec.background_scheduling();
+        SpecTool {
+            spec,
+            descriptor,
+            native: None,
+        }
+    }
+
+    /// Runs the declaration with a native implementation instead of its binding.
+    pub fn with_native(mut self, native: Arc<dyn DynTool>) -> Self {
+        self.native = Some(native);
+        self
+    }
+
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// What runs this tool when it is called.
+    pub fn binding_kind(&self) -> BindingKind {
+        if self.native.is_some() {
+            BindingKind::Native
+        } else {
+            self.spec.binding_kind()
+        }
+    }
+}
+
+impl DynTool for SpecTool {
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolCtx,
+        input: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            match (&self.native, self.spec.binding_kind()) {
+                (Some(native), _) => native.call(ctx, input).await,
+                (None, BindingKind::Mock | BindingKind::Native) => Ok(template::render(
+                    &self.spec.canned_response(),
+                    &input,
+                    ctx.state_map(),
+                )),
+                (None, kind) => Err(ToolError::permanent(format!(
+                    "tool `{}` is bound to {}, which this build of toolgate cannot run yet; \
+                     remove the `{}:` binding to use the tool's mock response",
+                    self.spec.name,
+                    kind.as_str().to_uppercase(),
+                    kind.as_str()
+                ))),
+            }
+        })
+    }
+
+    fn idempotency_key(&self, input: &Value) -> Option<String> {
+        self.native
+            .as_ref()
+            .and_then(|native| native.idempotency_key(input))
+    }
+}
+
+/// Builds the catalog a spec file declares. A tool in `natives` with the same name
+/// as a declared tool implements that declaration; other natives are added as they are.
+pub fn spec_catalog(
+    spec: &SpecFile,
+    file: &str,
+    natives: &Catalog,
+) -> Result<Catalog, CatalogError> {
+    let mut catalog = Catalog::new();
+    for tool in &spec.tools {
+        let mut declared = SpecTool::new(tool.clone(), file);
+        if let Ok(native) = natives.get(&tool.name) {
+            declared = declared.with_native(native.clone());
+        }
+        catalog.register(Arc::new(declared))?;
+    }
+    for native in natives.iter() {
+        if !catalog.contains(native.name()) {
+            catalog.register(native.clone())?;
+        }
+    }
+    Ok(catalog)
+}

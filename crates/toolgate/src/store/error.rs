@@ -1,0 +1,96 @@
+//! Errors of the state store, written for the operator who must fix them.
+
+use std::path::PathBuf;
+
+/// A state store could not do what was asked.
+///
+/// These are operator errors: a directory that cannot be written, a file another
+/// process holds too long, a row edited by hand. Each message says what happened
+/// and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The state directory could not be created.
+    #[error(
+        "cannot create state directory {}: {source}; check the parent directory is writable or set --state-dir (or TOOLGATE_STATE_DIR) to another place",
+        path.display()
+    )]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// The SQLite file could not be opened or prepared for use.
+    #[error(
+        "cannot open state store at {location}: {source}; check the directory is writable or set --state-dir (or TOOLGATE_STATE_DIR) to another place"
+    )]
+    Open {
+        location: String,
+        source: rusqlite::Error,
+    },
+
+    /// The file was written by a newer toolgate whose schema this one does not know.
+    #[error(
+        "state store at {location} has schema version {found}, but this toolgate understands versions up to {supported}; upgrade toolgate or set --state-dir to another place"
+    )]
+    NewerSchema {
+        location: String,
+        found: i64,
+        supported: i64,
+    },
+
+    /// Another process held the file locked for longer than the busy timeout.
+    #[error(
+        "state store at {location} is locked by another process and stayed locked while {action}: {source}; retry, or stop the other toolgate using the same state directory"
+    )]
+    Busy {
+        location: String,
+        action: &'static str,
+        source: rusqlite::Error,
+    },
+
+    /// SQLite failed while reading or writing state.
+    #[error(
+        "state store at {location} failed while {action}: {source}; check the disk has room and the file is writable, or move it aside to start with empty state"
+    )]
+    Sqlite {
+        location: String,
+        action: &'static str,
+        source: rusqlite::Error,
+    },
+
+    /// A stored value is not valid JSON, typically because the row was edited by hand.
+    #[error(
+        "state store at {location}: the value of key `{key}` in session `{session}` is not valid JSON ({source}); fix the row by hand, or reset the session to start it empty"
+    )]
+    CorruptValue {
+        location: String,
+        session: String,
+        key: String,
+        source: serde_json::Error,
+    },
+}
+
+impl StoreError {
+    /// Wraps a SQLite error from `action`, telling a lock held too long from other failures.
+    pub(crate) fn sqlite(location: &str, action: &'static str, source: rusqlite::Error) -> Self {
+        let busy = matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        );
+        let location = location.to_owned();
+        if busy {
+            StoreError::Busy {
+                location,
+                action,
+                source,
+            }
+        } else {
+            StoreError::Sqlite {
+                location,
+                action,
+                source,
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Conversation state: where a conversation's key/value state lives between calls.
+//!
+//! State belongs to one conversation, named by a session id such as `"default"`, and
+//! is a map of string keys to JSON values. A [`StateStore`] loads, reads and writes
+//! that map; a batch of writes lands in one transaction, so a tool's state effects are
+//! applied whole or not at all.
+//!
+//! Two stores ship: [`SqliteStore`], an embedded SQLite file that survives restarts
+//! and can be shared by several processes, and [`MemoryStore`] for tests and
+//! throwaway runs. Where the SQLite file lives is chosen by [`resolve_state_dir`]:
+//! an explicit directory (the CLI's `--state-dir`), else `TOOLGATE_STATE_DIR`, else
+//! `.toolgate/` beside the spec file.
+
+mod error;
+mod memory;
+mod sqlite;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+pub use error::StoreError;
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+/// The environment variable that names the state directory.
+pub const STATE_DIR_ENV: &str = "TOOLGATE_STATE_DIR";
+
+/// The name of the SQLite file inside the state directory.
+pub const STATE_DB_FILE: &str = "state.db";
+
+/// Where conversation state lives.
+///
+/// Every method takes the session id of the conversation it acts on; sessions never
+/// see each other's keys. Implementations are synchronous and safe to share as
+/// `Arc<dyn StateStore>`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::{MemoryStore, StateStore};
+///
+/// let store = MemoryStore::new();
+/// store.apply("default", &[("cart".into(), json!(["A-1001"]))]).unwrap();
+/// assert_eq!(store.get("default", "cart").unwrap(), Some(json!(["A-1001"])));
+/// assert_eq!(store.get("other", "cart").unwrap(), None);
+/// ```
+pub trait StateStore: Send + Sync {
+    /// All keys of a session and their values, in key order; empty for a session
+    /// that was never written.
+    fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError>;
+
+    /// One key of a session, or `None` if it was never written.
+    fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError>;
+
+    /// Writes every `(key, value)` of `writes` in one transaction: afterwards either
+    /// all are visible or none. A key written twice in one batch keeps its last value.
+    fn apply(&self, session: &str, writes: &[(String, Value)]) -> Result<(), StoreError>;
+
+    /// Removes every key of a session, leaving other sessions alone.
+    fn reset(&self, session: &str) -> Result<(), StoreError>;
+}
+
+/// The default state directory for a spec file: `.toolgate/` beside it.
+///
+/// ```
+/// use std::path::Path;
+/// let dir = toolgate::default_state_dir(Path::new("shop/tools.yaml"));
+/// assert_eq!(dir, Path::new("shop/.toolgate"));
+/// ```
+pub fn default_state_dir(spec_file: &Path) -> PathBuf {
+    match spec_file.parent() {
+        Some(dir) => dir.join(".toolgate"),
+        None => PathBuf::from(".toolgate"),
+    }
+}
+
+/// The state directory named by `TOOLGATE_STATE_DIR`, if it is set and not empty.
+pub fn state_dir_from_env() -> Option<PathBuf> {
+    non_empty_dir(std::env::var_os(STATE_DIR_ENV))
+}
+
+/// Picks the state directory: `explicit` (e.g. `--state-dir`) if given, else
+/// `TOOLGATE_STATE_DIR`, else [`default_state_dir`] of the spec file.
+pub fn resolve_state_dir(explicit: Option<&Path>, spec_file: &Path) -> PathBuf {
+    explicit
+        .map(Path::to_path_buf)
+        .or_else(state_dir_from_env)
+        .unwrap_or_else(|| default_state_dir(spec_file))
+}
+
+fn non_empty_dir(value: Option<OsString>) -> Option<PathBuf> {
+    value.filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_state_dir_sits_beside_the_spec_file() {
+        assert_eq!(
+            default_state_dir(Path::new("/srv/shop/tools.yaml")),
+            Path::new("/srv/shop/.toolgate")
+        );
+        assert_eq!(
+            default_state_dir(Path::new("tools.yaml")),
+            Path::new(".toolgate")
+        );
+    }
+
+    #[test]
+    fn an_empty_environment_variable_names_no_directory() {
+        assert_eq!(non_empty_dir(None), None);
+        assert_eq!(non_empty_dir(Some(OsString::new())), None);
+        assert_eq!(
+            non_empty_dir(Some(OsString::from("/var/lib/toolgate"))),
+            Some(PathBuf::from("/var/lib/toolgate"))
+        );
+    }
+
+    #[test]
+    fn an_explicit_state_dir_wins() {
+        assert_eq!(
+            resolve_state_dir(Some(Path::new("/tmp/state")), Path::new("a/tools.yaml")),
+            Path::new("/tmp/state")
+        );
+    }
+}

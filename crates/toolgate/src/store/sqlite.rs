@@ -1,0 +1,256 @@
+//! The embedded SQLite state store: one file that survives restarts and that several
+//! processes can share.
+//!
+//! Values are stored as JSON text, one row per (session, key). The file runs in WAL
+//! mode so readers never block the writer, and a busy timeout makes a second process
+//! wait for the lock instead of failing. `PRAGMA user_version` records the schema
+//! version, so a later toolgate can migrate an older file in place.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior, params};
+use serde_json::{Map, Value};
+
+use super::{STATE_DB_FILE, StateStore, StoreError};
+
+/// How long a connection waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Schema migrations; entry `i` takes the file from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // Version 1. `json_valid` keeps anything but JSON out of `value`, even from a
+    // hand-written UPDATE; reading still checks, as the constraint can be bypassed.
+    "CREATE TABLE state (
+        session    TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        value      TEXT NOT NULL CHECK (json_valid(value)),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        PRIMARY KEY (session, key)
+    ) WITHOUT ROWID;",
+];
+
+/// The schema version this toolgate writes and understands.
+const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// A [`StateStore`] in an embedded SQLite database.
+///
+/// Open one per process with [`SqliteStore::open`]; several processes may open the
+/// same file and see each other's writes. Each [`StateStore::apply`] is one SQLite
+/// transaction.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::{SqliteStore, StateStore};
+///
+/// let dir = std::env::temp_dir().join(format!("toolgate-doc-{}", std::process::id()));
+/// let store = SqliteStore::open_in_dir(&dir)?;
+/// store.apply("default", &[("step".into(), json!(2))])?;
+/// assert_eq!(store.get("default", "step")?, Some(json!(2)));
+/// # drop(store);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), toolgate::StoreError>(())
+/// ```
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+    /// The path as shown in error messages, or `:memory:`.
+    location: String,
+}
+
+impl SqliteStore {
+    /// Opens the store at `path`, creating its parent directories, the file and the
+    /// schema on first use, and migrating an older schema.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let location = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let open_error = |source| open_error(&location, source);
+        let conn = Connection::open(path).map_err(open_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        // WAL lets readers in other processes go on while one writes. The reply is
+        // the mode in force; a filesystem without WAL support keeps the old journal,
+        // which is slower but still correct, so it is not an error.
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
+            .map_err(open_error)?;
+        // In WAL mode, NORMAL still survives any crash of the process and never
+        // corrupts the file; a power loss may forget the last few commits. That is
+        // the right trade for state written on every tool call: FULL would add an
+        // fsync to each.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_error)?;
+        Self::with_connection(conn, Some(path.to_path_buf()), location)
+    }
+
+    /// Opens `state.db` inside `dir` (see [`resolve_state_dir`](crate::resolve_state_dir)).
+    pub fn open_in_dir(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open(dir.as_ref().join(STATE_DB_FILE))
+    }
+
+    /// A private database in memory, with the same schema and behaviour as a file
+    /// but gone when dropped.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let location = ":memory:".to_owned();
+        let conn = Connection::open_in_memory().map_err(|e| open_error(&location, e))?;
+        Self::with_connection(conn, None, location)
+    }
+
+    /// The file this store lives in, or `None` for [`SqliteStore::in_memory`].
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn with_connection(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        location: String,
+    ) -> Result<Self, StoreError> {
+        migrate(&mut conn, &location)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+            location,
+        })
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while the lock was held dropped any open transaction, which rolls
+        // it back, so the connection behind a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn error(&self, action: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::sqlite(&self.location, action, source)
+    }
+
+    fn decode(&self, session: &str, key: &str, bytes: Option<&[u8]>) -> Result<Value, StoreError> {
+        serde_json::from_slice(bytes.unwrap_or_default()).map_err(|source| {
+            StoreError::CorruptValue {
+                location: self.location.clone(),
+                session: session.to_owned(),
+                key: key.to_owned(),
+                source,
+            }
+        })
+    }
+}
+
+fn open_error(location: &str, source: rusqlite::Error) -> StoreError {
+    match StoreError::sqlite(location, "opening", source) {
+        StoreError::Sqlite { source, .. } => StoreError::Open {
+            location: location.to_owned(),
+            source,
+        },
+        busy => busy,
+    }
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`]. The write lock is taken first, so two
+/// processes opening a new file at once create the table once.
+fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
+    let open_error = |source| open_error(location, source);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(open_error)?;
+    let found: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(open_error)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            location: location.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    for migration in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
+        tx.execute_batch(migration).map_err(open_error)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(open_error)?;
+    tx.commit().map_err(open_error)
+}
+
+impl StateStore for SqliteStore {
+    fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
+        let error = self.error("loading a session");
+        let conn = self.conn();
+        // Casting to BLOB reads the stored bytes whatever their type, so a bad row
+        // surfaces as a JSON error naming its key rather than a type error.
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT key, CAST(value AS BLOB) FROM state WHERE session = ?1 ORDER BY key",
+            )
+            .map_err(&error)?;
+        let mut rows = stmt.query([session]).map_err(&error)?;
+        let mut state = Map::new();
+        while let Some(row) = rows.next().map_err(&error)? {
+            let key: String = row.get(0).map_err(&error)?;
+            let bytes: Option<Vec<u8>> = row.get(1).map_err(&error)?;
+            let value = self.decode(session, &key, bytes.as_deref())?;
+            state.insert(key, value);
+        }
+        Ok(state)
+    }
+
+    fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError> {
+        let error = self.error("reading a key");
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT CAST(value AS BLOB) FROM state WHERE session = ?1 AND key = ?2")
+            .map_err(&error)?;
+        let mut rows = stmt.query([session, key]).map_err(&error)?;
+        match rows.next().map_err(&error)? {
+            None => Ok(None),
+            Some(row) => {
+                let bytes: Option<Vec<u8>> = row.get(0).map_err(&error)?;
+                self.decode(session, key, bytes.as_deref()).map(Some)
+            }
+        }
+    }
+
+    fn apply(&self, session: &str, writes: &[(String, Value)]) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let error = self.error("writing state");
+        let mut conn = self.conn();
+        // IMMEDIATE takes the write lock up front, so waiting for another process
+        // happens here, under the busy timeout, and not halfway through the batch.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&error)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO state (session, key, value) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (session, key) DO UPDATE
+                     SET value = excluded.value, updated_at = excluded.updated_at",
+                )
+                .map_err(&error)?;
+            for (key, value) in writes {
+                stmt.execute(params![session, key, value.to_string()])
+                    .map_err(&error)?;
+            }
+        }
+        // On any error above, dropping `tx` rolls the whole batch back.
+        tx.commit().map_err(&error)
+    }
+
+    fn reset(&self, session: &str) -> Result<(), StoreError> {
+        let error = self.error("resetting a session");
+        self.conn()
+            .execute("DELETE FROM state WHERE session = ?1", [session])
+            .map_err(error)?;
+        Ok(())
+    }
+}
