@@ -1,5 +1,6 @@
 //! The `toolgate` command: thin argument parsing and output over the `toolgate` library.
 
+mod approval_commands;
 mod commands;
 mod output;
 mod wire_commands;
@@ -89,6 +90,9 @@ enum Command {
         /// The input is a stream: SSE `data:` lines, JSON Lines, or a JSON array of events.
         #[arg(long)]
         stream: bool,
+        /// The tools were rendered with `--strict`: a null for a field that was optional reads as absent.
+        #[arg(long)]
+        strict: bool,
         #[command(flatten)]
         spec: SpecArgs,
     },
@@ -99,6 +103,15 @@ enum Command {
         from: toolgate::wire::ImportFormat,
         /// The file to import, or `-` for standard input.
         input: String,
+    },
+    /// List the calls waiting for a person, and approve or deny them.
+    Approvals {
+        #[command(subcommand)]
+        action: Option<approval_commands::ApprovalAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
     },
     /// Show or edit a conversation's state.
     State {
@@ -154,11 +167,31 @@ fn main() -> ExitCode {
         Command::Render { render, spec } => wire_commands::render(
             &spec,
             render.target,
-            toolgate::wire::RenderOptions { strict: render.strict, json_schema: render.json_schema },
+            toolgate::wire::RenderOptions {
+                strict: render.strict,
+                json_schema: render.json_schema,
+            },
             render.explain,
         ),
-        Command::Parse { target, input, stream, spec } => wire_commands::parse(&spec, target, &input, stream),
+        Command::Parse {
+            target,
+            input,
+            stream,
+            strict,
+            spec,
+        } => {
+            let options = toolgate::wire::RenderOptions {
+                strict,
+                json_schema: false,
+            };
+            wire_commands::parse(&spec, target, options, &input, stream)
+        }
         Command::Import { from, input } => wire_commands::import(from, &input),
+        Command::Approvals {
+            action,
+            spec,
+            state,
+        } => approval_commands::run(&spec, &state, action),
         Command::State {
             action,
             spec,

@@ -15,8 +15,12 @@ use crate::output::print_json;
 
 /// The descriptors a spec file declares, in file order.
 pub fn descriptors(spec: &SpecFile, file: &Path) -> Result<Vec<ToolDescriptor>, String> {
-    let catalog = toolgate::spec_catalog(spec, &file.display().to_string(), &Catalog::new()).map_err(|e| e.to_string())?;
-    Ok(catalog.iter().map(|tool| tool.descriptor().clone()).collect())
+    let catalog = toolgate::spec_catalog(spec, &file.display().to_string(), &Catalog::new())
+        .map_err(|e| e.to_string())?;
+    Ok(catalog
+        .iter()
+        .map(|tool| tool.descriptor().clone())
+        .collect())
 }
 
 fn rendered(args: &SpecArgs, target: Target, options: RenderOptions) -> Result<Rendered, String> {
@@ -25,7 +29,12 @@ fn rendered(args: &SpecArgs, target: Target, options: RenderOptions) -> Result<R
     Ok(wire::render(target, &tools, &spec.hosted, options))
 }
 
-pub fn render(args: &SpecArgs, target: Target, options: RenderOptions, explain: bool) -> CommandResult {
+pub fn render(
+    args: &SpecArgs,
+    target: Target,
+    options: RenderOptions,
+    explain: bool,
+) -> CommandResult {
     let rendered = rendered(args, target, options)?;
     if explain {
         print!("{}", explain_notes(&rendered));
@@ -35,14 +44,23 @@ pub fn render(args: &SpecArgs, target: Target, options: RenderOptions, explain: 
     for problem in &rendered.problems {
         eprintln!("error: {}", note_line(problem));
     }
-    Ok(if rendered.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if rendered.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Changes and problems, grouped by tool, for `render --explain`.
 fn explain_notes(rendered: &Rendered) -> String {
     let mut out = String::new();
     let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
-    for (kind, note) in rendered.changes.iter().map(|n| ("changed", n)).chain(rendered.problems.iter().map(|n| ("problem", n))) {
+    for (kind, note) in rendered
+        .changes
+        .iter()
+        .map(|n| ("changed", n))
+        .chain(rendered.problems.iter().map(|n| ("problem", n)))
+    {
         let key = note.tool.as_deref();
         let line = if note.path.is_empty() {
             format!("  {kind}: {}", note.message)
@@ -55,7 +73,10 @@ fn explain_notes(rendered: &Rendered) -> String {
         }
     }
     if groups.is_empty() {
-        out.push_str(&format!("{}: every tool renders as declared\n", rendered.target));
+        out.push_str(&format!(
+            "{}: every tool renders as declared\n",
+            rendered.target
+        ));
     }
     for (tool, lines) in groups {
         out.push_str(&format!("{}\n", tool.unwrap_or("(request)")));
@@ -75,9 +96,15 @@ fn note_line(note: &Note) -> String {
     }
 }
 
-pub fn parse(args: &SpecArgs, target: Target, input: &str, stream: bool) -> CommandResult {
+pub fn parse(
+    args: &SpecArgs,
+    target: Target,
+    options: RenderOptions,
+    input: &str,
+    stream: bool,
+) -> CommandResult {
     let text = read_input(input)?;
-    let reader: CallReader = rendered(args, target, RenderOptions::default())?.reader;
+    let reader: CallReader = rendered(args, target, options)?.reader;
     let calls = if stream {
         let mut parser = wire::stream_parser(target);
         for event in stream_events(&text)? {
@@ -85,7 +112,8 @@ pub fn parse(args: &SpecArgs, target: Target, input: &str, stream: bool) -> Comm
         }
         parser.finish(&reader)
     } else {
-        let response: Value = serde_json::from_str(&text).map_err(|e| format!("the response is not JSON: {e}"))?;
+        let response: Value =
+            serde_json::from_str(&text).map_err(|e| format!("the response is not JSON: {e}"))?;
         wire::parse_response(target, &response, &reader).map_err(|e| e.to_string())?
     };
     print_json(&calls);
@@ -109,13 +137,20 @@ fn stream_events(text: &str) -> Result<Vec<Value>, String> {
     if let Ok(Value::Array(events)) = serde_json::from_str::<Value>(text) {
         return Ok(events);
     }
-    text.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate().map(|(n, l)| parse(l, n + 1)).collect()
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(n, l)| parse(l, n + 1))
+        .collect()
 }
 
 fn read_input(input: &str) -> Result<String, String> {
     if input == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read standard input: {e}"))?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
         Ok(text)
     } else {
         std::fs::read_to_string(input).map_err(|e| format!("cannot read {input}: {e}"))
@@ -128,7 +163,10 @@ pub fn import(from: wire::ImportFormat, input: &str) -> CommandResult {
     for note in &imported.notes {
         eprintln!("note: {}", note_line(note));
     }
-    let spec = SpecFile { tools: imported.tools, ..SpecFile::default() };
+    let spec = SpecFile {
+        tools: imported.tools,
+        ..SpecFile::default()
+    };
     let yaml = serde_saphyr::to_string(&spec).map_err(|e| format!("cannot write YAML: {e}"))?;
     print!("{yaml}");
     Ok(ExitCode::SUCCESS)

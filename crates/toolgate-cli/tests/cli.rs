@@ -226,8 +226,14 @@ fn check_passes_the_helpdesk_and_fails_a_broken_file_with_every_problem() {
     let printed = stdout(&out);
     assert!(printed.contains("`effect` cannot be `reed`"), "{printed}");
     assert!(printed.contains("did you mean `read`?"), "{printed}");
-    assert!(printed.contains("tool name `lookup order` contains ' '"), "{printed}");
-    assert!(printed.ends_with("toolgate.yaml: 2 errors, 0 warnings\n"), "{printed}");
+    assert!(
+        printed.contains("tool name `lookup order` contains ' '"),
+        "{printed}"
+    );
+    assert!(
+        printed.ends_with("toolgate.yaml: 2 errors, 0 warnings\n"),
+        "{printed}"
+    );
 }
 
 #[test]

@@ -29,7 +29,6 @@ impl Scheduling {
     }
 }
 
-
 /// Where a tool came from. Shown in errors (a duplicate names both sources) and
 /// in descriptors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -28,6 +28,12 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the tool's output may reach a model as it is. Output from untrusted
+    /// sources (MCP servers, HTTP endpoints) is sanitized and fenced as data first.
+    fn trusted(&self) -> bool {
+        !matches!(self.descriptor().source, ToolSource::Mcp { .. })
+    }
+
     fn name(&self) -> &str {
         &self.descriptor().name
     }

@@ -5,28 +5,46 @@
 //! with plain unit and property tests. The runtime lives in the `toolgate` crate,
 //! which re-exports this one.
 
+mod audit;
+mod canonical;
 mod catalog;
 mod ctx;
 mod descriptor;
+mod digest;
 mod dyn_tool;
 mod effect;
 mod error;
 mod handler;
 mod name;
+mod policy;
 mod principal;
+mod redact;
+mod sanitize;
 pub mod spec;
-pub mod wire;
 mod usage;
+pub mod wire;
 
+pub use audit::{
+    AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind, VerifyReport,
+    chain_hash, verify_chain,
+};
+pub use canonical::{canonical_json, content_hash, sha256_hex};
 pub use catalog::{Catalog, CatalogError};
 pub use ctx::ToolCtx;
 pub use descriptor::{Scheduling, ToolDescriptor, ToolSource};
+pub use digest::planner_digest;
 pub use dyn_tool::{DynTool, Native};
 pub use effect::{Annotations, Effect, Retry, Safety, Tier, UnknownName};
 pub use error::ToolError;
 pub use handler::{ToolHandler, ToolMeta, schema_of};
 pub use name::{MAX_NAME_LEN, NameError, closest_names, validate_name};
+pub use policy::{Decision, EffectDecisions, Policy, PolicyRule, Verdict};
 pub use principal::{Principal, scope_matches};
+pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
+pub use sanitize::{
+    DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
+    sanitize_description, sanitize_output,
+};
 pub use usage::ToolUsage;
 
 /// Re-exported so generated and user code can name them through toolgate.

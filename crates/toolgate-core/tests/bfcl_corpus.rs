@@ -251,21 +251,19 @@ fn gemini_schema_errors(schema: &Value, path: &str, errors: &mut Vec<String>) {
             continue;
         }
         match key.as_str() {
-            "type" => {
+            "type"
                 if !value
                     .as_str()
-                    .is_some_and(|t| GEMINI_TYPES.contains(&t.to_ascii_uppercase().as_str()))
-                {
-                    errors.push(format!("{at}: {value} is not a Gemini type"));
-                }
+                    .is_some_and(|t| GEMINI_TYPES.contains(&t.to_ascii_uppercase().as_str())) =>
+            {
+                errors.push(format!("{at}: {value} is not a Gemini type"));
             }
-            "enum" | "required" | "propertyOrdering" => {
+            "enum" | "required" | "propertyOrdering"
                 if !value
                     .as_array()
-                    .is_some_and(|v| v.iter().all(Value::is_string))
-                {
-                    errors.push(format!("{at}: must be a list of strings"));
-                }
+                    .is_some_and(|v| v.iter().all(Value::is_string)) =>
+            {
+                errors.push(format!("{at}: must be a list of strings"));
             }
             "items" => gemini_schema_errors(value, &at, errors),
             "additionalProperties" if !value.is_boolean() => {
@@ -428,4 +426,62 @@ fn every_function_renders_for_vertex() {
 #[test]
 fn every_function_renders_for_mcp() {
     assert_renders(Target::Mcp);
+}
+
+/// The dialect that reads back what `target` renders.
+fn import_format(target: Target) -> ImportFormat {
+    match target {
+        Target::OpenAiChat => ImportFormat::OpenAiChat,
+        Target::OpenAiResponses | Target::Qwen => ImportFormat::OpenAiResponses,
+        Target::Anthropic => ImportFormat::Anthropic,
+        Target::Gemini | Target::Vertex => ImportFormat::Gemini,
+        Target::Mcp => ImportFormat::Mcp,
+    }
+}
+
+#[test]
+fn every_rendered_request_imports_back_under_its_wire_names() {
+    let mut errors = Vec::new();
+    for target in Target::ALL {
+        for (strict, json_schema) in [(false, false), (true, false), (false, true)] {
+            let options = RenderOptions {
+                strict,
+                json_schema,
+            };
+            for (request, chunk) in descriptors().chunks(REQUEST_SIZE).enumerate() {
+                let at =
+                    format!("{target} strict={strict} json_schema={json_schema} request {request}");
+                let rendered = wire::render(target, chunk, &[], options);
+                let text = serde_json::to_string(&rendered.tools).unwrap();
+                let back = match wire::import_tools(import_format(target), &text) {
+                    Ok(back) => back,
+                    Err(e) => {
+                        errors.push(format!("{at}: {e}"));
+                        continue;
+                    }
+                };
+                let wire_names: Vec<&str> = chunk
+                    .iter()
+                    .map(|t| rendered.reader.names.wire(&t.name).unwrap_or(&t.name))
+                    .collect();
+                let names: Vec<&str> = back.tools.iter().map(|t| t.name.as_str()).collect();
+                if names != wire_names {
+                    errors.push(format!(
+                        "{at}: imported {} tools, not the {} rendered",
+                        names.len(),
+                        wire_names.len()
+                    ));
+                }
+                for note in back
+                    .notes
+                    .iter()
+                    .filter(|n| n.message.starts_with("not imported"))
+                {
+                    errors.push(format!("{at}: {note:?}"));
+                }
+            }
+        }
+    }
+    let shown: Vec<&String> = errors.iter().take(20).collect();
+    assert!(errors.is_empty(), "{} errors:\n{shown:#?}", errors.len());
 }

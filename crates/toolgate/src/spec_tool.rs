@@ -94,6 +94,13 @@ impl DynTool for SpecTool {
         })
     }
 
+    fn trusted(&self) -> bool {
+        match &self.native {
+            Some(native) => native.trusted(),
+            None => self.spec.binding_kind() == BindingKind::Mock,
+        }
+    }
+
     fn idempotency_key(&self, input: &Value) -> Option<String> {
         self.native
             .as_ref()

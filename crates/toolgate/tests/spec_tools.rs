@@ -5,7 +5,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    CallError, Catalog, Gate, MemoryStore, Principal, StateStore, Tool, ToolCall, ToolCtx, ToolError, ToolHandler,
+    CallError, Catalog, Gate, MemoryStore, Principal, StateStore, Tool, ToolCall, ToolCtx,
+    ToolError, ToolHandler,
 };
 
 const SPEC: &str = r#"
@@ -47,39 +48,77 @@ fn spec() -> SpecFile {
 
 fn gate_with(natives: &Catalog) -> (Gate, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::new());
-    (Gate::from_spec(&spec(), "test.yaml", natives, store.clone()).unwrap(), store)
+    (
+        Gate::from_spec(&spec(), "test.yaml", natives, store.clone()).unwrap(),
+        store,
+    )
 }
 
 async fn call(gate: &Gate, name: &str, args: Value) -> Result<Value, CallError> {
-    gate.call("s1", ToolCall::new("c1", name, args), &Principal::operator()).await
+    gate.call(
+        "s1",
+        ToolCall::new("c1", name, args),
+        &Principal::operator(),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn a_mock_returns_its_response_with_arguments_and_state_filled_in() {
     let (gate, _) = gate_with(&Catalog::new());
-    call(&gate, "verify_customer", json!({"email": "ada@example.com"})).await.unwrap();
-    let order = call(&gate, "lookup_order", json!({"order_id": "A-1"})).await.unwrap();
-    assert_eq!(order, json!({"order_id": "A-1", "owner": "ada@example.com"}));
+    call(
+        &gate,
+        "verify_customer",
+        json!({"email": "ada@example.com"}),
+    )
+    .await
+    .unwrap();
+    let order = call(&gate, "lookup_order", json!({"order_id": "A-1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        order,
+        json!({"order_id": "A-1", "owner": "ada@example.com"})
+    );
 }
 
 #[tokio::test]
 async fn state_effects_are_applied_after_the_tool_succeeds() {
     let (gate, store) = gate_with(&Catalog::new());
-    assert_eq!(gate.state("s1").unwrap()["customer_verified"], json!(false), "declared default");
-    call(&gate, "verify_customer", json!({"email": "ada@example.com"})).await.unwrap();
-    call(&gate, "lookup_order", json!({"order_id": "A-1"})).await.unwrap();
+    assert_eq!(
+        gate.state("s1").unwrap()["customer_verified"],
+        json!(false),
+        "declared default"
+    );
+    call(
+        &gate,
+        "verify_customer",
+        json!({"email": "ada@example.com"}),
+    )
+    .await
+    .unwrap();
+    call(&gate, "lookup_order", json!({"order_id": "A-1"}))
+        .await
+        .unwrap();
     let state = gate.state("s1").unwrap();
     assert_eq!(state["customer_verified"], json!(true));
     assert_eq!(state["customer_email"], json!("ada@example.com"));
     assert_eq!(state["last_order"]["order_id"], json!("A-1"));
-    assert!(store.load("s2").unwrap().is_empty(), "other conversations are untouched");
+    assert!(
+        store.load("s2").unwrap().is_empty(),
+        "other conversations are untouched"
+    );
 }
 
 #[tokio::test]
 async fn invalid_arguments_run_nothing_and_latch_nothing() {
     let (gate, store) = gate_with(&Catalog::new());
-    let err = call(&gate, "verify_customer", json!({"mail": "x"})).await.unwrap_err();
-    let CallError::InvalidArguments { problems, .. } = &err else { panic!("{err}") };
+    let err = call(&gate, "verify_customer", json!({"mail": "x"}))
+        .await
+        .unwrap_err();
+    let CallError::InvalidArguments { problems, .. } = &err else {
+        panic!("{err}")
+    };
     let rules: Vec<&str> = problems.iter().map(|p| p.rule.as_str()).collect();
     assert_eq!(rules, ["required"]);
     assert!(store.load("s1").unwrap().is_empty());
@@ -108,22 +147,40 @@ impl ToolHandler for RealVerify {
 }
 
 #[tokio::test]
-async fn a_native_tool_under_the_same_name_runs_instead_of_the_mock_and_state_effects_still_apply() {
+async fn a_native_tool_under_the_same_name_runs_instead_of_the_mock_and_state_effects_still_apply()
+{
     let natives = Catalog::new().with_native(RealVerify).unwrap();
     let (gate, _) = gate_with(&natives);
-    let out = call(&gate, "verify_customer", json!({"email": "ada@example.com"})).await.unwrap();
+    let out = call(
+        &gate,
+        "verify_customer",
+        json!({"email": "ada@example.com"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(out, json!({"verified": true, "by": "directory"}));
     assert_eq!(gate.state("s1").unwrap()["customer_verified"], json!(true));
     let descriptor = gate.catalog().get("verify_customer").unwrap().descriptor();
-    assert_eq!(descriptor.description, "Verify the customer.", "the model still sees the declaration");
+    assert_eq!(
+        descriptor.description, "Verify the customer.",
+        "the model still sees the declaration"
+    );
 }
 
 #[tokio::test]
 async fn a_failed_call_latches_nothing() {
     let natives = Catalog::new().with_native(RealVerify).unwrap();
     let (gate, _) = gate_with(&natives);
-    let err = call(&gate, "verify_customer", json!({"email": "eve@evil.test"})).await.unwrap_err();
-    assert!(matches!(err, CallError::Tool { error: ToolError::Permanent { .. }, .. }));
+    let err = call(&gate, "verify_customer", json!({"email": "eve@evil.test"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        CallError::Tool {
+            error: ToolError::Permanent { .. },
+            ..
+        }
+    ));
     assert_eq!(gate.state("s1").unwrap()["customer_verified"], json!(false));
 }
 
@@ -131,5 +188,9 @@ async fn a_failed_call_latches_nothing() {
 async fn a_binding_this_build_cannot_run_fails_clearly_instead_of_mocking() {
     let (gate, _) = gate_with(&Catalog::new());
     let err = call(&gate, "fetch_rates", json!({})).await.unwrap_err();
-    assert!(err.to_string().contains("is bound to HTTP, which this build of toolgate cannot run yet"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is bound to HTTP, which this build of toolgate cannot run yet"),
+        "{err}"
+    );
 }

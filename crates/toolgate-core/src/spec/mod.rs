@@ -115,7 +115,7 @@ fn sound_part(doc: &Document, structural: &[Diagnostic]) -> Option<(SpecFile, Ve
         SpecFile {
             tools,
             state,
-            hosted: Vec::new(),
+            ..SpecFile::default()
         },
         positions,
     ))

@@ -19,9 +19,16 @@ pub struct SpecFile {
     /// target renders the ones it supports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosted: Vec<crate::wire::HostedTool>,
+    /// Who may run what: a decision per effect, and rules by tool name.
+    #[serde(default, skip_serializing_if = "is_default_policy")]
+    pub policy: crate::Policy,
     /// The conversation's state keys: what tools latch and guards read.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub state: IndexMap<String, StateKey>,
+}
+
+fn is_default_policy(policy: &crate::Policy) -> bool {
+    policy == &crate::Policy::default()
 }
 
 /// One declared tool. Without `http` or `mcp` it is a mock: it returns `response`.

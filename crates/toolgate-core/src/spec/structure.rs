@@ -318,6 +318,10 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("HttpBinding") => "an `http` binding",
         Some("McpServerRef") => "an `mcp` binding",
         Some("StateKey") => "a state key",
+        Some("Policy") => "`policy`",
+        Some("EffectDecisions") => "`policy.effects`",
+        Some("PolicyRule") => "a policy rule",
+        Some("HostedTool") => "a hosted tool",
         Some(_) => "this mapping",
     }
 }

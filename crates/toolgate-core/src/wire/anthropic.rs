@@ -20,8 +20,8 @@ use serde_json::{Map, Value, json};
 use super::openapi::{constraint_only, escape};
 use super::strict::{StrictDialect, make_strict};
 use super::{
-    CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput, Rendered, StreamParser, Target,
-    ToolResult, read_call,
+    CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput,
+    Rendered, StreamParser, Target, ToolResult, read_call,
 };
 
 /// Strict tools per request.
@@ -32,8 +32,15 @@ const MAX_STRICT_OPTIONALS: usize = 24;
 const MAX_STRICT_UNIONS: usize = 16;
 
 /// Options of Anthropic's web search tool that a spec's `web_search` may carry.
-const WEB_SEARCH_OPTIONS: &[&str] =
-    &["allowed_domains", "blocked_domains", "max_uses", "user_location", "cache_control", "defer_loading", "allowed_callers"];
+const WEB_SEARCH_OPTIONS: &[&str] = &[
+    "allowed_domains",
+    "blocked_domains",
+    "max_uses",
+    "user_location",
+    "cache_control",
+    "defer_loading",
+    "allowed_callers",
+];
 
 pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendered) {
     let mut budget = StrictBudget::default();
@@ -48,11 +55,18 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
         if !tool.description.is_empty() {
             declaration.insert("description".into(), json!(tool.description));
         }
-        let strict = if input.options.strict { strict_schema(&tool.name, &schema, &mut budget, out) } else { None };
+        let strict = if input.options.strict {
+            strict_schema(&tool.name, &schema, &mut budget, out)
+        } else {
+            None
+        };
         let is_strict = strict.is_some();
         declaration.insert("input_schema".into(), strict.unwrap_or(schema));
         if !tool.input_examples.is_empty() {
-            declaration.insert("input_examples".into(), Value::Array(tool.input_examples.clone()));
+            declaration.insert(
+                "input_examples".into(),
+                Value::Array(tool.input_examples.clone()),
+            );
         }
         if is_strict {
             declaration.insert("strict".into(), Value::Bool(true));
@@ -61,7 +75,10 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
     }
     for (name, count) in seen {
         if count > 1 {
-            out.problems.push(Note::tool(name, format!("declared {count} times; tool names must be unique")));
+            out.problems.push(Note::tool(
+                name,
+                format!("declared {count} times; tool names must be unique"),
+            ));
         }
     }
     for hosted in input.hosted {
@@ -83,13 +100,22 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
 fn root_schema(tool: &str, schema: &Value, out: &mut Rendered) -> Value {
     let mut schema = schema.clone();
     if schema.get("type").and_then(Value::as_str) != Some("object") {
-        out.problems.push(Note::at(tool, "/type", "the input schema must have `type: \"object\"` at the root"));
+        out.problems.push(Note::at(
+            tool,
+            "/type",
+            "the input schema must have `type: \"object\"` at the root",
+        ));
     }
     if let Some(root) = schema.as_object_mut() {
         for key in ["anyOf", "oneOf", "allOf"] {
-            let Some(branches) = root.get(key) else { continue };
+            let Some(branches) = root.get(key) else {
+                continue;
+            };
             let path = format!("/{key}");
-            if branches.as_array().is_some_and(|b| !b.is_empty() && b.iter().all(constraint_only)) {
+            if branches
+                .as_array()
+                .is_some_and(|b| !b.is_empty() && b.iter().all(constraint_only))
+            {
                 root.remove(key);
                 out.changes.push(Note::at(
                     tool,
@@ -117,7 +143,12 @@ struct StrictBudget {
 }
 
 /// The strict form of `schema`, when it can be made strict and fits what is left of the budget.
-fn strict_schema(tool: &str, schema: &Value, budget: &mut StrictBudget, out: &mut Rendered) -> Option<Value> {
+fn strict_schema(
+    tool: &str,
+    schema: &Value,
+    budget: &mut StrictBudget,
+    out: &mut Rendered,
+) -> Option<Value> {
     if budget.tools >= MAX_STRICT_TOOLS {
         out.changes.push(Note::tool(tool, format!("declared without strict mode: a request may have at most {MAX_STRICT_TOOLS} strict tools")));
         return None;
@@ -125,7 +156,10 @@ fn strict_schema(tool: &str, schema: &Value, budget: &mut StrictBudget, out: &mu
     let made = match make_strict(schema, StrictDialect::Anthropic) {
         Ok(made) => made,
         Err(reason) => {
-            out.changes.push(Note::tool(tool, format!("declared without strict mode: {reason}")));
+            out.changes.push(Note::tool(
+                tool,
+                format!("declared without strict mode: {reason}"),
+            ));
             return None;
         }
     };
@@ -151,9 +185,15 @@ fn strict_schema(tool: &str, schema: &Value, budget: &mut StrictBudget, out: &mu
     budget.tools += 1;
     budget.optionals += optionals;
     budget.unions += unions;
-    out.changes.extend(made.changes.into_iter().map(|(path, message)| Note::at(tool, path, message)));
+    out.changes.extend(
+        made.changes
+            .into_iter()
+            .map(|(path, message)| Note::at(tool, path, message)),
+    );
     if !made.nullable_optionals.is_empty() {
-        out.reader.nullable_optionals.insert(tool.to_owned(), made.nullable_optionals);
+        out.reader
+            .nullable_optionals
+            .insert(tool.to_owned(), made.nullable_optionals);
     }
     Some(made.schema)
 }
@@ -162,19 +202,27 @@ fn strict_schema(tool: &str, schema: &Value, budget: &mut StrictBudget, out: &mu
 /// every object's properties, definitions included.
 fn count_parameters(schema: &Value) -> (usize, usize) {
     fn walk(schema: &Value, counts: &mut (usize, usize), depth: usize) {
-        let Some(map) = schema.as_object() else { return };
+        let Some(map) = schema.as_object() else {
+            return;
+        };
         if depth > 256 {
             return;
         }
         if let Some(Value::Object(properties)) = map.get("properties") {
-            let required: Vec<&str> =
-                map.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            let required: Vec<&str> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
             for (name, property) in properties {
                 if !required.contains(&name.as_str()) {
                     counts.0 += 1;
                 }
                 let is_union = property.get("anyOf").is_some()
-                    || property.get("type").and_then(Value::as_array).is_some_and(|types| types.len() > 1);
+                    || property
+                        .get("type")
+                        .and_then(Value::as_array)
+                        .is_some_and(|types| types.len() > 1);
                 if is_union {
                     counts.1 += 1;
                 }
@@ -183,10 +231,14 @@ fn count_parameters(schema: &Value) -> (usize, usize) {
         for (key, value) in map {
             match (key.as_str(), value) {
                 ("properties" | "$defs" | "definitions", Value::Object(children)) => {
-                    children.values().for_each(|child| walk(child, counts, depth + 1));
+                    children
+                        .values()
+                        .for_each(|child| walk(child, counts, depth + 1));
                 }
                 ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(children)) => {
-                    children.iter().for_each(|child| walk(child, counts, depth + 1));
+                    children
+                        .iter()
+                        .for_each(|child| walk(child, counts, depth + 1));
                 }
                 ("items" | "additionalProperties" | "not", child) => walk(child, counts, depth + 1),
                 _ => {}
@@ -245,15 +297,23 @@ fn hosted_tool(hosted: &HostedTool, out: &mut Rendered) -> Option<Value> {
             ));
             None
         }
-        HostedTool::FileSearch { .. } | HostedTool::WebSearchImage {} | HostedTool::ImageSearch {} => {
-            out.changes.push(Note::tool(kind, "left out: Anthropic has no such server tool"));
+        HostedTool::FileSearch { .. }
+        | HostedTool::WebSearchImage {}
+        | HostedTool::ImageSearch {} => {
+            out.changes.push(Note::tool(
+                kind,
+                "left out: Anthropic has no such server tool",
+            ));
             None
         }
     }
 }
 
 /// The calls in a Messages response: its `tool_use` content blocks, in order.
-pub(super) fn parse_response(response: &Value, reader: &CallReader) -> Result<Vec<ParsedCall>, ParseError> {
+pub(super) fn parse_response(
+    response: &Value,
+    reader: &CallReader,
+) -> Result<Vec<ParsedCall>, ParseError> {
     let blocks = response
         .get("content")
         .and_then(Value::as_array)
@@ -271,8 +331,14 @@ pub(super) fn parse_response(response: &Value, reader: &CallReader) -> Result<Ve
 }
 
 fn id_and_name<'a>(block: &'a Value, at: &str) -> Result<(&'a str, &'a str), ParseError> {
-    let id = block.get("id").and_then(Value::as_str).ok_or_else(|| error(format!("the `tool_use` block {at} has no `id`")))?;
-    let name = block.get("name").and_then(Value::as_str).ok_or_else(|| error(format!("the `tool_use` block {at} has no `name`")))?;
+    let id = block
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| error(format!("the `tool_use` block {at} has no `id`")))?;
+    let name = block
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| error(format!("the `tool_use` block {at} has no `name`")))?;
     Ok((id, name))
 }
 
@@ -301,14 +367,22 @@ struct ToolUse {
 
 impl StreamParser for Stream {
     fn feed(&mut self, event: &Value) -> Result<(), ParseError> {
-        let kind = event.get("type").and_then(Value::as_str).ok_or_else(|| error("a stream event has no `type`"))?;
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| error("a stream event has no `type`"))?;
         let index = || {
-            event.get("index").and_then(Value::as_u64).ok_or_else(|| error(format!("a `{kind}` event has no numeric `index`")))
+            event
+                .get("index")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| error(format!("a `{kind}` event has no numeric `index`")))
         };
         match kind {
             "content_block_start" => {
                 let index = index()?;
-                let block = event.get("content_block").ok_or_else(|| error("a `content_block_start` event has no `content_block`"))?;
+                let block = event
+                    .get("content_block")
+                    .ok_or_else(|| error("a `content_block_start` event has no `content_block`"))?;
                 if self.blocks.contains_key(&index) {
                     return Err(error(format!("content block {index} started twice")));
                 }
@@ -329,13 +403,23 @@ impl StreamParser for Stream {
             }
             "content_block_delta" => {
                 let index = index()?;
-                let delta = event.get("delta").ok_or_else(|| error("a `content_block_delta` event has no `delta`"))?;
-                let block = self.blocks.get_mut(&index).ok_or_else(|| error(format!("a delta for content block {index}, which never started")))?;
+                let delta = event
+                    .get("delta")
+                    .ok_or_else(|| error("a `content_block_delta` event has no `delta`"))?;
+                let block = self.blocks.get_mut(&index).ok_or_else(|| {
+                    error(format!(
+                        "a delta for content block {index}, which never started"
+                    ))
+                })?;
                 if delta.get("type").and_then(Value::as_str) == Some("input_json_delta") {
                     let fragment = delta
                         .get("partial_json")
                         .and_then(Value::as_str)
-                        .ok_or_else(|| error(format!("an `input_json_delta` for block {index} has no `partial_json`")))?;
+                        .ok_or_else(|| {
+                            error(format!(
+                                "an `input_json_delta` for block {index} has no `partial_json`"
+                            ))
+                        })?;
                     if let Some(tool_use) = block {
                         tool_use.json.push_str(fragment);
                         tool_use.has_deltas = true;
@@ -344,13 +428,19 @@ impl StreamParser for Stream {
             }
             "content_block_stop" => {
                 let index = index()?;
-                let block = self.blocks.get_mut(&index).ok_or_else(|| error(format!("content block {index} stopped, but never started")))?;
+                let block = self.blocks.get_mut(&index).ok_or_else(|| {
+                    error(format!("content block {index} stopped, but never started"))
+                })?;
                 if let Some(tool_use) = block {
                     tool_use.stopped = true;
                 }
             }
             "error" => {
-                let detail = event.get("error").and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("no message");
+                let detail = event
+                    .get("error")
+                    .and_then(|e| e.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message");
                 return Err(error(format!("the stream reported an error: {detail}")));
             }
             // message_start, message_delta, message_stop, ping, and events added later.
@@ -385,7 +475,8 @@ impl StreamParser for Stream {
 /// with the results of the other calls of the turn, before any text).
 /// `is_error` is sent only when true (the API's default is false).
 pub(super) fn result_message(call: &ParsedCall, result: &ToolResult) -> Value {
-    let mut block = json!({"type": "tool_result", "tool_use_id": call.id, "content": result.text()});
+    let mut block =
+        json!({"type": "tool_result", "tool_use_id": call.id, "content": result.text()});
     if result.is_error {
         block["is_error"] = Value::Bool(true);
     }
@@ -403,7 +494,15 @@ pub(super) mod tests {
     /// a union, and a background tool.
     pub(crate) fn catalog() -> Vec<ToolDescriptor> {
         let tool = |name: &str, description: &str, schema: Value| {
-            ToolDescriptor::new(name, description, schema, Effect::Write, ToolSource::Spec { file: "tools.yaml".into() })
+            ToolDescriptor::new(
+                name,
+                description,
+                schema,
+                Effect::Write,
+                ToolSource::Spec {
+                    file: "tools.yaml".into(),
+                },
+            )
         };
         let mut issue = tool(
             "github.create_issue",
@@ -467,11 +566,19 @@ pub(super) mod tests {
     }
 
     pub(crate) fn hosted() -> Vec<HostedTool> {
-        let options = [("max_uses".to_owned(), json!(3)), ("search_context_size".to_owned(), json!("low"))].into_iter().collect();
+        let options = [
+            ("max_uses".to_owned(), json!(3)),
+            ("search_context_size".to_owned(), json!("low")),
+        ]
+        .into_iter()
+        .collect();
         vec![
             HostedTool::WebSearch { options },
             HostedTool::CodeInterpreter { container: None },
-            HostedTool::FileSearch { vector_store_ids: vec!["fileSearchStores/manuals".into()], max_num_results: Some(5) },
+            HostedTool::FileSearch {
+                vector_store_ids: vec!["fileSearchStores/manuals".into()],
+                max_num_results: Some(5),
+            },
             HostedTool::Mcp {
                 server_label: "deepwiki".into(),
                 server_url: "https://mcp.deepwiki.com/mcp".into(),
@@ -485,7 +592,15 @@ pub(super) mod tests {
     }
 
     fn rendered(strict: bool) -> Rendered {
-        render(Target::Anthropic, &catalog(), &hosted(), RenderOptions { strict, json_schema: false })
+        render(
+            Target::Anthropic,
+            &catalog(),
+            &hosted(),
+            RenderOptions {
+                strict,
+                json_schema: false,
+            },
+        )
     }
 
     fn snapshot_of(out: &Rendered) -> Value {
@@ -508,9 +623,22 @@ pub(super) mod tests {
 
     #[test]
     fn a_schema_whose_root_is_not_an_object_is_a_problem() {
-        let tools = vec![ToolDescriptor::new("echo", "Echo.", json!({"type": "string"}), Effect::Read, ToolSource::Builtin)];
+        let tools = vec![ToolDescriptor::new(
+            "echo",
+            "Echo.",
+            json!({"type": "string"}),
+            Effect::Read,
+            ToolSource::Builtin,
+        )];
         let out = render(Target::Anthropic, &tools, &[], RenderOptions::default());
-        assert_eq!(out.problems, vec![Note::at("echo", "/type", "the input schema must have `type: \"object\"` at the root")]);
+        assert_eq!(
+            out.problems,
+            vec![Note::at(
+                "echo",
+                "/type",
+                "the input schema must have `type: \"object\"` at the root"
+            )]
+        );
     }
 
     #[test]
@@ -519,7 +647,13 @@ pub(super) mod tests {
         let at_least_one = json!({"type": "object", "properties": {"a": {}, "b": {}}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]});
         let tools = vec![
             ToolDescriptor::new("pick", "Pick.", union, Effect::Read, ToolSource::Builtin),
-            ToolDescriptor::new("update", "Update.", at_least_one, Effect::Read, ToolSource::Builtin),
+            ToolDescriptor::new(
+                "update",
+                "Update.",
+                at_least_one,
+                Effect::Read,
+                ToolSource::Builtin,
+            ),
         ];
         let out = render(Target::Anthropic, &tools, &[], RenderOptions::default());
         assert_eq!(out.problems.len(), 1);
@@ -535,23 +669,58 @@ pub(super) mod tests {
                 ToolDescriptor::new(format!("t{i}"), "T.", schema, Effect::Read, ToolSource::Builtin)
             })
             .collect();
-        let out = render(Target::Anthropic, &tools, &[], RenderOptions { strict: true, json_schema: false });
-        let strict = out.tools.iter().filter(|t| t.get("strict") == Some(&json!(true))).count();
+        let out = render(
+            Target::Anthropic,
+            &tools,
+            &[],
+            RenderOptions {
+                strict: true,
+                json_schema: false,
+            },
+        );
+        let strict = out
+            .tools
+            .iter()
+            .filter(|t| t.get("strict") == Some(&json!(true)))
+            .count();
         assert_eq!(strict, 20);
-        assert!(out.changes.iter().any(|n| n.tool.as_deref() == Some("t21") && n.message.contains("at most 20 strict tools")));
+        assert!(
+            out.changes.iter().any(|n| n.tool.as_deref() == Some("t21")
+                && n.message.contains("at most 20 strict tools"))
+        );
     }
 
     #[test]
     fn strict_mode_stops_at_twenty_four_optional_parameters() {
-        let properties: Map<String, Value> = (0..10).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+        let properties: Map<String, Value> = (0..10)
+            .map(|i| (format!("p{i}"), json!({"type": "string"})))
+            .collect();
         let tools: Vec<ToolDescriptor> = (0..3)
             .map(|i| {
                 let schema = json!({"type": "object", "properties": properties});
-                ToolDescriptor::new(format!("t{i}"), "T.", schema, Effect::Read, ToolSource::Builtin)
+                ToolDescriptor::new(
+                    format!("t{i}"),
+                    "T.",
+                    schema,
+                    Effect::Read,
+                    ToolSource::Builtin,
+                )
             })
             .collect();
-        let out = render(Target::Anthropic, &tools, &[], RenderOptions { strict: true, json_schema: false });
-        let strict: Vec<bool> = out.tools.iter().map(|t| t.get("strict").is_some()).collect();
+        let out = render(
+            Target::Anthropic,
+            &tools,
+            &[],
+            RenderOptions {
+                strict: true,
+                json_schema: false,
+            },
+        );
+        let strict: Vec<bool> = out
+            .tools
+            .iter()
+            .map(|t| t.get("strict").is_some())
+            .collect();
         assert_eq!(strict, vec![true, true, false]);
     }
 
@@ -568,8 +737,14 @@ pub(super) mod tests {
         });
         let calls = parse_response(&response, &reader()).unwrap();
         assert_eq!(calls.len(), 2);
-        assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("toolu_1", "github.create_issue"));
-        assert_eq!(calls[0].arguments, json!({"title": "Crash", "kind": "issue"}));
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("toolu_1", "github.create_issue")
+        );
+        assert_eq!(
+            calls[0].arguments,
+            json!({"title": "Crash", "kind": "issue"})
+        );
         assert!(calls.iter().all(ParsedCall::is_valid));
     }
 
@@ -578,7 +753,13 @@ pub(super) mod tests {
         let reader = reader();
         assert!(parse_response(&json!({"content": "text"}), &reader).is_err());
         assert!(parse_response(&json!([]), &reader).is_err());
-        assert!(parse_response(&json!({"content": [{"type": "tool_use", "id": "t"}]}), &reader).is_err());
+        assert!(
+            parse_response(
+                &json!({"content": [{"type": "tool_use", "id": "t"}]}),
+                &reader
+            )
+            .is_err()
+        );
         let calls = parse_response(
             &json!({"content": [
                 {"type": "tool_use", "id": "t1", "name": "ping", "input": [1]},
@@ -588,8 +769,20 @@ pub(super) mod tests {
             &reader,
         )
         .unwrap();
-        assert!(calls[0].invalid.as_deref().unwrap().contains("must be a JSON object"));
-        assert!(calls[1].invalid.as_deref().unwrap().contains("there is no tool named `rm_rf`"));
+        assert!(
+            calls[0]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .contains("must be a JSON object")
+        );
+        assert!(
+            calls[1]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .contains("there is no tool named `rm_rf`")
+        );
         assert!(calls[2].is_valid());
         assert_eq!(calls[2].arguments, json!({}));
     }
@@ -622,8 +815,14 @@ pub(super) mod tests {
         .unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].name, "github.create_issue");
-        assert_eq!(calls[0].arguments, json!({"title": "Crash", "kind": "issue"}));
-        assert_eq!((calls[1].id.as_str(), &calls[1].arguments), ("toolu_2", &json!({})));
+        assert_eq!(
+            calls[0].arguments,
+            json!({"title": "Crash", "kind": "issue"})
+        );
+        assert_eq!(
+            (calls[1].id.as_str(), &calls[1].arguments),
+            ("toolu_2", &json!({}))
+        );
         assert!(calls.iter().all(ParsedCall::is_valid));
     }
 
@@ -634,7 +833,12 @@ pub(super) mod tests {
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}}),
         ])
         .unwrap();
-        assert_eq!(calls[0].invalid.as_deref(), Some("the response ended before the arguments for `ping` were complete; send the call again"));
+        assert_eq!(
+            calls[0].invalid.as_deref(),
+            Some(
+                "the response ended before the arguments for `ping` were complete; send the call again"
+            )
+        );
     }
 
     #[test]
@@ -645,7 +849,13 @@ pub(super) mod tests {
             json!({"type": "content_block_stop", "index": 0}),
         ])
         .unwrap();
-        assert!(calls[0].invalid.as_deref().unwrap().contains("are not valid JSON"));
+        assert!(
+            calls[0]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .contains("are not valid JSON")
+        );
     }
 
     #[test]
@@ -654,12 +864,21 @@ pub(super) mod tests {
         for events in [
             vec![json!({"index": 0})],
             vec![json!({"type": "content_block_start"})],
-            vec![json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "name": "ping"}})],
-            vec![json!({"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{}"}})],
-            vec![start.clone(), json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta"}})],
+            vec![
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "name": "ping"}}),
+            ],
+            vec![
+                json!({"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+            ],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta"}}),
+            ],
             vec![start.clone(), start.clone()],
             vec![json!({"type": "content_block_stop", "index": 9})],
-            vec![json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})],
+            vec![
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ],
             vec![json!("text")],
         ] {
             assert!(stream(&events).is_err(), "{events:?}");
@@ -668,7 +887,12 @@ pub(super) mod tests {
 
     #[test]
     fn results_are_tool_result_blocks_with_is_error_only_when_true() {
-        let call = ParsedCall { id: "toolu_1".into(), name: "github.create_issue".into(), arguments: json!({}), invalid: None };
+        let call = ParsedCall {
+            id: "toolu_1".into(),
+            name: "github.create_issue".into(),
+            arguments: json!({}),
+            invalid: None,
+        };
         assert_eq!(
             result_message(&call, &ToolResult::ok(json!({"number": 7}))),
             json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "{\"number\":7}"})

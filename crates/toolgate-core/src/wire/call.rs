@@ -35,15 +35,27 @@ pub enum RawArguments<'a> {
 
 /// Builds a [`ParsedCall`] from what the API sent: maps the name back, parses and
 /// checks the arguments, and restores optional fields.
-pub fn read_call(reader: &CallReader, id: &str, wire_name: &str, arguments: RawArguments<'_>) -> ParsedCall {
+pub fn read_call(
+    reader: &CallReader,
+    id: &str,
+    wire_name: &str,
+    arguments: RawArguments<'_>,
+) -> ParsedCall {
     let (name, unknown) = match reader.names.canonical(wire_name) {
         Some(canonical) => (canonical.to_owned(), None),
-        None => (wire_name.to_owned(), Some(format!("there is no tool named `{wire_name}`; call one of the tools you were given"))),
+        None => (
+            wire_name.to_owned(),
+            Some(format!(
+                "there is no tool named `{wire_name}`; call one of the tools you were given"
+            )),
+        ),
     };
     let parsed = match arguments {
         RawArguments::Text(text) if text.trim().is_empty() => Ok(Value::Object(Default::default())),
         RawArguments::Text(text) => serde_json::from_str::<Value>(text).map_err(|e| {
-            format!("the arguments for `{name}` are not valid JSON ({e}); send one complete JSON object")
+            format!(
+                "the arguments for `{name}` are not valid JSON ({e}); send one complete JSON object"
+            )
         }),
         RawArguments::Value(value) => Ok(value.clone()),
     };
@@ -52,14 +64,22 @@ pub fn read_call(reader: &CallReader, id: &str, wire_name: &str, arguments: RawA
         Ok(Value::Null) => (Value::Object(Default::default()), None),
         Ok(other) => (
             Value::Object(Default::default()),
-            Some(format!("the arguments for `{name}` must be a JSON object, not {}", kind(&other))),
+            Some(format!(
+                "the arguments for `{name}` must be a JSON object, not {}",
+                kind(&other)
+            )),
         ),
         Err(message) => (Value::Object(Default::default()), Some(message)),
     };
     if unknown.is_none() {
         reader.restore_optionals(&name, &mut arguments);
     }
-    ParsedCall { id: id.to_owned(), name, arguments, invalid: unknown.or(bad_arguments) }
+    ParsedCall {
+        id: id.to_owned(),
+        name,
+        arguments,
+        invalid: unknown.or(bad_arguments),
+    }
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -83,7 +103,10 @@ pub struct ParseError {
 
 impl ParseError {
     pub fn new(target: super::Target, message: impl Into<String>) -> Self {
-        ParseError { target: target.as_str(), message: message.into() }
+        ParseError {
+            target: target.as_str(),
+            message: message.into(),
+        }
     }
 }
 
@@ -107,7 +130,12 @@ mod tests {
 
     #[test]
     fn a_wire_name_maps_back_to_the_canonical_name() {
-        let call = read_call(&reader(), "c1", "github_create_issue", RawArguments::Text(r#"{"title": "x"}"#));
+        let call = read_call(
+            &reader(),
+            "c1",
+            "github_create_issue",
+            RawArguments::Text(r#"{"title": "x"}"#),
+        );
         assert_eq!(call.name, "github.create_issue");
         assert_eq!(call.arguments, json!({"title": "x"}));
         assert!(call.is_valid());
@@ -115,21 +143,43 @@ mod tests {
 
     #[test]
     fn truncated_json_is_an_invalid_call_not_a_panic() {
-        let call = read_call(&reader(), "c1", "github_create_issue", RawArguments::Text(r#"{"title": "#));
+        let call = read_call(
+            &reader(),
+            "c1",
+            "github_create_issue",
+            RawArguments::Text(r#"{"title": "#),
+        );
         assert!(call.invalid.unwrap().contains("are not valid JSON"));
         assert_eq!(call.arguments, json!({}));
     }
 
     #[test]
     fn arguments_that_are_not_an_object_are_invalid() {
-        let call = read_call(&reader(), "c1", "github_create_issue", RawArguments::Value(&json!([1])));
-        assert_eq!(call.invalid.unwrap(), "the arguments for `github.create_issue` must be a JSON object, not an array");
+        let call = read_call(
+            &reader(),
+            "c1",
+            "github_create_issue",
+            RawArguments::Value(&json!([1])),
+        );
+        assert_eq!(
+            call.invalid.unwrap(),
+            "the arguments for `github.create_issue` must be a JSON object, not an array"
+        );
     }
 
     #[test]
     fn an_unknown_tool_is_invalid_and_keeps_its_wire_name() {
-        let call = read_call(&reader(), "c1", "delete_everything", RawArguments::Text("{}"));
+        let call = read_call(
+            &reader(),
+            "c1",
+            "delete_everything",
+            RawArguments::Text("{}"),
+        );
         assert_eq!(call.name, "delete_everything");
-        assert!(call.invalid.unwrap().contains("there is no tool named `delete_everything`"));
+        assert!(
+            call.invalid
+                .unwrap()
+                .contains("there is no tool named `delete_everything`")
+        );
     }
 }

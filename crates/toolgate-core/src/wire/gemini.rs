@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 
 use super::openapi::{escape, is_empty_object, to_openapi};
 use super::{
-    CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput, Rendered, StreamParser, Target,
-    ToolResult, read_call,
+    CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput,
+    Rendered, StreamParser, Target, ToolResult, read_call,
 };
 use crate::{Scheduling, ToolDescriptor};
 
@@ -28,7 +28,12 @@ const SYNTHETIC_ID: &str = "toolgate_call_";
 const MAX_DECLARATIONS_GEMINI: usize = 512;
 const MAX_DECLARATIONS_VERTEX: usize = 128;
 /// Options of Gemini's `googleSearch` a spec's `web_search` may carry (camelCase on the wire).
-const GOOGLE_SEARCH_OPTIONS: &[&str] = &["searchTypes", "blockingConfidence", "excludeDomains", "timeRangeFilter"];
+const GOOGLE_SEARCH_OPTIONS: &[&str] = &[
+    "searchTypes",
+    "blockingConfidence",
+    "excludeDomains",
+    "timeRangeFilter",
+];
 
 pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendered) {
     let target = out.target;
@@ -43,7 +48,11 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
             declaration.insert("description".into(), json!(tool.description));
         }
         if tool.input_schema.get("type").and_then(Value::as_str) != Some("object") {
-            out.problems.push(Note::at(&tool.name, "/type", "the parameters must describe an object (`type: object` at the root)"));
+            out.problems.push(Note::at(
+                &tool.name,
+                "/type",
+                "the parameters must describe an object (`type: object` at the root)",
+            ));
         }
         if input.options.json_schema {
             declaration.insert("parametersJsonSchema".into(), tool.input_schema.clone());
@@ -71,10 +80,17 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
     }
     for (name, count) in seen {
         if count > 1 {
-            out.problems.push(Note::tool(name, format!("declared {count} times; function names must be unique")));
+            out.problems.push(Note::tool(
+                name,
+                format!("declared {count} times; function names must be unique"),
+            ));
         }
     }
-    let limit = if target == Target::Vertex { MAX_DECLARATIONS_VERTEX } else { MAX_DECLARATIONS_GEMINI };
+    let limit = if target == Target::Vertex {
+        MAX_DECLARATIONS_VERTEX
+    } else {
+        MAX_DECLARATIONS_GEMINI
+    };
     if declarations.len() > limit {
         out.problems.push(Note::request(format!(
             "{} function declarations; {target} takes at most {limit} per request",
@@ -82,7 +98,8 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
         )));
     }
     if !declarations.is_empty() {
-        out.tools.push(json!({"functionDeclarations": declarations}));
+        out.tools
+            .push(json!({"functionDeclarations": declarations}));
     }
     for hosted in input.hosted {
         if let Some(tool) = hosted_tool(target, hosted, out) {
@@ -94,9 +111,23 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
 /// A tool's `parameters` in the OpenAPI subset, or `None` for a function without any.
 fn parameters(tool: &ToolDescriptor, out: &mut Rendered) -> Option<Value> {
     let converted = to_openapi(&tool.input_schema);
-    out.changes.extend(converted.changes.into_iter().map(|(path, message)| Note::at(&tool.name, path, message)));
-    out.problems.extend(converted.problems.into_iter().map(|(path, message)| Note::at(&tool.name, path, message)));
-    if let Some(properties) = converted.schema.get("properties").and_then(Value::as_object) {
+    out.changes.extend(
+        converted
+            .changes
+            .into_iter()
+            .map(|(path, message)| Note::at(&tool.name, path, message)),
+    );
+    out.problems.extend(
+        converted
+            .problems
+            .into_iter()
+            .map(|(path, message)| Note::at(&tool.name, path, message)),
+    );
+    if let Some(properties) = converted
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+    {
         for name in properties.keys() {
             if !is_parameter_name(name) {
                 out.problems.push(Note::at(
@@ -113,7 +144,9 @@ fn parameters(tool: &ToolDescriptor, out: &mut Rendered) -> Option<Value> {
 /// `[A-Za-z_][A-Za-z0-9_]{0,63}`, the parameter names the API documents.
 fn is_parameter_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && name.len() <= 64
 }
@@ -123,14 +156,26 @@ fn is_parameter_name(name: &str) -> bool {
 fn response(tool: &str, output: &Value, out: &mut Rendered) -> Option<Value> {
     let converted = to_openapi(output);
     if let Some((path, message)) = converted.problems.into_iter().next() {
-        out.changes.push(Note::at(tool, path, format!("output schema left out of `response`: {message}")));
+        out.changes.push(Note::at(
+            tool,
+            path,
+            format!("output schema left out of `response`: {message}"),
+        ));
         return None;
     }
     if is_empty_object(&converted.schema) {
-        out.changes.push(Note::tool(tool, "output schema left out of `response`: an object without declared properties"));
+        out.changes.push(Note::tool(
+            tool,
+            "output schema left out of `response`: an object without declared properties",
+        ));
         return None;
     }
-    out.changes.extend(converted.changes.into_iter().map(|(path, message)| Note::at(tool, path, format!("output schema: {message}"))));
+    out.changes.extend(
+        converted
+            .changes
+            .into_iter()
+            .map(|(path, message)| Note::at(tool, path, format!("output schema: {message}"))),
+    );
     Some(converted.schema)
 }
 
@@ -156,11 +201,18 @@ fn hosted_tool(target: Target, hosted: &HostedTool, out: &mut Rendered) -> Optio
         }
         HostedTool::CodeInterpreter { container } => {
             if container.is_some() {
-                out.changes.push(Note::at(kind, "/container", "`container` dropped: Gemini's code execution has no containers"));
+                out.changes.push(Note::at(
+                    kind,
+                    "/container",
+                    "`container` dropped: Gemini's code execution has no containers",
+                ));
             }
             Some(json!({"codeExecution": {}}))
         }
-        HostedTool::FileSearch { vector_store_ids, max_num_results } => {
+        HostedTool::FileSearch {
+            vector_store_ids,
+            max_num_results,
+        } => {
             if target == Target::Vertex {
                 out.changes.push(Note::tool(
                     kind,
@@ -169,7 +221,11 @@ fn hosted_tool(target: Target, hosted: &HostedTool, out: &mut Rendered) -> Optio
                 return None;
             }
             if vector_store_ids.is_empty() {
-                out.problems.push(Note::at(kind, "/vector_store_ids", "file search needs at least one file search store name"));
+                out.problems.push(Note::at(
+                    kind,
+                    "/vector_store_ids",
+                    "file search needs at least one file search store name",
+                ));
             }
             let mut search = Map::new();
             search.insert("fileSearchStoreNames".into(), json!(vector_store_ids));
@@ -192,7 +248,10 @@ fn hosted_tool(target: Target, hosted: &HostedTool, out: &mut Rendered) -> Optio
             None
         }
         HostedTool::WebSearchImage {} | HostedTool::ImageSearch {} => {
-            out.changes.push(Note::tool(kind, format!("left out: {target} has no such built-in tool")));
+            out.changes.push(Note::tool(
+                kind,
+                format!("left out: {target} has no such built-in tool"),
+            ));
             None
         }
     }
@@ -217,7 +276,11 @@ fn camel_case(key: &str) -> String {
 
 /// The calls in a `GenerateContentResponse`: the `functionCall` parts of its first
 /// candidate, in order (other candidates are alternatives, not further calls).
-pub(super) fn parse_response(target: Target, response: &Value, reader: &CallReader) -> Result<Vec<ParsedCall>, ParseError> {
+pub(super) fn parse_response(
+    target: Target,
+    response: &Value,
+    reader: &CallReader,
+) -> Result<Vec<ParsedCall>, ParseError> {
     let mut assembler = Assembler::new(target);
     assembler.take(response)?;
     Ok(assembler.finish(reader))
@@ -233,14 +296,18 @@ pub(super) struct Stream {
 
 impl Stream {
     pub(super) fn new(target: Target) -> Self {
-        Stream { assembler: Assembler::new(target) }
+        Stream {
+            assembler: Assembler::new(target),
+        }
     }
 }
 
 impl StreamParser for Stream {
     fn feed(&mut self, event: &Value) -> Result<(), ParseError> {
         match event {
-            Value::Array(chunks) => chunks.iter().try_for_each(|chunk| self.assembler.take(chunk)),
+            Value::Array(chunks) => chunks
+                .iter()
+                .try_for_each(|chunk| self.assembler.take(chunk)),
             chunk => self.assembler.take(chunk),
         }
     }
@@ -271,7 +338,11 @@ struct Pending {
 
 impl Assembler {
     fn new(target: Target) -> Self {
-        Assembler { target, calls: Vec::new(), open: None }
+        Assembler {
+            target,
+            calls: Vec::new(),
+            open: None,
+        }
     }
 
     fn error(&self, message: impl Into<String>) -> ParseError {
@@ -280,18 +351,37 @@ impl Assembler {
 
     /// One `GenerateContentResponse`.
     fn take(&mut self, response: &Value) -> Result<(), ParseError> {
-        let object = response.as_object().ok_or_else(|| self.error("a response is a JSON object; this is not"))?;
+        let object = response
+            .as_object()
+            .ok_or_else(|| self.error("a response must be a JSON object"))?;
         if let Some(error) = object.get("error") {
-            let detail = error.get("message").and_then(Value::as_str).unwrap_or("no message");
+            let detail = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message");
             return Err(self.error(format!("the API reported an error: {detail}")));
         }
-        let Some(candidates) = object.get("candidates") else { return Ok(()) };
-        let candidates = candidates.as_array().ok_or_else(|| self.error("`candidates` is not a list"))?;
-        let Some(candidate) = candidates.iter().find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0) else {
+        let Some(candidates) = object.get("candidates") else {
             return Ok(());
         };
-        let Some(parts) = candidate.get("content").and_then(|content| content.get("parts")) else { return Ok(()) };
-        let parts = parts.as_array().ok_or_else(|| self.error("`content.parts` is not a list"))?;
+        let candidates = candidates
+            .as_array()
+            .ok_or_else(|| self.error("`candidates` is not a list"))?;
+        let Some(candidate) = candidates
+            .iter()
+            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        else {
+            return Ok(());
+        };
+        let Some(parts) = candidate
+            .get("content")
+            .and_then(|content| content.get("parts"))
+        else {
+            return Ok(());
+        };
+        let parts = parts
+            .as_array()
+            .ok_or_else(|| self.error("`content.parts` is not a list"))?;
         for part in parts {
             if let Some(call) = part.get("functionCall") {
                 self.function_call(call)?;
@@ -301,12 +391,21 @@ impl Assembler {
     }
 
     fn function_call(&mut self, call: &Value) -> Result<(), ParseError> {
-        let call = call.as_object().ok_or_else(|| self.error("a `functionCall` is not an object"))?;
-        let name = call.get("name").and_then(Value::as_str).filter(|n| !n.is_empty());
-        let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let call = call
+            .as_object()
+            .ok_or_else(|| self.error("a `functionCall` is not an object"))?;
+        let name = call
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
         let continues = self.open.is_some_and(|i| {
             let open = &self.calls[i];
-            name.is_none_or(|n| n == open.name) && id.is_none_or(|id| open.id.as_deref().is_none_or(|own| own == id))
+            name.is_none_or(|n| n == open.name)
+                && id.is_none_or(|id| open.id.as_deref().is_none_or(|own| own == id))
         });
         let index = match (continues, self.open) {
             (true, Some(index)) => index,
@@ -333,7 +432,9 @@ impl Assembler {
             (Some(args), slot) => *slot = Some(args.clone()),
         }
         if let Some(partials) = call.get("partialArgs") {
-            let partials = partials.as_array().ok_or_else(|| ParseError::new(self.target, "`partialArgs` is not a list"))?;
+            let partials = partials
+                .as_array()
+                .ok_or_else(|| ParseError::new(self.target, "`partialArgs` is not a list"))?;
             for partial in partials {
                 pending.apply(partial);
             }
@@ -390,7 +491,8 @@ impl Pending {
             None
         };
         let append = self.continuing.as_deref() == Some(path);
-        self.continuing = (partial.get("willContinue").and_then(Value::as_bool) == Some(true)).then(|| path.to_owned());
+        self.continuing = (partial.get("willContinue").and_then(Value::as_bool) == Some(true))
+            .then(|| path.to_owned());
         let Some(value) = value else { return };
         let args = self.args.get_or_insert_with(|| Value::Object(Map::new()));
         if let Err(reason) = set_at(args, &segments, value, append) {
@@ -414,7 +516,12 @@ fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
         if let Some(after) = rest.strip_prefix('.') {
             let end = after.find(['.', '[']).unwrap_or(after.len());
             let name = &after[..end];
-            if name.is_empty() || name == "*" || !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+            if name.is_empty()
+                || name == "*"
+                || !name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            {
                 return None;
             }
             segments.push(Segment::Key(name.to_owned()));
@@ -427,9 +534,13 @@ fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
                 .and_then(|s| s.strip_suffix('\''))
                 .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')));
             match quoted {
-                Some(name) if !name.contains(['\'', '"', '\\']) => segments.push(Segment::Key(name.to_owned())),
+                Some(name) if !name.contains(['\'', '"', '\\']) => {
+                    segments.push(Segment::Key(name.to_owned()))
+                }
                 Some(_) => return None,
-                None => segments.push(Segment::Index(inner.parse().ok().filter(|n: &usize| *n < 100_000)?)),
+                None => segments.push(Segment::Index(
+                    inner.parse().ok().filter(|n: &usize| *n < 100_000)?,
+                )),
             }
             rest = &after[end + 1..];
         } else {
@@ -441,7 +552,12 @@ fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
 
 /// Sets (or, for a continued string, appends) `value` at `segments` under `root`,
 /// creating objects and arrays on the way.
-fn set_at(root: &mut Value, segments: &[Segment], value: Value, append: bool) -> Result<(), String> {
+fn set_at(
+    root: &mut Value,
+    segments: &[Segment],
+    value: Value,
+    append: bool,
+) -> Result<(), String> {
     let mut node = root;
     for segment in segments {
         node = match segment {
@@ -449,14 +565,18 @@ fn set_at(root: &mut Value, segments: &[Segment], value: Value, append: bool) ->
                 if node.is_null() {
                     *node = Value::Object(Map::new());
                 }
-                let object = node.as_object_mut().ok_or("a name inside a value that is not an object")?;
+                let object = node
+                    .as_object_mut()
+                    .ok_or("a name inside a value that is not an object")?;
                 object.entry(key.clone()).or_insert(Value::Null)
             }
             Segment::Index(i) => {
                 if node.is_null() {
                     *node = Value::Array(Vec::new());
                 }
-                let array = node.as_array_mut().ok_or("an index inside a value that is not a list")?;
+                let array = node
+                    .as_array_mut()
+                    .ok_or("an index inside a value that is not a list")?;
                 if array.len() <= *i {
                     array.resize(i + 1, Value::Null);
                 }
@@ -473,13 +593,22 @@ fn set_at(root: &mut Value, segments: &[Segment], value: Value, append: bool) ->
 
 /// The `functionResponse` part for `call` (it goes in the next `user` turn's `parts`).
 /// A made-up id is not sent back; background tools carry their `scheduling`.
-pub(super) fn result_message(call: &ParsedCall, wire_name: &str, result: &ToolResult, descriptor: Option<&ToolDescriptor>) -> Value {
+pub(super) fn result_message(
+    call: &ParsedCall,
+    wire_name: &str,
+    result: &ToolResult,
+    descriptor: Option<&ToolDescriptor>,
+) -> Value {
     let mut response = Map::new();
     if !call.id.is_empty() && !call.id.starts_with(SYNTHETIC_ID) {
         response.insert("id".into(), json!(call.id));
     }
     response.insert("name".into(), json!(wire_name));
-    let body = if result.is_error { json!({"error": result.text()}) } else { json!({"output": result.content}) };
+    let body = if result.is_error {
+        json!({"error": result.text()})
+    } else {
+        json!({"output": result.content})
+    };
     response.insert("response".into(), body);
     if let Some(scheduling) = descriptor.and_then(|d| d.background) {
         let scheduling = match scheduling {
@@ -500,7 +629,15 @@ mod tests {
     use crate::{Effect, ToolSource};
 
     fn rendered(target: Target, json_schema: bool) -> Rendered {
-        render(target, &catalog(), &hosted(), RenderOptions { strict: false, json_schema })
+        render(
+            target,
+            &catalog(),
+            &hosted(),
+            RenderOptions {
+                strict: false,
+                json_schema,
+            },
+        )
     }
 
     fn snapshot_of(out: &Rendered) -> Value {
@@ -533,21 +670,38 @@ mod tests {
         assert!(declarations.iter().all(|d| d.get("behavior").is_none()));
         assert!(out.tools.iter().all(|t| t.get("fileSearch").is_none()));
         let gemini = rendered(Target::Gemini, false);
-        let report = gemini.tools[0]["functionDeclarations"].as_array().unwrap().iter().find(|d| d["name"] == "report.build").unwrap();
+        let report = gemini.tools[0]["functionDeclarations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == "report.build")
+            .unwrap();
         assert_eq!(report["behavior"], "NON_BLOCKING");
     }
 
     #[test]
     fn dotted_names_fit_gemini_as_they_are() {
         let out = rendered(Target::Gemini, false);
-        assert_eq!(out.tools[0]["functionDeclarations"][0]["name"], "github.create_issue");
-        assert_eq!(out.reader.names.canonical("github.create_issue"), Some("github.create_issue"));
+        assert_eq!(
+            out.tools[0]["functionDeclarations"][0]["name"],
+            "github.create_issue"
+        );
+        assert_eq!(
+            out.reader.names.canonical("github.create_issue"),
+            Some("github.create_issue")
+        );
     }
 
     #[test]
     fn parameter_names_outside_the_documented_set_are_a_problem() {
         let schema = json!({"type": "object", "properties": {"api-key": {"type": "string"}}});
-        let tools = vec![ToolDescriptor::new("login", "Log in.", schema, Effect::Read, ToolSource::Builtin)];
+        let tools = vec![ToolDescriptor::new(
+            "login",
+            "Log in.",
+            schema,
+            Effect::Read,
+            ToolSource::Builtin,
+        )];
         let out = render(Target::Gemini, &tools, &[], RenderOptions::default());
         assert_eq!(out.problems.len(), 1);
         assert_eq!(out.problems[0].path, "/properties/api-key");
@@ -571,7 +725,10 @@ mod tests {
         let calls = parse_response(Target::Gemini, &response, &reader()).unwrap();
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["toolgate_call_0", "fc_9", "toolgate_call_2"]);
-        assert_eq!(calls[0].arguments, json!({"title": "Crash", "kind": "issue"}));
+        assert_eq!(
+            calls[0].arguments,
+            json!({"title": "Crash", "kind": "issue"})
+        );
         assert_eq!(calls[2].arguments, json!({}));
         assert!(calls.iter().all(ParsedCall::is_valid));
     }
@@ -585,7 +742,10 @@ mod tests {
             json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL"}]}),
             json!({"candidates": [{"content": {"role": "model"}}]}),
         ] {
-            assert_eq!(parse_response(Target::Gemini, &response, &reader).unwrap(), Vec::new());
+            assert_eq!(
+                parse_response(Target::Gemini, &response, &reader).unwrap(),
+                Vec::new()
+            );
         }
     }
 
@@ -600,7 +760,10 @@ mod tests {
             json!({"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]}),
             json!({"error": {"code": 400, "message": "Invalid JSON payload"}}),
         ] {
-            assert!(parse_response(Target::Gemini, &response, &reader).is_err(), "{response}");
+            assert!(
+                parse_response(Target::Gemini, &response, &reader).is_err(),
+                "{response}"
+            );
         }
         let calls = parse_response(
             Target::Gemini,
@@ -611,8 +774,20 @@ mod tests {
             &reader,
         )
         .unwrap();
-        assert!(calls[0].invalid.as_deref().unwrap().contains("must be a JSON object, not a string"));
-        assert!(calls[1].invalid.as_deref().unwrap().contains("there is no tool named `format_disk`"));
+        assert!(
+            calls[0]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .contains("must be a JSON object, not a string")
+        );
+        assert!(
+            calls[1]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .contains("there is no tool named `format_disk`")
+        );
     }
 
     fn stream(target: Target, events: &[Value]) -> Result<Vec<ParsedCall>, ParseError> {
@@ -639,7 +814,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(calls.len(), 2);
-        assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("toolgate_call_0", "ping"));
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("toolgate_call_0", "ping")
+        );
         assert_eq!(calls[1].arguments, json!({"query": "q3"}));
     }
 
@@ -663,7 +841,10 @@ mod tests {
         .unwrap();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].id, "c1");
-        assert_eq!(calls[0].arguments, json!({"title": "Crash on start", "labels": ["bug", "p1"], "kind": "issue", "body": null}));
+        assert_eq!(
+            calls[0].arguments,
+            json!({"title": "Crash on start", "labels": ["bug", "p1"], "kind": "issue", "body": null})
+        );
         assert!(calls[0].is_valid());
     }
 
@@ -676,7 +857,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             calls[0].invalid.as_deref(),
-            Some("the streamed arguments for `ping` could not be assembled: the JSON path `$..deep[*]` is not a simple path; send the call again")
+            Some(
+                "the streamed arguments for `ping` could not be assembled: the JSON path `$..deep[*]` is not a simple path; send the call again"
+            )
         );
     }
 
@@ -687,7 +870,13 @@ mod tests {
             &[chunk(json!([{"functionCall": {"name": "ping", "partialArgs": [{"jsonPath": "$.a", "boolValue": true}], "willContinue": true}}]))],
         )
         .unwrap();
-        assert!(calls[0].invalid.as_deref().unwrap().starts_with("the response ended before the arguments for `ping` were complete"));
+        assert!(
+            calls[0]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .starts_with("the response ended before the arguments for `ping` were complete")
+        );
     }
 
     #[test]
@@ -698,19 +887,36 @@ mod tests {
             json!([{"candidates": [{"content": {"parts": [{"functionCall": {}}]}}]}]),
             chunk(json!([{"functionCall": {"name": "ping", "partialArgs": {}}}])),
         ] {
-            assert!(stream(Target::Vertex, &[event.clone()]).is_err(), "{event}");
+            assert!(
+                stream(Target::Vertex, std::slice::from_ref(&event)).is_err(),
+                "{event}"
+            );
         }
         // Shapes that are wrong inside the arguments give invalid calls instead.
         let calls = stream(
             Target::Vertex,
-            &[chunk(json!([{"functionCall": {"name": "ping", "partialArgs": [
-                {"jsonPath": "$.a", "stringValue": "x"},
-                {"jsonPath": "$.a.b", "stringValue": "y"}
-            ]}}]))],
+            &[chunk(
+                json!([{"functionCall": {"name": "ping", "partialArgs": [
+                    {"jsonPath": "$.a", "stringValue": "x"},
+                    {"jsonPath": "$.a.b", "stringValue": "y"}
+                ]}}]),
+            )],
         )
         .unwrap();
-        assert!(calls[0].invalid.as_deref().unwrap().contains("a name inside a value that is not an object at `$.a.b`"));
-        let calls = stream(Target::Vertex, &[chunk(json!([{"functionCall": {"name": "ping", "partialArgs": [{"stringValue": "x"}]}}]))]).unwrap();
+        assert!(
+            calls[0]
+                .invalid
+                .as_deref()
+                .unwrap()
+                .contains("a name inside a value that is not an object at `$.a.b`")
+        );
+        let calls = stream(
+            Target::Vertex,
+            &[chunk(
+                json!([{"functionCall": {"name": "ping", "partialArgs": [{"stringValue": "x"}]}}]),
+            )],
+        )
+        .unwrap();
         assert!(!calls[0].is_valid());
     }
 
@@ -720,9 +926,25 @@ mod tests {
         assert_eq!(parse_json_path("$"), Some(vec![]));
         assert_eq!(
             parse_json_path("$.a[2]['b c'][\"d\"].e_f"),
-            Some(vec![Key("a".into()), Index(2), Key("b c".into()), Key("d".into()), Key("e_f".into())])
+            Some(vec![
+                Key("a".into()),
+                Index(2),
+                Key("b c".into()),
+                Key("d".into()),
+                Key("e_f".into())
+            ])
         );
-        for path in ["a.b", "$.", "$[*]", "$..a", "$[0:2]", "$[?(@.a)]", "$.a[", "$['a]", "$[99999999999]"] {
+        for path in [
+            "a.b",
+            "$.",
+            "$[*]",
+            "$..a",
+            "$[0:2]",
+            "$[?(@.a)]",
+            "$.a[",
+            "$['a]",
+            "$[99999999999]",
+        ] {
             assert_eq!(parse_json_path(path), None, "{path}");
         }
     }
@@ -731,12 +953,27 @@ mod tests {
     fn results_are_function_response_parts() {
         let catalog = catalog();
         let report = catalog.iter().find(|t| t.name == "report.build");
-        let call = ParsedCall { id: "fc_1".into(), name: "report.build".into(), arguments: json!({}), invalid: None };
+        let call = ParsedCall {
+            id: "fc_1".into(),
+            name: "report.build".into(),
+            arguments: json!({}),
+            invalid: None,
+        };
         assert_eq!(
-            result_message(&call, "report.build", &ToolResult::ok(json!({"rows": 3})), report),
+            result_message(
+                &call,
+                "report.build",
+                &ToolResult::ok(json!({"rows": 3})),
+                report
+            ),
             json!({"functionResponse": {"id": "fc_1", "name": "report.build", "response": {"output": {"rows": 3}}, "scheduling": "WHEN_IDLE"}})
         );
-        let made_up = ParsedCall { id: "toolgate_call_0".into(), name: "ping".into(), arguments: json!({}), invalid: None };
+        let made_up = ParsedCall {
+            id: "toolgate_call_0".into(),
+            name: "ping".into(),
+            arguments: json!({}),
+            invalid: None,
+        };
         assert_eq!(
             result_message(&made_up, "ping", &ToolResult::error("down"), None),
             json!({"functionResponse": {"name": "ping", "response": {"error": "down"}}})

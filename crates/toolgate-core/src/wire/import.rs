@@ -11,10 +11,11 @@
 //! canonical form (dots allowed); a name that is not canonical is sanitized, and
 //! a name met again gets a `_2`, `_3`... suffix, so every definition imports.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 
+use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
 use super::Note;
@@ -153,8 +154,9 @@ pub fn import_tools(from: ImportFormat, text: &str) -> Result<Imported, ImportEr
         .collect();
     let names = final_names(&drafts);
     let mut tools = Vec::with_capacity(drafts.len());
+    let mut rewrites = Rewrites::default();
     for (draft, (name, name_notes)) in drafts.into_iter().zip(names) {
-        let mut sink = Sink::new(&name);
+        let mut sink = Sink::new(&name, &mut rewrites);
         for message in name_notes.into_iter().chain(draft.notes.iter().cloned()) {
             sink.at("", message);
         }
@@ -163,6 +165,7 @@ pub fn import_tools(from: ImportFormat, text: &str) -> Result<Imported, ImportEr
         }
         notes.extend(sink.finish());
     }
+    notes.extend(rewrites.notes());
     if from != ImportFormat::Mcp && !tools.is_empty() {
         let count = match tools.len() {
             1 => "the imported tool has none, so it counts".to_owned(),
@@ -318,7 +321,11 @@ fn draft(from: ImportFormat, i: usize, entry: &Value, notes: &mut Vec<Note>) -> 
     let Some(name) = function.get("name").and_then(Value::as_str) else {
         return skip("has no `name` string: skipped".into());
     };
-    let field = |keys: &[&str]| keys.iter().find_map(|k| function.get(*k));
+    // `null` (as SDKs dump unset fields) counts as absent.
+    let field = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| function.get(*k).filter(|v| !v.is_null()))
+    };
     let mut draft = Draft {
         name: name.to_owned(),
         title: None,
@@ -404,20 +411,32 @@ fn draft(from: ImportFormat, i: usize, entry: &Value, notes: &mut Vec<Note>) -> 
 }
 
 /// Canonical, unique names for every draft, in order, with a note for each change.
+/// A name given in canonical form is kept by its first definition; sanitized names
+/// and later definitions take a `_2`, `_3`... suffix where that name is taken.
 fn final_names(drafts: &[Draft]) -> Vec<(String, Vec<String>)> {
     let sanitized: Vec<(String, Option<String>)> =
         drafts.iter().map(|d| sanitize_name(&d.name)).collect();
     let given: HashSet<&str> = sanitized.iter().map(|(n, _)| n.as_str()).collect();
     let mut used: HashSet<String> = HashSet::new();
+    let keeps: Vec<bool> = sanitized
+        .iter()
+        .map(|(name, note)| note.is_none() && used.insert(name.clone()))
+        .collect();
     let mut out = Vec::with_capacity(drafts.len());
-    for (name, note) in &sanitized {
+    for ((name, note), keeps) in sanitized.iter().zip(keeps) {
         let mut notes: Vec<String> = note.iter().cloned().collect();
+        if keeps {
+            out.push((name.clone(), notes));
+            continue;
+        }
         let name = if used.contains(name) {
             let unique = (2usize..)
                 .map(|k| with_suffix(name, k))
                 .find(|c| !given.contains(c.as_str()) && !used.contains(c))
                 .unwrap_or_else(|| name.clone());
-            notes.push(format!("a tool named `{name}` was imported before: this definition is imported as `{unique}`"));
+            notes.push(format!(
+                "another tool is named `{name}`: this definition is imported as `{unique}`"
+            ));
             unique
         } else {
             name.clone()
@@ -1245,49 +1264,78 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Notes for one tool. Repeated changes of one kind (`dict` written `object`
-/// in ten places) become one note at the first place, with a count.
+/// Notes for one tool. Mechanical rewrites (a type's spelling, `nullable`,
+/// `optional`) go to the import-wide [`Rewrites`] instead.
 struct Sink<'n> {
     tool: &'n str,
-    notes: Vec<(Note, usize)>,
-    grouped: HashMap<String, usize>,
+    notes: Vec<Note>,
+    rewrites: &'n mut Rewrites,
 }
 
 impl<'n> Sink<'n> {
-    fn new(tool: &'n str) -> Self {
+    fn new(tool: &'n str, rewrites: &'n mut Rewrites) -> Self {
         Sink {
             tool,
             notes: Vec::new(),
-            grouped: HashMap::new(),
+            rewrites,
         }
     }
 
     fn at(&mut self, path: &str, message: String) {
-        self.notes.push((Note::at(self.tool, path, message), 1));
+        self.notes.push(Note::at(self.tool, path, message));
     }
 
     fn group(&mut self, path: &str, message: String) {
-        match self.grouped.get(&message) {
-            Some(&i) => self.notes[i].1 += 1,
-            None => {
-                self.grouped.insert(message.clone(), self.notes.len());
-                self.at(path, message);
-            }
-        }
+        self.rewrites.count(self.tool, path, message);
     }
 
     fn finish(self) -> Vec<Note> {
         self.notes
+    }
+}
+
+/// Mechanical rewrites counted across the whole import, so `dict` written
+/// `object` in a thousand tools is one note, not a thousand.
+#[derive(Default)]
+struct Rewrites(IndexMap<String, Rewrite>);
+
+/// Where a rewrite was first made, and how often.
+struct Rewrite {
+    tool: String,
+    path: String,
+    places: usize,
+    tools: usize,
+    last_tool: String,
+}
+
+impl Rewrites {
+    fn count(&mut self, tool: &str, path: &str, message: String) {
+        let rewrite = self.0.entry(message).or_insert_with(|| Rewrite {
+            tool: tool.to_owned(),
+            path: path.to_owned(),
+            places: 0,
+            tools: 0,
+            last_tool: String::new(),
+        });
+        rewrite.places += 1;
+        if rewrite.last_tool != tool {
+            rewrite.tools += 1;
+            rewrite.last_tool = tool.to_owned();
+        }
+    }
+
+    /// A note per rewrite: on the tool when one tool had it, else for the request.
+    fn notes(self) -> impl Iterator<Item = Note> {
+        self.0
             .into_iter()
-            .map(|(mut note, count)| {
-                if count > 1 {
-                    let more = count - 1;
-                    let places = if more == 1 { "place" } else { "places" };
-                    note.message = format!("{} (here and in {more} more {places})", note.message);
-                }
-                note
+            .map(|(message, r)| match (r.tools, r.places) {
+                (1, 1) => Note::at(&r.tool, r.path, message),
+                (1, places) => Note::at(&r.tool, r.path, format!("{message} ({places} places)")),
+                (tools, places) => Note::request(format!(
+                    "{message}: {places} places in {tools} tools, the first in `{}` at {}",
+                    r.tool, r.path
+                )),
             })
-            .collect()
     }
 }
 
@@ -1487,6 +1535,26 @@ mod tests {
                 .iter()
                 .any(|m| m.contains("imported as `area_3`"))
         );
+        let text = r#"[{"name": "a b", "description": "x"}, {"name": "a_b", "description": "y"}]"#;
+        let imported = import(ImportFormat::OpenAiResponses, text);
+        let names: Vec<_> = imported.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a_b_2", "a_b"],
+            "a name given in canonical form is kept"
+        );
+    }
+
+    #[test]
+    fn fields_an_sdk_dumped_as_null_count_as_absent() {
+        let text = r#"[{"functionDeclarations": [{"name": "f", "description": null, "parameters": null,
+            "parametersJsonSchema": null, "response": null, "behavior": null}]}]"#;
+        let imported = import(ImportFormat::Gemini, text);
+        let tool = &imported.tools[0];
+        assert_eq!(
+            (tool.parameters.as_ref(), tool.description.as_str()),
+            (None, "")
+        );
     }
 
     #[test]
@@ -1545,5 +1613,130 @@ mod tests {
             .count();
         assert_eq!(effect_notes, 1);
         assert_eq!(imported.tools[0].effect, None);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn type_name() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(json!("dict")),
+                Just(json!("float")),
+                Just(json!("tuple")),
+                Just(json!("any")),
+                Just(json!("String")),
+                Just(json!("HashMap")),
+                Just(json!("STRING")),
+                Just(json!("integer")),
+                Just(json!(["OBJECT", "null"])),
+                Just(json!(["any", "string"])),
+                Just(json!(7)),
+                "[A-Za-z]{0,8}".prop_map(Value::from),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i32>().prop_map(Value::from),
+                "[a-zA-Z0-9. ]{0,6}".prop_map(Value::from),
+                Just(json!(["a", 1])),
+                Just(json!({"k": "v"})),
+            ]
+        }
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            (
+                type_name(),
+                proptest::option::of(value()),
+                proptest::option::of(value()),
+                proptest::option::of(value()),
+                proptest::option::of(value()),
+            )
+                .prop_map(|(t, default, nullable, optional, pattern)| {
+                    let mut schema = json!({"type": t});
+                    for (key, value) in [
+                        ("default", default),
+                        ("nullable", nullable),
+                        ("optional", optional),
+                        ("pattern", pattern),
+                    ] {
+                        if let Some(value) = value {
+                            schema[key] = value;
+                        }
+                    }
+                    schema
+                })
+        }
+
+        fn schema() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(4, 40, 5, |inner| {
+                prop_oneof![
+                    (
+                        type_name(),
+                        proptest::collection::btree_map("[a-z]{1,3}", inner.clone(), 0..4),
+                        proptest::collection::vec(value(), 0..4),
+                    )
+                        .prop_map(|(t, properties, required)| {
+                            json!({"type": t, "properties": properties, "required": required})
+                        }),
+                    (type_name(), inner.clone())
+                        .prop_map(|(t, items)| json!({"type": t, "items": items})),
+                    proptest::collection::vec(inner.clone(), 1..3)
+                        .prop_map(|items| json!({"items": items})),
+                    proptest::collection::vec(inner, 0..3)
+                        .prop_map(|branches| json!({"anyOf": branches})),
+                    "[a-zA-Z]{0,6}".prop_map(Value::from),
+                ]
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn any_schema_imports_as_valid_json_schema_or_is_dropped_with_a_note(
+                parameters in schema(),
+                returns in schema(),
+                gemini in any::<bool>(),
+            ) {
+                let (format, text) = if gemini {
+                    let declaration = json!({"name": "f", "description": "d", "parameters": parameters, "response": returns});
+                    (ImportFormat::Gemini, json!([{"functionDeclarations": [declaration]}]))
+                } else {
+                    (ImportFormat::Bfcl, json!([{"name": "f", "description": "d", "parameters": parameters, "response": returns}]))
+                };
+                let imported = import_tools(format, &text.to_string()).unwrap();
+                match imported.tools.as_slice() {
+                    [tool] => {
+                        let parameters = tool.parameters.as_ref().unwrap();
+                        prop_assert_eq!(&parameters["type"], "object");
+                        assert_valid_json_schema(parameters);
+                        if let Some(returns) = &tool.returns {
+                            assert_valid_json_schema(returns);
+                        }
+                    }
+                    [] => prop_assert!(imported.notes.iter().any(|n| n.message.starts_with("not imported"))),
+                    more => prop_assert!(false, "{} tools from one", more.len()),
+                }
+            }
+
+            #[test]
+            fn any_names_import_as_distinct_canonical_names(
+                names in proptest::collection::vec(prop_oneof!["\\PC{0,12}", "[a-z.]{0,6}", Just("a".repeat(140))], 1..8),
+            ) {
+                let tools: Vec<Value> = names.iter().map(|n| json!({"name": n, "description": "d"})).collect();
+                let imported = import_tools(ImportFormat::OpenAiResponses, &Value::Array(tools).to_string()).unwrap();
+                prop_assert_eq!(imported.tools.len(), names.len());
+                let mut seen = HashSet::new();
+                for (tool, given) in imported.tools.iter().zip(&names) {
+                    prop_assert!(crate::validate_name(&tool.name).is_ok(), "{:?}", tool.name);
+                    prop_assert!(seen.insert(tool.name.clone()), "{:?} twice", tool.name);
+                    if crate::validate_name(given).is_ok() && names.iter().filter(|n| *n == given).count() == 1 {
+                        prop_assert_eq!(&tool.name, given);
+                    }
+                }
+            }
+        }
     }
 }

@@ -34,22 +34,38 @@ pub use target::{Target, UnknownTarget};
 use crate::ToolDescriptor;
 
 /// Renders `tools` (and the provider-hosted tools) for `target`.
-pub fn render(target: Target, tools: &[ToolDescriptor], hosted: &[HostedTool], options: RenderOptions) -> Rendered {
+pub fn render(
+    target: Target,
+    tools: &[ToolDescriptor],
+    hosted: &[HostedTool],
+    options: RenderOptions,
+) -> Rendered {
     let names = NameMap::build(tools.iter().map(|t| t.name.as_str()), &target.name_rules());
     let mut out = Rendered {
         target,
         tools: Vec::new(),
         changes: names
             .renamed()
-            .map(|(canonical, wire)| Note::tool(canonical, format!("renamed to `{wire}` to fit the API's name rules")))
+            .map(|(canonical, wire)| {
+                Note::tool(
+                    canonical,
+                    format!("renamed to `{wire}` to fit the API's name rules"),
+                )
+            })
             .collect(),
         problems: Vec::new(),
         reader: CallReader::new(names.clone()),
     };
-    let input = RenderInput { tools, hosted, options };
+    let input = RenderInput {
+        tools,
+        hosted,
+        options,
+    };
     match target {
         Target::OpenAiChat => openai_chat::render(&input, &names, &mut out),
-        Target::OpenAiResponses | Target::Qwen => openai_responses::render(&input, &names, &mut out),
+        Target::OpenAiResponses | Target::Qwen => {
+            openai_responses::render(&input, &names, &mut out)
+        }
         Target::Anthropic => anthropic::render(&input, &names, &mut out),
         Target::Gemini | Target::Vertex => gemini::render(&input, &names, &mut out),
         Target::Mcp => mcp::render(&input, &names, &mut out),
@@ -58,10 +74,16 @@ pub fn render(target: Target, tools: &[ToolDescriptor], hosted: &[HostedTool], o
 }
 
 /// The calls in a whole (non-streamed) response of `target`.
-pub fn parse_response(target: Target, response: &Value, reader: &CallReader) -> Result<Vec<ParsedCall>, ParseError> {
+pub fn parse_response(
+    target: Target,
+    response: &Value,
+    reader: &CallReader,
+) -> Result<Vec<ParsedCall>, ParseError> {
     match target {
         Target::OpenAiChat => openai_chat::parse_response(response, reader),
-        Target::OpenAiResponses | Target::Qwen => openai_responses::parse_response(target, response, reader),
+        Target::OpenAiResponses | Target::Qwen => {
+            openai_responses::parse_response(target, response, reader)
+        }
         Target::Anthropic => anthropic::parse_response(response, reader),
         Target::Gemini | Target::Vertex => gemini::parse_response(target, response, reader),
         Target::Mcp => mcp::parse_response(response, reader),
@@ -93,7 +115,9 @@ pub fn result_message(
         Target::OpenAiChat => openai_chat::result_message(call, result),
         Target::OpenAiResponses | Target::Qwen => openai_responses::result_message(call, result),
         Target::Anthropic => anthropic::result_message(call, result),
-        Target::Gemini | Target::Vertex => gemini::result_message(call, wire_name, result, descriptor),
+        Target::Gemini | Target::Vertex => {
+            gemini::result_message(call, wire_name, result, descriptor)
+        }
         Target::Mcp => mcp::result_message(result),
     }
 }

@@ -41,19 +41,37 @@ fn letter_or_underscore(c: char) -> bool {
 
 impl NameRules {
     /// OpenAI Chat Completions and Responses, and Qwen: `^[a-zA-Z0-9_-]{1,64}$`.
-    pub const OPENAI: NameRules = NameRules { max_len: 64, allowed: word_or_dash, first: None };
+    pub const OPENAI: NameRules = NameRules {
+        max_len: 64,
+        allowed: word_or_dash,
+        first: None,
+    };
     /// Anthropic Messages: `^[a-zA-Z0-9_-]{1,128}$`.
-    pub const ANTHROPIC: NameRules = NameRules { max_len: 128, allowed: word_or_dash, first: None };
+    pub const ANTHROPIC: NameRules = NameRules {
+        max_len: 128,
+        allowed: word_or_dash,
+        first: None,
+    };
     /// Gemini and Vertex: a letter or `_` first, then letters, digits, `_ . : -`, at most 64
     /// (the Gemini API's limit; Vertex allows 128).
-    pub const GEMINI: NameRules = NameRules { max_len: 64, allowed: gemini_char, first: Some(letter_or_underscore) };
+    pub const GEMINI: NameRules = NameRules {
+        max_len: 64,
+        allowed: gemini_char,
+        first: Some(letter_or_underscore),
+    };
     /// MCP: `^[A-Za-z0-9_.-]{1,128}$`, the canonical rule itself.
-    pub const MCP: NameRules = NameRules { max_len: 128, allowed: word_dash_or_dot, first: None };
+    pub const MCP: NameRules = NameRules {
+        max_len: 128,
+        allowed: word_dash_or_dot,
+        first: None,
+    };
 
     /// Whether `name` is acceptable as it is.
     pub fn accepts(&self, name: &str) -> bool {
         let mut chars = name.chars();
-        let Some(first) = chars.next() else { return false };
+        let Some(first) = chars.next() else {
+            return false;
+        };
         name.chars().count() <= self.max_len
             && self.first.map_or((self.allowed)(first), |f| f(first))
             && chars.all(self.allowed)
@@ -74,9 +92,17 @@ impl NameMap {
     /// Builds the map for `names` under `rules`.
     pub fn build<'a>(names: impl IntoIterator<Item = &'a str>, rules: &NameRules) -> NameMap {
         let names: Vec<&str> = names.into_iter().collect();
-        let mut taken: BTreeSet<String> = names.iter().filter(|n| rules.accepts(n)).map(|n| n.to_string()).collect();
+        let mut taken: BTreeSet<String> = names
+            .iter()
+            .filter(|n| rules.accepts(n))
+            .map(|n| n.to_string())
+            .collect();
         let mut mapped: HashMap<&str, String> = HashMap::new();
-        let mut needs_mapping: Vec<&str> = names.iter().copied().filter(|n| !rules.accepts(n)).collect();
+        let mut needs_mapping: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !rules.accepts(n))
+            .collect();
         needs_mapping.sort_unstable();
         needs_mapping.dedup();
         for name in needs_mapping {
@@ -105,19 +131,28 @@ impl NameMap {
 
     /// Pairs of (canonical, wire) that differ, in catalog order.
     pub fn renamed(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.to_wire.iter().filter(|(c, w)| c != w).map(|(c, w)| (c.as_str(), w.as_str()))
+        self.to_wire
+            .iter()
+            .filter(|(c, w)| c != w)
+            .map(|(c, w)| (c.as_str(), w.as_str()))
     }
 }
 
 /// A wire name for a canonical name that does not fit, avoiding `taken`.
 fn mapped_name(name: &str, rules: &NameRules, taken: &BTreeSet<String>) -> String {
-    let mut sanitized: String = name.chars().map(|c| if (rules.allowed)(c) { c } else { '_' }).collect();
+    let mut sanitized: String = name
+        .chars()
+        .map(|c| if (rules.allowed)(c) { c } else { '_' })
+        .collect();
     if let Some(first_ok) = rules.first
         && !sanitized.chars().next().is_some_and(first_ok)
     {
         sanitized.insert(0, '_');
     }
-    if sanitized.chars().count() <= rules.max_len && !taken.contains(&sanitized) && rules.accepts(&sanitized) {
+    if sanitized.chars().count() <= rules.max_len
+        && !taken.contains(&sanitized)
+        && rules.accepts(&sanitized)
+    {
         return sanitized;
     }
     // Cut, and add a hash of the canonical name; rehash with a counter in the
@@ -125,7 +160,13 @@ fn mapped_name(name: &str, rules: &NameRules, taken: &BTreeSet<String>) -> Strin
     let keep = rules.max_len.saturating_sub(HASH_LEN + 1);
     let stem: String = sanitized.chars().take(keep).collect();
     (0u64..)
-        .map(|salt| format!("{stem}_{:0width$x}", fnv1a(name, salt) & 0xffff_ffff, width = HASH_LEN))
+        .map(|salt| {
+            format!(
+                "{stem}_{:0width$x}",
+                fnv1a(name, salt) & 0xffff_ffff,
+                width = HASH_LEN
+            )
+        })
         .find(|candidate| !taken.contains(candidate))
         .expect("some salt gives a free name")
 }
@@ -156,12 +197,18 @@ mod tests {
     fn dots_become_underscores_and_map_back() {
         let map = NameMap::build(["github.create_issue"], &NameRules::OPENAI);
         assert_eq!(map.wire("github.create_issue"), Some("github_create_issue"));
-        assert_eq!(map.canonical("github_create_issue"), Some("github.create_issue"));
+        assert_eq!(
+            map.canonical("github_create_issue"),
+            Some("github.create_issue")
+        );
     }
 
     #[test]
     fn a_mapped_name_never_shadows_a_real_name() {
-        let map = NameMap::build(["github.create_issue", "github_create_issue"], &NameRules::OPENAI);
+        let map = NameMap::build(
+            ["github.create_issue", "github_create_issue"],
+            &NameRules::OPENAI,
+        );
         assert_eq!(map.wire("github_create_issue"), Some("github_create_issue"));
         let mapped = map.wire("github.create_issue").unwrap();
         assert_ne!(mapped, "github_create_issue");
@@ -174,7 +221,12 @@ mod tests {
         let map = NameMap::build([long.as_str()], &NameRules::OPENAI);
         let wire = map.wire(&long).unwrap();
         assert_eq!(wire.len(), 64);
-        assert_eq!(wire, NameMap::build([long.as_str()], &NameRules::OPENAI).wire(&long).unwrap());
+        assert_eq!(
+            wire,
+            NameMap::build([long.as_str()], &NameRules::OPENAI)
+                .wire(&long)
+                .unwrap()
+        );
     }
 
     #[test]

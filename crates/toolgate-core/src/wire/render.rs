@@ -33,15 +33,27 @@ pub struct Note {
 
 impl Note {
     pub fn tool(tool: &str, message: impl Into<String>) -> Self {
-        Note { tool: Some(tool.to_owned()), path: String::new(), message: message.into() }
+        Note {
+            tool: Some(tool.to_owned()),
+            path: String::new(),
+            message: message.into(),
+        }
     }
 
     pub fn at(tool: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Note { tool: Some(tool.to_owned()), path: path.into(), message: message.into() }
+        Note {
+            tool: Some(tool.to_owned()),
+            path: path.into(),
+            message: message.into(),
+        }
     }
 
     pub fn request(message: impl Into<String>) -> Self {
-        Note { tool: None, path: String::new(), message: message.into() }
+        Note {
+            tool: None,
+            path: String::new(),
+            message: message.into(),
+        }
     }
 }
 
@@ -72,7 +84,10 @@ pub struct CallReader {
 impl CallReader {
     /// A reader that only maps names.
     pub fn new(names: NameMap) -> Self {
-        CallReader { names, nullable_optionals: HashMap::new() }
+        CallReader {
+            names,
+            nullable_optionals: HashMap::new(),
+        }
     }
 
     /// Drops `null` at every path that was optional before the strict transform.
@@ -84,7 +99,9 @@ impl CallReader {
 }
 
 fn drop_null_at(value: &mut Value, path: &[String]) {
-    let Some((last, parents)) = path.split_last() else { return };
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
     let mut node = value;
     for key in parents {
         match node.get_mut(key) {

@@ -14,11 +14,17 @@ pub struct ToolResult {
 
 impl ToolResult {
     pub fn ok(value: Value) -> Self {
-        ToolResult { content: value, is_error: false }
+        ToolResult {
+            content: value,
+            is_error: false,
+        }
     }
 
     pub fn error(message: impl Into<String>) -> Self {
-        ToolResult { content: Value::String(message.into()), is_error: true }
+        ToolResult {
+            content: Value::String(message.into()),
+            is_error: true,
+        }
     }
 
     /// The content as text: strings as they are, anything else as compact JSON.

@@ -523,9 +523,23 @@ impl Transform<'_> {
                         .as_array()
                         .filter(|b| !b.is_empty())
                         .ok_or_else(|| format!("{}: `anyOf` must be a non-empty list", at(ptr)))?;
+                    // `anyOf: [X, {type: null}]` (an optional X): key paths run on into X,
+                    // since the value there is either null or an X.
+                    let is_null = |b: &Value| *b == json!({"type": "null"});
+                    let only_one = branches.iter().filter(|b| !is_null(b)).count() == 1;
                     let mut new = Vec::with_capacity(branches.len());
                     for (i, branch) in branches.iter().enumerate() {
-                        new.push(self.node(branch, &format!("{ptr}/anyOf/{i}"), None, false)?);
+                        let branch_keys = if only_one && !is_null(branch) {
+                            keys
+                        } else {
+                            None
+                        };
+                        new.push(self.node(
+                            branch,
+                            &format!("{ptr}/anyOf/{i}"),
+                            branch_keys,
+                            false,
+                        )?);
                     }
                     out.insert(key.clone(), Value::Array(new));
                 }
@@ -1329,6 +1343,20 @@ mod tests {
             m.starts_with("/properties/rows/items/properties/note: ")
                 && m.contains("passed on as null")
         }));
+    }
+
+    #[test]
+    fn key_paths_run_through_an_optional_model_but_not_through_a_real_union() {
+        let s = openai(json!({"type": "object", "properties": {
+            "filter": {"anyOf": [{"$ref": "#/$defs/f"}, {"type": "null"}]},
+            "either": {"anyOf": [{"$ref": "#/$defs/f"}, {"type": "string"}]}
+        }, "required": ["filter", "either"], "$defs": {
+            "f": {"type": "object", "properties": {"since": {"type": "string"}}}
+        }}));
+        assert_eq!(
+            s.nullable_optionals,
+            vec![vec!["filter".to_owned(), "since".to_owned()]]
+        );
     }
 
     #[test]

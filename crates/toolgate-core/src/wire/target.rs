@@ -66,12 +66,17 @@ impl fmt::Display for Target {
 
 /// A `--for` value that names no target.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown target `{0}`: expected one of openai-chat, openai-responses, qwen, anthropic, gemini, vertex, mcp")]
+#[error(
+    "unknown target `{0}`: expected one of openai-chat, openai-responses, qwen, anthropic, gemini, vertex, mcp"
+)]
 pub struct UnknownTarget(pub String);
 
 impl FromStr for Target {
     type Err = UnknownTarget;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Target::ALL.into_iter().find(|t| t.as_str() == s).ok_or_else(|| UnknownTarget(s.to_owned()))
+        Target::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| UnknownTarget(s.to_owned()))
     }
 }

@@ -69,6 +69,45 @@ pub enum StoreError {
         key: String,
         source: serde_json::Error,
     },
+
+    /// No approval request has this id.
+    #[error("there is no approval request `{id}`{}", unknown_approval_hint(suggestions, *pending))]
+    UnknownApproval {
+        id: String,
+        /// Pending ids close to `id`, best first.
+        suggestions: Vec<String>,
+        /// How many requests are pending.
+        pending: usize,
+    },
+
+    /// The request was already answered, so it cannot be approved or denied again.
+    #[error("{id} was already {} at {decided_at}; {}", already(*status), already_hint(*status))]
+    ApprovalNotPending {
+        id: String,
+        status: super::ApprovalStatus,
+        decided_at: String,
+    },
+
+    /// A stored approval cannot be read back, typically because the row was edited by hand.
+    #[error(
+        "state store at {location}: approval {id} has {problem}; fix the row by hand, or delete it so the call asks again"
+    )]
+    CorruptApproval {
+        location: String,
+        id: String,
+        problem: String,
+    },
+
+    /// A stored audit record is not a record toolgate wrote, typically because the row
+    /// was edited by hand.
+    #[error(
+        "audit log at {location}: record {seq} cannot be read ({source}); run `toolgate audit verify` to see where the log was tampered with"
+    )]
+    CorruptAuditRecord {
+        location: String,
+        seq: u64,
+        source: serde_json::Error,
+    },
 }
 
 impl StoreError {
@@ -92,5 +131,36 @@ impl StoreError {
                 source,
             }
         }
+    }
+}
+
+fn unknown_approval_hint(suggestions: &[String], pending: usize) -> String {
+    match (suggestions.first(), pending) {
+        (Some(best), _) => format!("; did you mean `{best}`?"),
+        (None, 0) => {
+            "; no request is pending (`toolgate approvals list --all` shows answered ones)"
+                .to_owned()
+        }
+        (None, _) => "; `toolgate approvals list` shows the pending ones".to_owned(),
+    }
+}
+
+fn already(status: super::ApprovalStatus) -> &'static str {
+    use super::ApprovalStatus::*;
+    match status {
+        Pending => "pending",
+        Approved => "approved",
+        Denied => "denied",
+        Consumed => "answered and used",
+    }
+}
+
+fn already_hint(status: super::ApprovalStatus) -> &'static str {
+    use super::ApprovalStatus::*;
+    match status {
+        Pending => "nothing to do",
+        Approved => "nothing to do: the call runs once when it is submitted again",
+        Denied => "to allow the call after all, submit it again and approve the new request",
+        Consumed => "submit the call again to open a new request",
     }
 }

@@ -11,6 +11,8 @@
 //! an explicit directory (the CLI's `--state-dir`), else `TOOLGATE_STATE_DIR`, else
 //! `.toolgate/` beside the spec file.
 
+mod approvals;
+mod audit;
 mod error;
 mod memory;
 mod sqlite;
@@ -20,6 +22,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+pub use approvals::{
+    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantScope, MemoryApprovals,
+    Resolution,
+};
+pub use audit::{AuditLog, MemoryAuditLog};
 pub use error::StoreError;
 pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;

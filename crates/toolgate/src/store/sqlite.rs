@@ -29,6 +29,36 @@ const MIGRATIONS: &[&str] = &[
         updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
         PRIMARY KEY (session, key)
     ) WITHOUT ROWID;",
+    // Version 2: the audit log (a hash chain, append-only) and approvals.
+    "CREATE TABLE audit (
+        seq       INTEGER PRIMARY KEY,
+        kind      TEXT NOT NULL,
+        run_id    TEXT NOT NULL,
+        record    TEXT NOT NULL CHECK (json_valid(record)),
+        prev_hash TEXT NOT NULL,
+        hash      TEXT NOT NULL
+    );
+    CREATE INDEX audit_run ON audit (run_id, kind);
+    CREATE TABLE approvals (
+        id         TEXT PRIMARY KEY,
+        session    TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        args_hash  TEXT NOT NULL,
+        arguments  TEXT NOT NULL CHECK (json_valid(arguments)),
+        principal  TEXT NOT NULL,
+        reason     TEXT NOT NULL,
+        status     TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'consumed')),
+        answer     TEXT,
+        created_at TEXT NOT NULL,
+        decided_at TEXT
+    );
+    CREATE INDEX approvals_call ON approvals (session, tool, args_hash, status);
+    CREATE TABLE grants (
+        id         INTEGER PRIMARY KEY,
+        tool       TEXT NOT NULL,
+        args_hash  TEXT,
+        expires_at TEXT NOT NULL
+    );",
 ];
 
 /// The schema version this toolgate writes and understands.
@@ -120,13 +150,16 @@ impl SqliteStore {
         })
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    pub(super) fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while the lock was held dropped any open transaction, which rolls
         // it back, so the connection behind a poisoned lock is still usable.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn error(&self, action: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    pub(super) fn error(
+        &self,
+        action: &'static str,
+    ) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         move |source| StoreError::sqlite(&self.location, action, source)
     }
 

@@ -1,0 +1,245 @@
+//! `toolgate approvals`: list the calls waiting for a person, and answer them.
+//!
+//! Approvals live in `state.db` in the state directory, beside conversation state,
+//! so a person can answer from one terminal while a gate waits in another process.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use toolgate::{
+    Approval, ApprovalStore, Grant, GrantScope, SqliteStore, StoreError, resolve_state_dir,
+};
+
+use crate::commands::CommandResult;
+use crate::output::{first_line, print_json};
+use crate::{SpecArgs, StateArgs};
+
+/// The longest grant accepted: grants are meant to expire.
+const LONGEST_GRANT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// What `toolgate approvals` does; without one, it lists the pending requests.
+#[derive(Subcommand)]
+pub enum ApprovalAction {
+    /// One line per pending request: id, status, tool, arguments, reason, created.
+    List {
+        /// Include requests already answered.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Approve a pending request: the call runs once when it is submitted again.
+    Approve {
+        /// The request's id, e.g. ap-1f3a9c0e.
+        id: String,
+        /// Also let further calls of the tool through without asking, for this long (e.g. 30m, 1h, 7days).
+        #[arg(long, value_name = "DURATION")]
+        grant: Option<String>,
+        /// Limit the grant to calls with the same arguments as this one.
+        #[arg(long, requires = "grant")]
+        same_args: bool,
+    },
+    /// Deny a pending request; the model hears the reason the next time it makes the call.
+    Deny {
+        /// The request's id, e.g. ap-1f3a9c0e.
+        id: String,
+        /// Why, in words the model can act on.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+/// Runs one `toolgate approvals` action.
+pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<ApprovalAction>) -> CommandResult {
+    match action {
+        None => list(args, state, false),
+        Some(ApprovalAction::List { all }) => list(args, state, all),
+        Some(ApprovalAction::Approve {
+            id,
+            grant,
+            same_args,
+        }) => approve(args, state, &id, grant.as_deref(), same_args),
+        Some(ApprovalAction::Deny { id, reason }) => deny(args, state, &id, reason.as_deref()),
+    }
+}
+
+/// `toolgate approvals list [--all]`.
+pub fn list(args: &SpecArgs, state: &StateArgs, all: bool) -> CommandResult {
+    let store = open(args, state)?;
+    let approvals = store.list(all).map_err(|e| e.to_string())?;
+    if args.json {
+        print_json(&approvals);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if approvals.is_empty() {
+        if all {
+            println!("no approval requests");
+        } else {
+            println!("no pending approval requests (`--all` shows answered ones)");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 6]> = approvals
+        .iter()
+        .map(|a| {
+            [
+                a.id.clone(),
+                a.status.to_string(),
+                a.tool.clone(),
+                first_line(&a.arguments.to_string(), 60),
+                first_line(&a.reason, 60),
+                a.created_at.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = [0; 6];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate approvals approve ID [--grant DURATION] [--same-args]`.
+pub fn approve(
+    args: &SpecArgs,
+    state: &StateArgs,
+    id: &str,
+    grant: Option<&str>,
+    same_args: bool,
+) -> CommandResult {
+    let grant = match grant {
+        None if same_args => {
+            return Err(
+                "--same-args limits a grant; add --grant DURATION (e.g. --grant 1h)".into(),
+            );
+        }
+        None => None,
+        Some(text) => Some(Grant {
+            ttl: parse_grant(text)?,
+            scope: if same_args {
+                GrantScope::SameArguments
+            } else {
+                GrantScope::Tool
+            },
+        }),
+    };
+    let store = open(args, state)?;
+    let now = SystemTime::now();
+    let approval = store.approve(id, grant, now).map_err(|e| e.to_string())?;
+    let expires_at = grant.map(|g| humantime::format_rfc3339_seconds(now + g.ttl).to_string());
+    if args.json {
+        let grant = grant.zip(expires_at).map(|(g, expires_at)| {
+            json!({
+                "scope": match g.scope {
+                    GrantScope::Tool => "tool",
+                    GrantScope::SameArguments => "same_arguments",
+                },
+                "ttl": humantime::format_duration(g.ttl).to_string(),
+                "expires_at": expires_at,
+            })
+        });
+        print_json(&json!({"approval": approval, "grant": grant}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let call = describe_call(&approval);
+    match grant.zip(expires_at) {
+        None => println!(
+            "approved {}: {call} runs once when it is submitted again",
+            approval.id
+        ),
+        Some((g, expires_at)) => {
+            let covered = match g.scope {
+                GrantScope::Tool => format!("every call of `{}`", approval.tool),
+                GrantScope::SameArguments => format!("{call}, and only it,"),
+            };
+            println!(
+                "approved {}: {covered} runs without asking until {expires_at} ({})",
+                approval.id,
+                humantime::format_duration(g.ttl)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate approvals deny ID [--reason TEXT]`.
+pub fn deny(args: &SpecArgs, state: &StateArgs, id: &str, reason: Option<&str>) -> CommandResult {
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    let store = open(args, state)?;
+    let approval = store
+        .deny(id, reason, SystemTime::now())
+        .map_err(|e| e.to_string())?;
+    if args.json {
+        print_json(&approval);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let told = match reason {
+        Some(reason) => format!("told \"{reason}\""),
+        None => "told a person said no".to_owned(),
+    };
+    println!(
+        "denied {}: the model is {told} the next time it submits {}",
+        approval.id,
+        describe_call(&approval)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `refund {"order":"A-1"}`, arguments cut to fit a line.
+fn describe_call(approval: &Approval) -> String {
+    let arguments = match &approval.arguments {
+        Value::Object(map) if map.is_empty() => String::new(),
+        arguments => format!(" {}", first_line(&arguments.to_string(), 60)),
+    };
+    format!("`{}{arguments}`", approval.tool)
+}
+
+fn parse_grant(text: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| {
+        format!("--grant `{text}` is not a duration ({e}); write it like 30m, 1h or 7days")
+    })?;
+    if ttl.is_zero() {
+        return Err(format!(
+            "--grant `{text}` would expire at once; give a duration such as 1h, or leave --grant off to approve this call only"
+        ));
+    }
+    if ttl > LONGEST_GRANT {
+        return Err(format!(
+            "--grant `{text}` is longer than 100 years; grants are meant to expire, so give a shorter one"
+        ));
+    }
+    Ok(ttl)
+}
+
+fn open(args: &SpecArgs, state: &StateArgs) -> Result<SqliteStore, String> {
+    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
+    SqliteStore::open_in_dir(&dir).map_err(|e: StoreError| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_is_a_human_duration() {
+        assert_eq!(parse_grant("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_grant("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert!(
+            parse_grant("soon")
+                .unwrap_err()
+                .contains("write it like 30m")
+        );
+        assert!(parse_grant("0s").unwrap_err().contains("expire at once"));
+        assert!(parse_grant("1000years").unwrap_err().contains("100 years"));
+    }
+}

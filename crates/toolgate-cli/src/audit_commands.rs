@@ -1,0 +1,259 @@
+//! `toolgate audit`: read the audit log, check it for tampering, and find the calls a
+//! crashed process left without a completion.
+//!
+//! The log lives in `state.db` in the state directory. These commands never create
+//! it: with no file yet, the log is simply empty.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use toolgate::{
+    AuditEntry, AuditLog, AuditRecord, ChainBreak, RecordKind, STATE_DB_FILE, SqliteStore,
+    VerifyReport, resolve_state_dir,
+};
+
+use crate::commands::CommandResult;
+use crate::output::{first_line, print_json};
+use crate::{SpecArgs, StateArgs};
+
+/// What `toolgate audit` does; without one, it shows the last records.
+#[derive(Subcommand)]
+pub enum AuditAction {
+    /// The last records, oldest first: seq, time, kind, tool, outcome or decision, reason.
+    Tail {
+        /// How many records.
+        #[arg(short = 'n', long = "lines", default_value_t = 20)]
+        n: usize,
+    },
+    /// Check the hash chain: exit 0 if intact, else name the first record changed, inserted or deleted and exit 1.
+    Verify,
+    /// Calls that were started but never completed (the process stopped while they ran).
+    Pending,
+    /// Record what became of a pending call, after checking by hand.
+    Resolve {
+        /// The pending call's run id (from `toolgate audit pending`).
+        run_id: String,
+        /// What happened: ok (it took effect), error (it failed), cancelled (it never ran).
+        #[arg(long, value_parser = ["ok", "error", "cancelled"])]
+        outcome: String,
+        /// A note for the record: what was checked, by whom.
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+/// Runs one `toolgate audit` action.
+pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<AuditAction>) -> CommandResult {
+    match action {
+        None => tail(args, state, 20),
+        Some(AuditAction::Tail { n }) => tail(args, state, n),
+        Some(AuditAction::Verify) => verify(args, state),
+        Some(AuditAction::Pending) => pending(args, state),
+        Some(AuditAction::Resolve {
+            run_id,
+            outcome,
+            note,
+        }) => resolve(args, state, &run_id, &outcome, note.as_deref()),
+    }
+}
+
+/// `toolgate audit tail [-n N]`.
+pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
+    let records = match open(args, state)? {
+        Some(store) => store.tail(n).map_err(|e| e.to_string())?,
+        None => Vec::new(),
+    };
+    if args.json {
+        print_json(&records);
+    } else if records.is_empty() {
+        println!("the audit log is empty");
+    } else {
+        let width = records.last().map_or(1, |r| r.seq.to_string().len());
+        for record in &records {
+            println!("{}", record_line(record, width));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate audit verify`.
+pub fn verify(args: &SpecArgs, state: &StateArgs) -> CommandResult {
+    let report = match open(args, state)? {
+        Some(store) => store.verify().map_err(|e| e.to_string())?,
+        None => toolgate::verify_chain(Vec::<AuditRecord>::new()),
+    };
+    if args.json {
+        print_json(&report);
+    } else {
+        match &report {
+            VerifyReport::Ok { records, head } => {
+                let head: String = head.chars().take(12).collect();
+                println!(
+                    "audit log ok: {records} record{}, head {head}",
+                    if *records == 1 { "" } else { "s" }
+                );
+            }
+            VerifyReport::Broken { at, .. } => {
+                println!("audit log broken at record {}: {at}", first_bad_seq(*at));
+                println!(
+                    "the log was altered outside toolgate: keep a copy of {} for investigation; records before this one check out",
+                    db_path(args, state).display()
+                );
+            }
+        }
+    }
+    Ok(if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `toolgate audit pending`.
+pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
+    let records = match open(args, state)? {
+        Some(store) => store.pending().map_err(|e| e.to_string())?,
+        None => Vec::new(),
+    };
+    if args.json {
+        let rows: Vec<Value> = records
+            .iter()
+            .map(|r| {
+                let mut row = serde_json::to_value(r).unwrap_or(Value::Null);
+                row["safe_to_rerun"] = json!(r.safe_to_rerun());
+                row
+            })
+            .collect();
+        print_json(&rows);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if records.is_empty() {
+        println!("no pending calls: every intent in the audit log has a completion");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let count = records.len();
+    println!(
+        "{count} call{} started but never completed (the process stopped while {} ran):",
+        if count == 1 { "" } else { "s" },
+        if count == 1 { "it" } else { "they" }
+    );
+    let width = records.last().map_or(1, |r| r.seq.to_string().len());
+    for record in &records {
+        let e = &record.entry;
+        let mark = if record.safe_to_rerun() { ' ' } else { '!' };
+        let effect = e.effect.map_or("unknown", |effect| effect.as_str());
+        println!(
+            "{mark} {:>width$}  {}  {}  {effect}  run {}  call {}  session {}  principal {}",
+            record.seq, e.time, e.tool, e.run_id, e.call_id, e.session, e.principal
+        );
+        println!(
+            "  {:width$}  arguments {}",
+            "",
+            first_line(&e.arguments.to_string(), 100)
+        );
+    }
+    if records.iter().any(|r| !r.safe_to_rerun()) {
+        println!(
+            "Calls marked ! may have changed something and are never re-run automatically: the operator must check whether each took effect, then record it with `toolgate audit resolve RUN_ID --outcome ok|error|cancelled`."
+        );
+    } else {
+        println!(
+            "All of these only read, so running them again is safe; `toolgate audit resolve RUN_ID --outcome cancelled` clears them."
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate audit resolve RUN_ID --outcome ok|error|cancelled [--note TEXT]`.
+pub fn resolve(
+    args: &SpecArgs,
+    state: &StateArgs,
+    run_id: &str,
+    outcome: &str,
+    note: Option<&str>,
+) -> CommandResult {
+    let Some(store) = open(args, state)? else {
+        return Err(format!(
+            "there is no audit log at {}; check --state-dir (or TOOLGATE_STATE_DIR)",
+            db_path(args, state).display()
+        ));
+    };
+    let pending = store.pending().map_err(|e| e.to_string())?;
+    let Some(intent) = pending.into_iter().find(|r| r.entry.run_id == run_id) else {
+        return Err(format!(
+            "no pending call has run id `{run_id}`; `toolgate audit pending` lists the ones that do"
+        ));
+    };
+    let message = match note {
+        Some(note) => format!("resolved by the operator: {note}"),
+        None => "resolved by the operator".to_owned(),
+    };
+    let entry = AuditEntry {
+        time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        kind: RecordKind::Completion,
+        outcome: Some(outcome.to_owned()),
+        message: Some(message),
+        duration_ms: None,
+        attempts: None,
+        ..intent.entry
+    };
+    let record = store.append(entry).map_err(|e| e.to_string())?;
+    if args.json {
+        print_json(&record);
+    } else {
+        println!(
+            "recorded {outcome} for run {run_id} ({}) as record {}",
+            record.entry.tool, record.seq
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One record as a line: seq, time, kind, tool, outcome (or decision), reason and message.
+fn record_line(record: &AuditRecord, width: usize) -> String {
+    let e = &record.entry;
+    let status = e
+        .outcome
+        .as_deref()
+        .or(e.decision.map(|d| d.as_str()))
+        .unwrap_or("-");
+    let detail: Vec<&str> = [e.reason.as_deref(), e.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let line = format!(
+        "{:>width$}  {}  {:10}  {}  {status}  {}",
+        record.seq,
+        e.time,
+        e.kind.as_str(),
+        e.tool,
+        first_line(&detail.join(" — "), 100)
+    );
+    line.trim_end().to_owned()
+}
+
+/// The first record that is not as written: for a deletion, the first one missing.
+fn first_bad_seq(at: ChainBreak) -> u64 {
+    match at {
+        ChainBreak::Deleted { after_seq } => after_seq + 1,
+        other => other.seq(),
+    }
+}
+
+fn db_path(args: &SpecArgs, state: &StateArgs) -> PathBuf {
+    resolve_state_dir(state.state_dir.as_deref(), &args.file).join(STATE_DB_FILE)
+}
+
+/// The store holding the log, or `None` when there is no state file yet.
+fn open(args: &SpecArgs, state: &StateArgs) -> Result<Option<SqliteStore>, String> {
+    let path = db_path(args, state);
+    if !path.exists() {
+        return Ok(None);
+    }
+    SqliteStore::open(&path)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}

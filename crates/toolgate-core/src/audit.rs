@@ -1,0 +1,688 @@
+//! The audit log's records and its hash chain: what a record holds, how it is sealed,
+//! and how a stored log is checked for tampering.
+//!
+//! The gate hands the log an [`AuditEntry`] before a call runs (an intent), after it
+//! ran (a completion), or instead of running it (a refusal). The log numbers it and
+//! seals it into an [`AuditRecord`] whose hash covers its content and the previous
+//! record's hash:
+//!
+//! ```text
+//! hash = sha256_hex(prev_hash + "\n" + canonical_json(record without `hash`))
+//! ```
+//!
+//! The first record's `prev_hash` is [`GENESIS_HASH`]. [`verify_chain`] walks the
+//! records in order and reports the first one that was changed, inserted or deleted.
+//!
+//! Limits: a hash chain proves the records agree with each other, not who wrote them.
+//! Removing records from the end, or rewriting a record and every record after it,
+//! leaves a chain that verifies; keep a copy of the head hash elsewhere to catch that.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Decision, Effect, Retry, canonical_json, sha256_hex};
+
+/// The `prev_hash` of the first record: 64 zeros.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Why a record was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// Written, durably, before a tool runs.
+    Intent,
+    /// Written after a tool ran (or failed, timed out, was cancelled).
+    Completion,
+    /// Written instead of running: the call was invalid, denied or is waiting for approval.
+    Refusal,
+}
+
+impl RecordKind {
+    /// The spelling stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::Intent => "intent",
+            RecordKind::Completion => "completion",
+            RecordKind::Refusal => "refusal",
+        }
+    }
+}
+
+impl fmt::Display for RecordKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the gate hands the audit log; the log adds `seq`, `prev_hash` and `hash`.
+///
+/// `arguments` must already have its secrets redacted: the log stores what it is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// When, as RFC 3339 UTC; supplied by the caller so tests can fix the clock.
+    pub time: String,
+    pub kind: RecordKind,
+    /// Links an intent to its completion; unique per execution.
+    pub run_id: String,
+    /// The model's id for the call.
+    pub call_id: String,
+    pub session: String,
+    pub principal: String,
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
+    /// The call's arguments, secrets redacted.
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `ok`, `error`, `denied`, `pending_approval`, `invalid`, `timeout` or `cancelled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+/// One sealed record of the audit log: an entry, its place in the chain, and its hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// 1 for the first record, then one more for each.
+    pub seq: u64,
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+    /// The hash of the record before, or [`GENESIS_HASH`] for the first.
+    pub prev_hash: String,
+    /// The SHA-256 of `prev_hash`, a newline and the canonical JSON of everything else.
+    pub hash: String,
+}
+
+impl AuditRecord {
+    /// Seals `entry` as record `seq` following a record whose hash is `prev_hash`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH, RecordKind};
+    ///
+    /// let entry = AuditEntry {
+    ///     time: "2025-01-01T00:00:00.000Z".into(),
+    ///     kind: RecordKind::Intent,
+    ///     run_id: "r1".into(),
+    ///     call_id: "c1".into(),
+    ///     session: "default".into(),
+    ///     principal: "operator".into(),
+    ///     tool: "lookup_order".into(),
+    ///     effect: None,
+    ///     arguments: json!({"order_id": "A-1"}),
+    ///     decision: None,
+    ///     reason: None,
+    ///     outcome: None,
+    ///     message: None,
+    ///     duration_ms: None,
+    ///     attempts: None,
+    /// };
+    /// let first = AuditRecord::seal(1, GENESIS_HASH, entry);
+    /// assert_eq!(first.hash, first.expected_hash());
+    /// ```
+    pub fn seal(seq: u64, prev_hash: &str, entry: AuditEntry) -> AuditRecord {
+        let mut record = AuditRecord {
+            seq,
+            entry,
+            prev_hash: prev_hash.to_owned(),
+            hash: String::new(),
+        };
+        record.hash = record.expected_hash();
+        record
+    }
+
+    /// The hash this record's content and `prev_hash` call for; equal to `hash`
+    /// unless the record was altered.
+    pub fn expected_hash(&self) -> String {
+        chain_hash(&self.prev_hash, &self.write_canonical(false))
+    }
+
+    /// The record as canonical JSON, `hash` included: the form a store keeps.
+    pub fn to_canonical_json(&self) -> String {
+        self.write_canonical(true)
+    }
+
+    /// Whether the call may be run again without asking anyone: only a `read`.
+    ///
+    /// Any other intent left without a completion may already have changed the world,
+    /// so an operator must find out whether it did and resolve it.
+    pub fn safe_to_rerun(&self) -> bool {
+        self.entry
+            .effect
+            .is_some_and(|effect| effect.retry() == Retry::Freely)
+    }
+
+    /// `canonical_json` of the serialized record, written field by field: this runs
+    /// twice for every record the gate writes, and going through a `Value` map costs
+    /// several times more. Keys must stay in byte order; a test holds this equal to
+    /// the generic path.
+    fn write_canonical(&self, with_hash: bool) -> String {
+        let e = &self.entry;
+        let arguments = canonical_json(&e.arguments);
+        let mut w = CanonicalObject::with_capacity(384 + arguments.len());
+        w.raw("arguments", &arguments);
+        if let Some(attempts) = e.attempts {
+            w.raw("attempts", &attempts.to_string());
+        }
+        w.string("call_id", &e.call_id);
+        if let Some(decision) = e.decision {
+            w.string("decision", decision.as_str());
+        }
+        if let Some(ms) = e.duration_ms {
+            w.raw("duration_ms", &ms.to_string());
+        }
+        if let Some(effect) = e.effect {
+            w.string("effect", effect.as_str());
+        }
+        if with_hash {
+            w.string("hash", &self.hash);
+        }
+        w.string("kind", e.kind.as_str());
+        if let Some(message) = &e.message {
+            w.string("message", message);
+        }
+        if let Some(outcome) = &e.outcome {
+            w.string("outcome", outcome);
+        }
+        w.string("prev_hash", &self.prev_hash);
+        w.string("principal", &e.principal);
+        if let Some(reason) = &e.reason {
+            w.string("reason", reason);
+        }
+        w.string("run_id", &e.run_id);
+        w.raw("seq", &self.seq.to_string());
+        w.string("session", &e.session);
+        w.string("time", &e.time);
+        w.string("tool", &e.tool);
+        w.finish()
+    }
+}
+
+/// A JSON object written key by key, in the order given, compactly.
+struct CanonicalObject {
+    out: Vec<u8>,
+}
+
+impl CanonicalObject {
+    fn with_capacity(capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        out.push(b'{');
+        Self { out }
+    }
+
+    fn key(&mut self, key: &str) {
+        if self.out.len() > 1 {
+            self.out.push(b',');
+        }
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn raw(&mut self, key: &str, json: &str) {
+        self.key(key);
+        self.out.extend_from_slice(json.as_bytes());
+    }
+
+    fn string(&mut self, key: &str, value: &str) {
+        self.key(key);
+        // Writing a string into a Vec cannot fail; the escaping is serde_json's, the
+        // same `canonical_json` uses.
+        let _ = serde_json::to_writer(&mut self.out, value);
+    }
+
+    fn finish(mut self) -> String {
+        self.out.push(b'}');
+        String::from_utf8(self.out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+}
+
+/// `sha256_hex(prev_hash + "\n" + body)`: the link that makes the records a chain.
+pub fn chain_hash(prev_hash: &str, body: &str) -> String {
+    let mut text = String::with_capacity(prev_hash.len() + 1 + body.len());
+    text.push_str(prev_hash);
+    text.push('\n');
+    text.push_str(body);
+    sha256_hex(text)
+}
+
+/// The first place a log stops being the chain it was written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChainBreak {
+    /// Record `seq`'s hash does not match its content: it was edited (or is unreadable).
+    Changed { seq: u64 },
+    /// Records after `after_seq` are missing: the next record's number skips, or it
+    /// does not link to the record before it and its number skips.
+    Deleted { after_seq: u64 },
+    /// Record `seq` does not belong where it stands: its number repeats or goes
+    /// backwards, or it does not link to the record before it.
+    Inserted { seq: u64 },
+}
+
+impl ChainBreak {
+    /// The record the break was found at (for `Deleted`, the last good one).
+    pub fn seq(self) -> u64 {
+        match self {
+            ChainBreak::Changed { seq } | ChainBreak::Inserted { seq } => seq,
+            ChainBreak::Deleted { after_seq } => after_seq,
+        }
+    }
+}
+
+impl fmt::Display for ChainBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainBreak::Changed { seq } => write!(
+                f,
+                "record {seq} was changed: its hash does not match its content"
+            ),
+            ChainBreak::Deleted { after_seq: 0 } => write!(
+                f,
+                "records were deleted from the start: the first record left is not record 1 or does not start the chain"
+            ),
+            ChainBreak::Deleted { after_seq } => write!(
+                f,
+                "records after record {after_seq} were deleted: the next record skips ahead and does not link to it"
+            ),
+            ChainBreak::Inserted { seq } => write!(
+                f,
+                "record {seq} was inserted: it does not link to the record before it (or the record before it was rewritten with a new hash)"
+            ),
+        }
+    }
+}
+
+/// The result of checking a log: intact, or where it first breaks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum VerifyReport {
+    /// Every record links to the one before and matches its hash.
+    Ok {
+        /// How many records there are.
+        records: u64,
+        /// The last record's hash ([`GENESIS_HASH`] for an empty log); keep it
+        /// elsewhere to detect later truncation.
+        head: String,
+    },
+    /// The log was tampered with.
+    Broken {
+        /// The first break.
+        #[serde(rename = "break")]
+        at: ChainBreak,
+        /// How many records before it checked out.
+        verified: u64,
+    },
+}
+
+impl VerifyReport {
+    /// Whether the log is intact.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, VerifyReport::Ok { .. })
+    }
+}
+
+/// Checks records one at a time, in stored order; stops at the first break.
+///
+/// [`verify_chain`] is this over an iterator; stores use it directly so they can
+/// report a row they cannot even read with [`ChainVerifier::fail`].
+#[derive(Debug, Clone, Default)]
+pub struct ChainVerifier {
+    verified: u64,
+    last: Option<(u64, String)>,
+    broken: Option<ChainBreak>,
+}
+
+impl ChainVerifier {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks the next record; returns the break if this record is where the log
+    /// first breaks. Once broken, further records are ignored.
+    pub fn push(&mut self, record: &AuditRecord) -> Option<ChainBreak> {
+        if self.broken.is_some() {
+            return None;
+        }
+        let found = self.check(record);
+        match found {
+            Some(at) => self.broken = Some(at),
+            None => {
+                self.verified += 1;
+                self.last = Some((record.seq, record.hash.clone()));
+            }
+        }
+        found
+    }
+
+    /// Records a break found outside the chain rules (e.g. an unreadable row), if
+    /// none was found before.
+    pub fn fail(&mut self, at: ChainBreak) {
+        self.broken.get_or_insert(at);
+    }
+
+    /// Whether a break was found.
+    pub fn is_broken(&self) -> bool {
+        self.broken.is_some()
+    }
+
+    /// The verdict over every record pushed.
+    pub fn finish(self) -> VerifyReport {
+        match self.broken {
+            Some(at) => VerifyReport::Broken {
+                at,
+                verified: self.verified,
+            },
+            None => VerifyReport::Ok {
+                records: self.verified,
+                head: self
+                    .last
+                    .map_or_else(|| GENESIS_HASH.to_owned(), |(_, hash)| hash),
+            },
+        }
+    }
+
+    fn check(&self, record: &AuditRecord) -> Option<ChainBreak> {
+        let (prev_seq, prev_hash) = match &self.last {
+            Some((seq, hash)) => (*seq, hash.as_str()),
+            None => (0, GENESIS_HASH),
+        };
+        if record.expected_hash() != record.hash {
+            return Some(ChainBreak::Changed { seq: record.seq });
+        }
+        let linked = record.prev_hash == prev_hash;
+        if record.seq <= prev_seq {
+            Some(ChainBreak::Inserted { seq: record.seq })
+        } else if record.seq > prev_seq + 1 {
+            Some(ChainBreak::Deleted {
+                after_seq: prev_seq,
+            })
+        } else if !linked {
+            Some(ChainBreak::Inserted { seq: record.seq })
+        } else {
+            None
+        }
+    }
+}
+
+/// Checks a whole log, records in stored order, and reports the first break.
+///
+/// ```
+/// use toolgate_core::{GENESIS_HASH, VerifyReport, verify_chain};
+///
+/// let empty: Vec<toolgate_core::AuditRecord> = Vec::new();
+/// assert_eq!(
+///     verify_chain(&empty),
+///     VerifyReport::Ok { records: 0, head: GENESIS_HASH.to_owned() }
+/// );
+/// ```
+pub fn verify_chain<R: Borrow<AuditRecord>>(records: impl IntoIterator<Item = R>) -> VerifyReport {
+    let mut verifier = ChainVerifier::new();
+    for record in records {
+        if verifier.push(record.borrow()).is_some() {
+            break;
+        }
+    }
+    verifier.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(kind: RecordKind, run: &str) -> AuditEntry {
+        AuditEntry {
+            time: "2025-01-01T00:00:00.000Z".into(),
+            kind,
+            run_id: run.into(),
+            call_id: format!("call-{run}"),
+            session: "default".into(),
+            principal: "operator".into(),
+            tool: "refund_order".into(),
+            effect: Some(Effect::Write),
+            arguments: json!({"order_id": "A-1", "amount": 12.5}),
+            decision: Some(Decision::Allow),
+            reason: Some("write tools are allowed for operators".into()),
+            outcome: (kind == RecordKind::Completion).then(|| "ok".into()),
+            message: None,
+            duration_ms: (kind == RecordKind::Completion).then_some(3),
+            attempts: (kind == RecordKind::Completion).then_some(1),
+        }
+    }
+
+    /// A chain of `n` records, sealed as a log would.
+    fn chain(n: u64) -> Vec<AuditRecord> {
+        let mut records: Vec<AuditRecord> = Vec::new();
+        for seq in 1..=n {
+            let prev = records
+                .last()
+                .map_or(GENESIS_HASH, |r| r.hash.as_str())
+                .to_owned();
+            let kind = if seq % 2 == 1 {
+                RecordKind::Intent
+            } else {
+                RecordKind::Completion
+            };
+            records.push(AuditRecord::seal(
+                seq,
+                &prev,
+                entry(kind, &format!("run-{}", seq.div_ceil(2))),
+            ));
+        }
+        records
+    }
+
+    fn broken_at(records: &[AuditRecord]) -> ChainBreak {
+        match verify_chain(records) {
+            VerifyReport::Broken { at, .. } => at,
+            ok => panic!("expected a break, got {ok:?}"),
+        }
+    }
+
+    #[test]
+    fn an_untouched_chain_verifies_with_its_count_and_head() {
+        let records = chain(5);
+        assert_eq!(
+            verify_chain(&records),
+            VerifyReport::Ok {
+                records: 5,
+                head: records[4].hash.clone()
+            }
+        );
+        assert_eq!(records[0].prev_hash, GENESIS_HASH);
+        assert_eq!(records[1].prev_hash, records[0].hash);
+    }
+
+    #[test]
+    fn the_hash_covers_prev_hash_and_the_canonical_record_without_hash() {
+        let record = &chain(1)[0];
+        let mut body = serde_json::to_value(record).unwrap();
+        body.as_object_mut().unwrap().remove("hash");
+        let expected = sha256_hex(format!("{GENESIS_HASH}\n{}", canonical_json(&body)));
+        assert_eq!(record.hash, expected);
+        // Absent optional fields are left out, not written as null.
+        assert!(!canonical_json(&body).contains("null"));
+    }
+
+    /// The generic path the hand-written one must match.
+    fn generic_canonical(record: &AuditRecord, with_hash: bool) -> String {
+        let mut value = serde_json::to_value(record).unwrap();
+        if !with_hash {
+            value.as_object_mut().unwrap().remove("hash");
+        }
+        canonical_json(&value)
+    }
+
+    #[test]
+    fn the_fast_canonical_form_matches_canonical_json_of_the_record() {
+        let mut full = chain(2).remove(1);
+        full.entry.message = Some("tab\t, quote \", newline \n, \u{1} and ünïcödé ✓".into());
+        full.entry.effect = Some(Effect::External);
+        full.entry.decision = Some(Decision::Ask);
+        full.entry.arguments = json!({"z": [1, 2.5, null, {"b": true, "a": "\u{7f}"}], "a": -3});
+        let mut sparse = full.clone();
+        let e = &mut sparse.entry;
+        (e.effect, e.decision, e.reason, e.outcome, e.message) = (None, None, None, None, None);
+        (e.duration_ms, e.attempts, e.arguments) = (None, None, Value::Null);
+        for record in [&full, &sparse] {
+            assert_eq!(record.to_canonical_json(), generic_canonical(record, true));
+            assert_eq!(
+                record.expected_hash(),
+                chain_hash(&record.prev_hash, &generic_canonical(record, false))
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_in_any_field_is_written_canonically(
+            tool in "\\PC*", reason in proptest::option::of("\\PC*"), key in "\\PC{0,8}",
+            seq in proptest::num::u64::ANY, ms in proptest::option::of(proptest::num::u64::ANY),
+        ) {
+            let mut record = chain(1).remove(0);
+            record.seq = seq;
+            record.entry.tool = tool;
+            record.entry.reason = reason;
+            record.entry.duration_ms = ms;
+            record.entry.arguments = json!({ key: "v" });
+            proptest::prop_assert_eq!(record.to_canonical_json(), generic_canonical(&record, true));
+        }
+    }
+
+    #[test]
+    fn a_record_round_trips_through_its_canonical_json() {
+        for record in chain(2) {
+            let back: AuditRecord = serde_json::from_str(&record.to_canonical_json()).unwrap();
+            assert_eq!(back, record);
+            assert_eq!(back.expected_hash(), record.hash);
+        }
+    }
+
+    #[test]
+    fn an_edited_record_is_changed() {
+        let mut records = chain(5);
+        records[2].entry.arguments = json!({"order_id": "A-1", "amount": 9999});
+        assert_eq!(broken_at(&records), ChainBreak::Changed { seq: 3 });
+    }
+
+    #[test]
+    fn an_edited_hash_or_prev_hash_is_changed() {
+        let mut records = chain(5);
+        records[3].hash = "f".repeat(64);
+        assert_eq!(broken_at(&records), ChainBreak::Changed { seq: 4 });
+
+        let mut records = chain(5);
+        records[1].prev_hash = "e".repeat(64);
+        assert_eq!(broken_at(&records), ChainBreak::Changed { seq: 2 });
+    }
+
+    #[test]
+    fn a_deleted_record_is_deleted_after_the_one_before_it() {
+        let mut records = chain(5);
+        records.remove(2);
+        assert_eq!(broken_at(&records), ChainBreak::Deleted { after_seq: 2 });
+        assert_eq!(
+            verify_chain(&records),
+            VerifyReport::Broken {
+                at: ChainBreak::Deleted { after_seq: 2 },
+                verified: 2
+            }
+        );
+    }
+
+    #[test]
+    fn a_deleted_first_record_is_deleted_after_zero() {
+        let mut records = chain(3);
+        records.remove(0);
+        assert_eq!(broken_at(&records), ChainBreak::Deleted { after_seq: 0 });
+    }
+
+    #[test]
+    fn a_record_with_a_repeated_number_is_inserted() {
+        // A forged record 3 that links to record 2, placed before the real record 3.
+        let mut records = chain(5);
+        let forged = AuditRecord::seal(3, &records[1].hash, entry(RecordKind::Intent, "forged"));
+        records.insert(2, forged);
+        assert_eq!(broken_at(&records), ChainBreak::Inserted { seq: 3 });
+    }
+
+    #[test]
+    fn a_record_that_does_not_link_with_no_gap_is_inserted() {
+        // Appended at the right number but sealed against the wrong head.
+        let mut records = chain(4);
+        records.push(AuditRecord::seal(
+            5,
+            &"a".repeat(64),
+            entry(RecordKind::Intent, "forged"),
+        ));
+        assert_eq!(broken_at(&records), ChainBreak::Inserted { seq: 5 });
+    }
+
+    #[test]
+    fn a_record_out_of_order_is_inserted() {
+        let mut records = chain(5);
+        records.swap(2, 3);
+        // Record 4 now follows record 2: its number skips, it does not link.
+        assert_eq!(broken_at(&records), ChainBreak::Deleted { after_seq: 2 });
+        let mut records = chain(3);
+        let first = records[0].clone();
+        records.push(first);
+        assert_eq!(broken_at(&records), ChainBreak::Inserted { seq: 1 });
+    }
+
+    #[test]
+    fn a_verifier_that_was_failed_reports_that_failure() {
+        let records = chain(3);
+        let mut verifier = ChainVerifier::new();
+        verifier.push(&records[0]);
+        verifier.fail(ChainBreak::Changed { seq: 2 });
+        assert!(verifier.push(&records[2]).is_none());
+        assert_eq!(
+            verifier.finish(),
+            VerifyReport::Broken {
+                at: ChainBreak::Changed { seq: 2 },
+                verified: 1
+            }
+        );
+    }
+
+    #[test]
+    fn reports_serialize_with_a_status_and_a_break_kind() {
+        let broken = VerifyReport::Broken {
+            at: ChainBreak::Deleted { after_seq: 2 },
+            verified: 2,
+        };
+        assert_eq!(
+            serde_json::to_value(&broken).unwrap(),
+            json!({"status": "broken", "break": {"kind": "deleted", "after_seq": 2}, "verified": 2})
+        );
+        let ok = VerifyReport::Ok {
+            records: 0,
+            head: GENESIS_HASH.into(),
+        };
+        assert_eq!(serde_json::to_value(&ok).unwrap()["status"], "ok");
+    }
+
+    #[test]
+    fn only_read_calls_are_safe_to_rerun() {
+        let mut record = chain(1).remove(0);
+        assert!(!record.safe_to_rerun());
+        record.entry.effect = Some(Effect::Read);
+        assert!(record.safe_to_rerun());
+        record.entry.effect = None;
+        assert!(!record.safe_to_rerun());
+    }
+}
