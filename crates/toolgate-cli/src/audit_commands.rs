@@ -72,8 +72,13 @@ pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
         println!("the audit log is empty");
     } else {
         let width = records.last().map_or(1, |r| r.seq.to_string().len());
+        let tool_width = records
+            .iter()
+            .map(|r| r.entry.tool.len())
+            .max()
+            .unwrap_or(0);
         for record in &records {
-            println!("{}", record_line(record, width));
+            println!("{}", record_line(record, width, tool_width));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -161,7 +166,7 @@ pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
         );
     } else {
         println!(
-            "All of these only read, so running them again is safe; `toolgate audit resolve RUN_ID --outcome cancelled` clears them."
+            "These calls only read, so running them again is safe; `toolgate audit resolve RUN_ID --outcome cancelled` clears them from this list."
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -213,7 +218,7 @@ pub fn resolve(
 }
 
 /// One record as a line: seq, time, kind, tool, outcome (or decision), reason and message.
-fn record_line(record: &AuditRecord, width: usize) -> String {
+fn record_line(record: &AuditRecord, width: usize, tool_width: usize) -> String {
     let e = &record.entry;
     let status = e
         .outcome
@@ -225,7 +230,7 @@ fn record_line(record: &AuditRecord, width: usize) -> String {
         .flatten()
         .collect();
     let line = format!(
-        "{:>width$}  {}  {:10}  {}  {status}  {}",
+        "{:>width$}  {}  {:10}  {:tool_width$}  {status:16}  {}",
         record.seq,
         e.time,
         e.kind.as_str(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
 use toolgate::{
-    CallError, Catalog, Gate, Principal, SpecSource, SqliteStore, StateStore, ToolCall,
+    Catalog, Gate, Outcome, Principal, SpecSource, SqliteStore, StateStore, ToolCall,
     resolve_state_dir,
 };
 
@@ -96,6 +96,7 @@ pub fn call(
     state: &StateArgs,
     name: &str,
     arguments: Option<&str>,
+    caller: Option<&str>,
 ) -> CommandResult {
     let arguments: Value = match arguments {
         None => json!({}),
@@ -103,40 +104,72 @@ pub fn call(
             .map_err(|e| format!("the arguments are not JSON ({e}); pass an object such as '{{\"order_id\": \"A-1\"}}'"))?,
     };
     let (spec, source) = load(args)?;
-    let store = open_store(args, state)?;
+    let principal = principal(&spec, caller)?;
     let gate = Gate::from_spec(
         &spec,
         &source.path.display().to_string(),
         &Catalog::new(),
-        store,
+        open_store(args, state)?,
     )
     .map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let call = ToolCall::new("cli-1", name, arguments);
-    let outcome = runtime.block_on(gate.call(&state.session, call, &Principal::operator()));
-    match outcome {
-        Ok(value) => {
-            if args.json {
-                print_json(&json!({"status": "ok", "value": value}));
-            } else {
-                print_json(&value);
+    let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
+    let outcome = runtime.block_on(gate.call(&state.session, call, &principal));
+    if args.json {
+        print_json(&outcome);
+    } else {
+        match &outcome {
+            Outcome::Ok { value, notes, .. } => {
+                print_json(value);
+                notes.iter().for_each(|note| eprintln!("note: {note}"));
             }
-            Ok(ExitCode::SUCCESS)
+            Outcome::Error { message, .. } => eprintln!("error: {message}"),
+            Outcome::PendingApproval {
+                approval_id,
+                reason,
+            } => eprintln!(
+                "pending approval {approval_id}: {reason}\n  approve it with `toolgate approvals approve {approval_id}`, then run the same call again"
+            ),
+            Outcome::Denied { reason } => eprintln!("denied: {reason}"),
         }
-        Err(error) => {
-            if args.json {
-                let retryable =
-                    matches!(&error, CallError::Tool { error, .. } if error.is_retryable());
-                print_json(
-                    &json!({"status": "error", "message": error.to_string(), "retryable": retryable}),
-                );
-                Ok(ExitCode::FAILURE)
-            } else {
-                Err(error.to_string())
-            }
+    }
+    Ok(ExitCode::from(match outcome {
+        Outcome::Ok { .. } => 0,
+        Outcome::Error { .. } => 1,
+        Outcome::PendingApproval { .. } => 3,
+        Outcome::Denied { .. } => 4,
+    }))
+}
+
+pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
+    let (spec, source) = load(args)?;
+    let principal = principal(&spec, caller)?;
+    let tools = crate::wire_commands::descriptors(&spec, &source.path)?;
+    print!(
+        "{}",
+        toolgate::planner_digest(&tools, &spec.policy, &principal)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The principal named by `--as`, as the spec file declares it; the operator by default.
+fn principal(spec: &SpecFile, caller: Option<&str>) -> Result<Principal, String> {
+    let Some(id) = caller else {
+        return Ok(Principal::operator());
+    };
+    match spec.principals.get(id) {
+        Some(declared) => Ok(declared.to_principal(id)),
+        None if id == "operator" => Ok(Principal::operator()),
+        None => {
+            let hint = toolgate::closest_names(id, spec.principals.keys().map(String::as_str))
+                .into_iter()
+                .next()
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_else(|| "; declare it under `principals:` in the spec file".into());
+            Err(format!("no principal is named `{id}`{hint}"))
         }
     }
 }
@@ -158,6 +191,11 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
             let all = gate.state(session).map_err(|e| e.to_string())?;
             match all.get(&key) {
                 Some(value) => print_json(value),
+                None if spec.state.contains_key(&key) => {
+                    return Err(format!(
+                        "state key `{key}` is declared but not set in session `{session}` yet"
+                    ));
+                }
                 None => {
                     let known: Vec<&str> = spec.state.keys().map(String::as_str).collect();
                     let hint = toolgate::closest_names(&key, known).into_iter().next();
@@ -165,7 +203,8 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
                         .map(|h| format!("; did you mean `{h}`?"))
                         .unwrap_or_default();
                     return Err(format!(
-                        "state key `{key}` is not set in session `{session}`{hint}"
+                        "state key `{key}` is not declared in {}{hint}",
+                        source.path.display()
                     ));
                 }
             }
@@ -204,7 +243,7 @@ pub fn load(args: &SpecArgs) -> Result<(SpecFile, SpecSource), String> {
     }
 }
 
-fn open_store(args: &SpecArgs, state: &StateArgs) -> Result<Arc<dyn StateStore>, String> {
+fn open_store(args: &SpecArgs, state: &StateArgs) -> Result<Arc<SqliteStore>, String> {
     let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
     let store = SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?;
     Ok(Arc::new(store))

@@ -1,6 +1,7 @@
 //! The `toolgate` command: thin argument parsing and output over the `toolgate` library.
 
 mod approval_commands;
+mod audit_commands;
 mod commands;
 mod output;
 mod wire_commands;
@@ -67,6 +68,9 @@ enum Command {
         tool: String,
         /// The arguments as a JSON object (default `{}`).
         args: Option<String>,
+        /// Call as this principal (declared under `principals:`; default: the operator).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        caller: Option<String>,
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -104,6 +108,15 @@ enum Command {
         /// The file to import, or `-` for standard input.
         input: String,
     },
+    /// Read the audit log, check it for tampering, list calls left without a completion.
+    Audit {
+        #[command(subcommand)]
+        action: Option<audit_commands::AuditAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// List the calls waiting for a person, and approve or deny them.
     Approvals {
         #[command(subcommand)]
@@ -112,6 +125,14 @@ enum Command {
         spec: SpecArgs,
         #[command(flatten)]
         state: StateArgs,
+    },
+    /// Print the system-prompt section that lists the tools a principal may use.
+    Digest {
+        /// For this principal (declared under `principals:`; default: the operator).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        caller: Option<String>,
+        #[command(flatten)]
+        spec: SpecArgs,
     },
     /// Show or edit a conversation's state.
     State {
@@ -161,9 +182,10 @@ fn main() -> ExitCode {
         Command::Call {
             tool,
             args,
+            caller,
             spec,
             state,
-        } => commands::call(&spec, &state, &tool, args.as_deref()),
+        } => commands::call(&spec, &state, &tool, args.as_deref(), caller.as_deref()),
         Command::Render { render, spec } => wire_commands::render(
             &spec,
             render.target,
@@ -187,6 +209,12 @@ fn main() -> ExitCode {
             wire_commands::parse(&spec, target, options, &input, stream)
         }
         Command::Import { from, input } => wire_commands::import(from, &input),
+        Command::Digest { caller, spec } => commands::digest(&spec, caller.as_deref()),
+        Command::Audit {
+            action,
+            spec,
+            state,
+        } => audit_commands::run(&spec, &state, action),
         Command::Approvals {
             action,
             spec,

@@ -264,11 +264,13 @@ pub fn chain_hash(prev_hash: &str, body: &str) -> String {
 pub enum ChainBreak {
     /// Record `seq`'s hash does not match its content: it was edited (or is unreadable).
     Changed { seq: u64 },
-    /// Records after `after_seq` are missing: the next record's number skips, or it
-    /// does not link to the record before it and its number skips.
+    /// Records after `after_seq` are missing: the next record's number skips ahead
+    /// (0 when the log no longer starts at record 1).
     Deleted { after_seq: u64 },
     /// Record `seq` does not belong where it stands: its number repeats or goes
-    /// backwards, or it does not link to the record before it.
+    /// backwards, or it does not link to the record before it although its number
+    /// follows on. (A record rewritten with a freshly computed hash also shows here,
+    /// as the next record then no longer links to it.)
     Inserted { seq: u64 },
 }
 
@@ -287,19 +289,19 @@ impl fmt::Display for ChainBreak {
         match self {
             ChainBreak::Changed { seq } => write!(
                 f,
-                "record {seq} was changed: its hash does not match its content"
+                "record {seq} was changed (its hash does not match its content)"
             ),
             ChainBreak::Deleted { after_seq: 0 } => write!(
                 f,
-                "records were deleted from the start: the first record left is not record 1 or does not start the chain"
+                "records were deleted from the start (the first record left is not record 1, or does not start the chain)"
             ),
             ChainBreak::Deleted { after_seq } => write!(
                 f,
-                "records after record {after_seq} were deleted: the next record skips ahead and does not link to it"
+                "records after record {after_seq} were deleted (the next record's number skips ahead)"
             ),
             ChainBreak::Inserted { seq } => write!(
                 f,
-                "record {seq} was inserted: it does not link to the record before it (or the record before it was rewritten with a new hash)"
+                "record {seq} was inserted (it does not follow from the record before it, or that record was rewritten with a new hash)"
             ),
         }
     }
@@ -346,6 +348,7 @@ pub struct ChainVerifier {
 }
 
 impl ChainVerifier {
+    /// A verifier that has seen no records yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -632,7 +635,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_out_of_order_is_inserted() {
+    fn records_out_of_order_break_at_the_first_misplaced_one() {
         let mut records = chain(5);
         records.swap(2, 3);
         // Record 4 now follows record 2: its number skips, it does not link.

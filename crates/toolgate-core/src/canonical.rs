@@ -46,10 +46,14 @@ fn write(value: &Value, out: &mut String) {
 
 /// The SHA-256 of `bytes`, as lowercase hex.
 pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
-    Sha256::digest(bytes.as_ref())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes.as_ref());
+    let mut out = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    out
 }
 
 /// The SHA-256 of a value's canonical JSON.

@@ -39,7 +39,7 @@ pub use error::ToolError;
 pub use handler::{ToolHandler, ToolMeta, schema_of};
 pub use name::{MAX_NAME_LEN, NameError, closest_names, validate_name};
 pub use policy::{Decision, EffectDecisions, Policy, PolicyRule, Verdict};
-pub use principal::{Principal, scope_matches};
+pub use principal::{Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
 pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,

@@ -35,6 +35,36 @@ impl Default for Principal {
     }
 }
 
+/// A principal declared in a spec file's `principals:` section, keyed by its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalSpec {
+    /// The highest tier it may reach (default `read`).
+    #[serde(default = "read_tier")]
+    pub ceiling: Tier,
+    /// Tool-name patterns it may call: a name, `ns.*` or `*` (default `*`).
+    #[serde(default = "every_tool")]
+    pub scopes: Vec<String>,
+}
+
+fn read_tier() -> Tier {
+    Tier::Read
+}
+
+fn every_tool() -> Vec<String> {
+    vec!["*".into()]
+}
+
+impl PrincipalSpec {
+    pub fn to_principal(&self, id: &str) -> Principal {
+        Principal {
+            id: id.to_owned(),
+            ceiling: self.ceiling,
+            scopes: self.scopes.clone(),
+        }
+    }
+}
+
 /// `*` admits everything, `ns.*` admits every tool under `ns.` (nested too), any
 /// other scope admits exactly that name.
 pub fn scope_matches(scope: &str, tool: &str) -> bool {

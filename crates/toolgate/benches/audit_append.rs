@@ -38,11 +38,22 @@ fn audit_append(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("audit_append");
     group.throughput(Throughput::Elements(1));
+    // Each call has its own run id, scattered like a v4 UUID, as the gate's are.
+    let mut run = 0u64;
+    let mut next_entry = || {
+        run += 1;
+        let mut entry = entry.clone();
+        entry.run_id = format!(
+            "{:032x}",
+            u128::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)
+        );
+        entry
+    };
     group.bench_function("sqlite_wal", |b| {
-        b.iter(|| black_box(sqlite.append(entry.clone()).expect("append")))
+        b.iter(|| black_box(sqlite.append(next_entry()).expect("append")))
     });
     group.bench_function("memory", |b| {
-        b.iter(|| black_box(memory.append(entry.clone()).expect("append")))
+        b.iter(|| black_box(memory.append(next_entry()).expect("append")))
     });
     group.bench_function("seal_only", |b| {
         b.iter(|| {

@@ -47,15 +47,14 @@ mod spec_file;
 mod spec_tool;
 mod store;
 
-pub use gate::{ArgumentProblem, CallError, Gate, ToolCall};
+pub use gate::{
+    ArgumentProblem, Gate, GateBuilder, GateOptions, Outcome, ToolCall, invalid_arguments_message,
+};
 pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
 pub use spec_tool::{SpecTool, spec_catalog};
 pub use store::{
-    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantScope, MemoryApprovals,
-    Resolution,
-};
-pub use store::{AuditLog, MemoryAuditLog};
-pub use store::{
-    MemoryStore, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore, StoreError,
-    default_state_dir, resolve_state_dir, state_dir_from_env,
+    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditLog, GateStore, Grant,
+    GrantScope, MemoryApprovals, MemoryAuditLog, MemoryGateStore, MemoryStore, Resolution,
+    STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore, StoreError, default_state_dir,
+    resolve_state_dir, state_dir_from_env,
 };

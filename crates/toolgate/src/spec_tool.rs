@@ -46,7 +46,14 @@ impl SpecTool {
     }
 
     /// Runs the declaration with a native implementation instead of its binding.
+    /// A declaration without `parameters` (or `returns`) takes the native tool's schema.
     pub fn with_native(mut self, native: Arc<dyn DynTool>) -> Self {
+        if self.spec.parameters.is_none() {
+            self.descriptor.input_schema = native.input_schema().clone();
+        }
+        if self.spec.returns.is_none() {
+            self.descriptor.output_schema = native.output_schema().cloned();
+        }
         self.native = Some(native);
         self
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    CallError, Catalog, Gate, MemoryStore, Principal, StateStore, Tool, ToolCall, ToolCtx,
+    Catalog, Gate, MemoryGateStore, Outcome, Principal, StateStore, Tool, ToolCall, ToolCtx,
     ToolError, ToolHandler,
 };
 
@@ -46,21 +46,34 @@ fn spec() -> SpecFile {
     checked.spec.unwrap()
 }
 
-fn gate_with(natives: &Catalog) -> (Gate, Arc<MemoryStore>) {
-    let store = Arc::new(MemoryStore::new());
+fn gate_with(natives: &Catalog) -> (Gate, Arc<MemoryGateStore>) {
+    let store = Arc::new(MemoryGateStore::default());
     (
         Gate::from_spec(&spec(), "test.yaml", natives, store.clone()).unwrap(),
         store,
     )
 }
 
-async fn call(gate: &Gate, name: &str, args: Value) -> Result<Value, CallError> {
-    gate.call(
-        "s1",
-        ToolCall::new("c1", name, args),
-        &Principal::operator(),
-    )
-    .await
+/// The value of a call that ran, or the outcome of one that did not.
+async fn call(gate: &Gate, name: &str, args: Value) -> Result<Value, Outcome> {
+    match gate
+        .call(
+            "s1",
+            ToolCall::new("c1", name, args),
+            &Principal::operator(),
+        )
+        .await
+    {
+        Outcome::Ok { value, .. } => Ok(value),
+        other => Err(other),
+    }
+}
+
+fn error_message(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Error { message, .. } => message,
+        other => panic!("expected an error, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -113,14 +126,16 @@ async fn state_effects_are_applied_after_the_tool_succeeds() {
 #[tokio::test]
 async fn invalid_arguments_run_nothing_and_latch_nothing() {
     let (gate, store) = gate_with(&Catalog::new());
-    let err = call(&gate, "verify_customer", json!({"mail": "x"}))
-        .await
-        .unwrap_err();
-    let CallError::InvalidArguments { problems, .. } = &err else {
-        panic!("{err}")
-    };
-    let rules: Vec<&str> = problems.iter().map(|p| p.rule.as_str()).collect();
-    assert_eq!(rules, ["required"]);
+    let message = error_message(
+        call(&gate, "verify_customer", json!({"mail": "x"}))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.starts_with("the arguments for `verify_customer` are invalid; nothing ran"),
+        "{message}"
+    );
+    assert!(message.contains("[required]"), "{message}");
     assert!(store.load("s1").unwrap().is_empty());
 }
 
@@ -174,23 +189,22 @@ async fn a_failed_call_latches_nothing() {
     let err = call(&gate, "verify_customer", json!({"email": "eve@evil.test"}))
         .await
         .unwrap_err();
-    assert!(matches!(
+    assert_eq!(
         err,
-        CallError::Tool {
-            error: ToolError::Permanent { .. },
-            ..
+        Outcome::Error {
+            message: "`verify_customer` failed: unknown customer".into(),
+            retryable: false
         }
-    ));
+    );
     assert_eq!(gate.state("s1").unwrap()["customer_verified"], json!(false));
 }
 
 #[tokio::test]
 async fn a_binding_this_build_cannot_run_fails_clearly_instead_of_mocking() {
     let (gate, _) = gate_with(&Catalog::new());
-    let err = call(&gate, "fetch_rates", json!({})).await.unwrap_err();
+    let message = error_message(call(&gate, "fetch_rates", json!({})).await.unwrap_err());
     assert!(
-        err.to_string()
-            .contains("is bound to HTTP, which this build of toolgate cannot run yet"),
-        "{err}"
+        message.contains("is bound to HTTP, which this build of toolgate cannot run yet"),
+        "{message}"
     );
 }

@@ -22,6 +22,9 @@ pub struct SpecFile {
     /// Who may run what: a decision per effect, and rules by tool name.
     #[serde(default, skip_serializing_if = "is_default_policy")]
     pub policy: crate::Policy,
+    /// Who may call, by id (`toolgate call --as ID`): a tier ceiling and tool scopes.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub principals: IndexMap<String, crate::PrincipalSpec>,
     /// The conversation's state keys: what tools latch and guards read.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub state: IndexMap<String, StateKey>,

@@ -26,6 +26,7 @@ pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> V
         out: Vec::new(),
     };
     rules.state_defaults();
+    rules.patterns();
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, &i) in spec.tools.iter().zip(positions) {
         let at = format!("/tools/{i}");
@@ -423,6 +424,33 @@ impl Rules<'_> {
             },
             None => whole,
         })
+    }
+
+    /// Policy rules and principal scopes name tools as `name`, `ns.*` or `*`; any
+    /// other pattern would silently match nothing, so a deny rule would not deny.
+    fn patterns(&mut self) {
+        let mut found: Vec<(String, String)> = Vec::new();
+        for (i, rule) in self.spec.policy.rules.iter().enumerate() {
+            found.push((format!("/policy/rules/{i}/tools"), rule.tools.clone()));
+        }
+        for (id, principal) in &self.spec.principals {
+            for (i, scope) in principal.scopes.iter().enumerate() {
+                found.push((
+                    format!("/principals/{}/scopes/{i}", pointer_segment(id)),
+                    scope.clone(),
+                ));
+            }
+        }
+        for (path, pattern) in found {
+            let name = pattern.strip_suffix(".*").unwrap_or(&pattern);
+            if pattern != "*" && crate::validate_name(name).is_err() {
+                self.error(
+                    &path,
+                    format!("`{pattern}` is not a tool pattern"),
+                    Some("write a tool name, `namespace.*` for every tool in a namespace, or `*` for every tool".into()),
+                );
+            }
+        }
     }
 
     fn state_defaults(&mut self) {

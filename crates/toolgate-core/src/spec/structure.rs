@@ -321,6 +321,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("Policy") => "`policy`",
         Some("EffectDecisions") => "`policy.effects`",
         Some("PolicyRule") => "a policy rule",
+        Some("PrincipalSpec") => "a principal",
         Some("HostedTool") => "a hosted tool",
         Some(_) => "this mapping",
     }

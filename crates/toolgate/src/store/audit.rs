@@ -115,6 +115,30 @@ impl SqliteStore {
     }
 }
 
+/// Appends `entry` as the next record of the chain, inside an open IMMEDIATE
+/// transaction (which holds the write lock, so the head cannot move meanwhile).
+pub(super) fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    entry: AuditEntry,
+) -> rusqlite::Result<AuditRecord> {
+    let head: Option<(i64, String)> = tx
+        .prepare_cached(SELECT_HEAD)?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let (seq, prev_hash) = head.unwrap_or((0, GENESIS_HASH.to_owned()));
+    let seq = u64::try_from(seq).unwrap_or_default() + 1;
+    let record = AuditRecord::seal(seq, &prev_hash, entry);
+    tx.prepare_cached(INSERT)?.execute(params![
+        i64::try_from(record.seq).unwrap_or(i64::MAX),
+        record.entry.kind.as_str(),
+        record.entry.run_id,
+        record.to_canonical_json(),
+        record.prev_hash,
+        record.hash,
+    ])?;
+    Ok(record)
+}
+
 impl AuditLog for SqliteStore {
     fn append(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
         let error = self.error("appending to the audit log");
@@ -124,26 +148,7 @@ impl AuditLog for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&error)?;
-        let head: Option<(i64, String)> = tx
-            .prepare_cached(SELECT_HEAD)
-            .map_err(&error)?
-            .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()
-            .map_err(&error)?;
-        let (seq, prev_hash) = head.unwrap_or((0, GENESIS_HASH.to_owned()));
-        let seq = u64::try_from(seq).unwrap_or_default() + 1;
-        let record = AuditRecord::seal(seq, &prev_hash, entry);
-        tx.prepare_cached(INSERT)
-            .map_err(&error)?
-            .execute(params![
-                i64::try_from(record.seq).unwrap_or(i64::MAX),
-                record.entry.kind.as_str(),
-                record.entry.run_id,
-                record.to_canonical_json(),
-                record.prev_hash,
-                record.hash,
-            ])
-            .map_err(&error)?;
+        let record = append_in(&tx, entry).map_err(&error)?;
         tx.commit().map_err(&error)?;
         Ok(record)
     }
@@ -226,6 +231,7 @@ pub struct MemoryAuditLog {
 }
 
 impl MemoryAuditLog {
+    /// An empty log.
     pub fn new() -> Self {
         Self::default()
     }

@@ -14,6 +14,7 @@
 mod approvals;
 mod audit;
 mod error;
+mod gate_store;
 mod memory;
 mod sqlite;
 
@@ -28,6 +29,7 @@ pub use approvals::{
 };
 pub use audit::{AuditLog, MemoryAuditLog};
 pub use error::StoreError;
+pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
 

@@ -38,7 +38,6 @@ const MIGRATIONS: &[&str] = &[
         prev_hash TEXT NOT NULL,
         hash      TEXT NOT NULL
     );
-    CREATE INDEX audit_run ON audit (run_id, kind);
     CREATE TABLE approvals (
         id         TEXT PRIMARY KEY,
         session    TEXT NOT NULL,
@@ -213,6 +212,23 @@ fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
     tx.commit().map_err(open_error)
 }
 
+/// Upserts state keys inside an open transaction.
+pub(super) fn write_state(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    writes: &[(String, Value)],
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO state (session, key, value) VALUES (?1, ?2, ?3)
+         ON CONFLICT (session, key) DO UPDATE
+         SET value = excluded.value, updated_at = excluded.updated_at",
+    )?;
+    for (key, value) in writes {
+        stmt.execute(params![session, key, value.to_string()])?;
+    }
+    Ok(())
+}
+
 impl StateStore for SqliteStore {
     fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
         let error = self.error("loading a session");
@@ -262,19 +278,7 @@ impl StateStore for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&error)?;
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO state (session, key, value) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (session, key) DO UPDATE
-                     SET value = excluded.value, updated_at = excluded.updated_at",
-                )
-                .map_err(&error)?;
-            for (key, value) in writes {
-                stmt.execute(params![session, key, value.to_string()])
-                    .map_err(&error)?;
-            }
-        }
+        write_state(&tx, session, writes).map_err(&error)?;
         // On any error above, dropping `tx` rolls the whole batch back.
         tx.commit().map_err(&error)
     }

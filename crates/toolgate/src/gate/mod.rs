@@ -1,0 +1,582 @@
+//! The gate: the one path every call takes, whoever makes it.
+//!
+//! resolve ▶ validate ▶ authorize (policy, approvals) ▶ record intent ▶ execute
+//! (deadline, retries, cancellation) ▶ apply state ▶ check output ▶ sanitize ▶
+//! record completion. Each stage that refuses a call produces an [`Outcome`] the
+//! model can act on; nothing panics and no call is dropped.
+
+mod arguments;
+mod outcome;
+mod run;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::spec::{SpecFile, template};
+use toolgate_core::{
+    AuditEntry, Catalog, CatalogError, Decision, DynTool, Policy, Principal, RecordKind,
+    SanitizeOptions, ToolCtx, ToolError, content_hash, redact_arguments, sanitize_description,
+    sanitize_output,
+};
+
+pub use arguments::{ArgumentProblem, invalid_arguments_message};
+pub use outcome::Outcome;
+
+use crate::spec_tool::spec_catalog;
+use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
+use arguments::ArgumentChecker;
+use run::{RunEnd, RunLimits, run};
+
+/// A call as a model (or any caller) makes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+}
+
+/// Limits and switches of a gate.
+#[derive(Debug, Clone, Copy)]
+pub struct GateOptions {
+    /// The deadline of a tool that declares no `timeout`.
+    pub default_timeout: Duration,
+    /// Attempts at most for tools whose effect permits retrying.
+    pub max_attempts: u32,
+    /// The first retry's backoff; each retry doubles it.
+    pub backoff: Duration,
+    /// Calls of one tool that may run at once (`call_all`).
+    pub per_tool_concurrency: usize,
+    /// Fail a call whose value does not match the tool's `returns` (else report it).
+    pub fail_on_output_mismatch: bool,
+}
+
+impl Default for GateOptions {
+    fn default() -> Self {
+        GateOptions {
+            default_timeout: Duration::from_secs(30),
+            max_attempts: 3,
+            backoff: Duration::from_millis(100),
+            per_tool_concurrency: 8,
+            fail_on_output_mismatch: false,
+        }
+    }
+}
+
+/// What the gate knows about one tool beyond its descriptor.
+struct Entry {
+    arguments: ArgumentChecker,
+    output: Option<jsonschema::Validator>,
+    set_state: Vec<(String, Value)>,
+    save_response_as: Option<String>,
+    timeout: Option<Duration>,
+    slots: Arc<Semaphore>,
+}
+
+type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// Runs calls against a catalog, each through every stage of the gate.
+pub struct Gate {
+    catalog: Catalog,
+    entries: HashMap<String, Entry>,
+    defaults: Map<String, Value>,
+    policy: Policy,
+    store: Arc<dyn GateStore>,
+    options: GateOptions,
+    clock: Clock,
+    /// Run ids are this prefix (random per gate) and a counter: unique, and cheap.
+    run_prefix: String,
+    runs: AtomicU64,
+}
+
+/// Builds a [`Gate`]: the catalog, and optionally a spec file's state effects,
+/// defaults, timeouts and policy, a store, options and a clock.
+pub struct GateBuilder {
+    catalog: Catalog,
+    spec: Option<SpecFile>,
+    policy: Option<Policy>,
+    store: Option<Arc<dyn GateStore>>,
+    options: GateOptions,
+    clock: Clock,
+}
+
+impl GateBuilder {
+    /// Takes state effects, state defaults, timeouts and the policy from a spec file.
+    pub fn spec(mut self, spec: &SpecFile) -> Self {
+        self.spec = Some(spec.clone());
+        self
+    }
+
+    /// The policy (overrides the spec file's).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Where state, approvals and the audit log live (default: in memory).
+    pub fn store(mut self, store: Arc<dyn GateStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    pub fn options(mut self, options: GateOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The clock for timestamps and grant expiry (tests fix it).
+    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    pub fn build(self) -> Gate {
+        let spec = self.spec.unwrap_or_default();
+        let declared: HashMap<&str, &toolgate_core::spec::ToolSpec> =
+            spec.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+        let entries = self
+            .catalog
+            .iter()
+            .map(|tool| {
+                let declared = declared.get(tool.name());
+                let entry = Entry {
+                    arguments: ArgumentChecker::new(tool.input_schema()),
+                    output: tool
+                        .output_schema()
+                        .and_then(|schema| jsonschema::draft202012::new(schema).ok()),
+                    set_state: declared
+                        .map(|t| {
+                            t.set_state
+                                .iter()
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    save_response_as: declared.and_then(|t| t.save_response_as.clone()),
+                    timeout: declared
+                        .and_then(|t| t.timeout.as_deref())
+                        .and_then(|t| humantime::parse_duration(t).ok()),
+                    slots: Arc::new(Semaphore::new(self.options.per_tool_concurrency.max(1))),
+                };
+                (tool.name().to_owned(), entry)
+            })
+            .collect();
+        let defaults = spec
+            .state
+            .iter()
+            .filter_map(|(key, declared)| Some((key.clone(), declared.default.clone()?)))
+            .collect();
+        Gate {
+            catalog: self.catalog,
+            entries,
+            defaults,
+            policy: self.policy.unwrap_or(spec.policy),
+            store: self
+                .store
+                .unwrap_or_else(|| Arc::new(MemoryGateStore::default())),
+            options: self.options,
+            clock: self.clock,
+            run_prefix: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+            runs: AtomicU64::new(1),
+        }
+    }
+}
+
+impl Gate {
+    pub fn builder(catalog: Catalog) -> GateBuilder {
+        GateBuilder {
+            catalog,
+            spec: None,
+            policy: None,
+            store: None,
+            options: GateOptions::default(),
+            clock: Arc::new(SystemTime::now),
+        }
+    }
+
+    /// A gate over the tools a spec file declares (with `natives` implementing any
+    /// declaration of the same name), its state effects, defaults and policy.
+    pub fn from_spec(
+        spec: &SpecFile,
+        file: &str,
+        natives: &Catalog,
+        store: Arc<dyn GateStore>,
+    ) -> Result<Self, CatalogError> {
+        Ok(Gate::builder(spec_catalog(spec, file, natives)?)
+            .spec(spec)
+            .store(store)
+            .build())
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn store(&self) -> &Arc<dyn GateStore> {
+        &self.store
+    }
+
+    /// A conversation's state: what was written, over the declared defaults.
+    pub fn state(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
+        let mut state = self.defaults.clone();
+        state.extend(self.store.load(session)?);
+        Ok(state)
+    }
+
+    /// Runs one call in conversation `session` on behalf of `principal`.
+    pub async fn call(&self, session: &str, call: ToolCall, principal: &Principal) -> Outcome {
+        self.call_with(session, call, principal, &CancellationToken::new())
+            .await
+    }
+
+    /// Runs a batch (a model's parallel calls) concurrently, at most
+    /// `per_tool_concurrency` of one tool at a time; outcomes in call order.
+    pub async fn call_all(
+        &self,
+        session: &str,
+        calls: Vec<ToolCall>,
+        principal: &Principal,
+    ) -> Vec<Outcome> {
+        let cancel = CancellationToken::new();
+        futures::future::join_all(
+            calls
+                .into_iter()
+                .map(|call| self.call_with(session, call, principal, &cancel)),
+        )
+        .await
+    }
+
+    /// [`Gate::call`] that stops when `cancel` fires.
+    pub async fn call_with(
+        &self,
+        session: &str,
+        call: ToolCall,
+        principal: &Principal,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let started = Instant::now();
+        let mut entry = self.audit_entry(RecordKind::Refusal, session, &call, principal);
+        entry.arguments = redact_arguments(&call.arguments, &Value::Null);
+
+        // Resolve.
+        let tool = match self.catalog.get(&call.name) {
+            Ok(tool) => tool.clone(),
+            Err(e) => {
+                return self.refuse(entry, "unknown_tool", Outcome::error(e.to_string(), false));
+            }
+        };
+        let Some(tool_entry) = self.entries.get(&call.name) else {
+            return self.refuse(
+                entry,
+                "unknown_tool",
+                Outcome::error(format!("`{}` is not ready", call.name), true),
+            );
+        };
+        // Validate.
+        let arguments = match tool_entry.arguments.check(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(problems) => {
+                let outcome =
+                    Outcome::error(invalid_arguments_message(&call.name, &problems), false);
+                return self.refuse(entry, "invalid", outcome);
+            }
+        };
+        entry.arguments = redact_arguments(&arguments, tool.input_schema());
+        // Authorize.
+        let verdict = self.policy.decide(tool.descriptor(), principal);
+        entry.decision = Some(verdict.decision);
+        entry.reason = Some(verdict.reason.clone());
+        match verdict.decision {
+            Decision::Deny => {
+                return self.refuse(
+                    entry,
+                    "denied",
+                    Outcome::Denied {
+                        reason: verdict.reason,
+                    },
+                );
+            }
+            Decision::Ask => {
+                let request = ApprovalRequest {
+                    session: session.to_owned(),
+                    tool: call.name.clone(),
+                    arguments: entry.arguments.clone(),
+                    args_hash: content_hash(&arguments),
+                    principal: principal.id.clone(),
+                    reason: verdict.reason.clone(),
+                };
+                match self.store.resolve(&request, (self.clock)()) {
+                    Ok(Resolution::Granted { by }) => {
+                        entry.reason = Some(format!("{}; approved ({by})", verdict.reason))
+                    }
+                    Ok(Resolution::Pending { id, .. }) => {
+                        let outcome = Outcome::PendingApproval {
+                            approval_id: id,
+                            reason: verdict.reason,
+                        };
+                        return self.refuse(entry, "pending_approval", outcome);
+                    }
+                    Ok(Resolution::Denied { reason, .. }) => {
+                        let outcome = Outcome::Denied {
+                            reason: format!("a human denied this call: {reason}"),
+                        };
+                        return self.refuse(entry, "denied", outcome);
+                    }
+                    Err(e) => return store_failure("the approvals store", e),
+                }
+            }
+            Decision::Allow => {}
+        }
+        // Wait for a slot of this tool (bounded per tool), then record intent:
+        // durable before anything runs.
+        let _slot = tokio::select! {
+            slot = tool_entry.slots.acquire() => slot,
+            _ = cancel.cancelled() => {
+                let outcome = Outcome::error(format!("the call to `{}` was cancelled before it ran", call.name), false);
+                return self.refuse(entry, "cancelled", outcome);
+            }
+        };
+        entry.kind = RecordKind::Intent;
+        entry.run_id = format!(
+            "{}-{}",
+            self.run_prefix,
+            self.runs.fetch_add(1, Ordering::Relaxed)
+        );
+        if let Err(e) = self.store.append(entry.clone()) {
+            return store_failure("the audit log", e);
+        }
+        // Execute.
+        let state = match self.state(session) {
+            Ok(state) => state,
+            Err(e) => return store_failure("the state store", e),
+        };
+        let timeout = tool_entry.timeout.unwrap_or(self.options.default_timeout);
+        let limits = RunLimits {
+            deadline: Instant::now() + timeout,
+            max_attempts: self.options.max_attempts.max(1),
+            backoff: self.options.backoff,
+        };
+        let mut ctx = ToolCtx::new(call.id.clone(), principal.clone())
+            .with_state(Arc::new(state.clone()))
+            .with_deadline(limits.deadline)
+            .with_cancellation(cancel.child_token());
+        if let Some(key) = tool.idempotency_key(&arguments) {
+            ctx = ctx.with_idempotency_key(key);
+        }
+        let (end, attempts) = run(tool.as_ref(), &ctx, &arguments, limits, cancel).await;
+        let (status, outcome) = match end {
+            RunEnd::Done(Ok(value)) => ("ok", self.finish_ok(tool.as_ref(), tool_entry, value)),
+            RunEnd::Done(Err(error)) => ("error", tool_error(&call.name, error)),
+            RunEnd::TimedOut => {
+                let limit = humantime::format_duration(timeout);
+                (
+                    "timeout",
+                    Outcome::error(
+                        format!("`{}` did not finish within {limit}", call.name),
+                        true,
+                    ),
+                )
+            }
+            RunEnd::Cancelled => (
+                "cancelled",
+                Outcome::error(format!("the call to `{}` was cancelled", call.name), false),
+            ),
+            RunEnd::Panicked(message) => {
+                let message = format!(
+                    "`{}` failed unexpectedly (it panicked: {message}); tell the operator",
+                    call.name
+                );
+                ("error", Outcome::error(message, false))
+            }
+        };
+        // State effects apply only to a call that succeeded (and whose output passed).
+        let writes = match &outcome {
+            Outcome::Ok { value, .. } => state_writes(tool_entry, &arguments, &state, value),
+            _ => Vec::new(),
+        };
+        // Record completion, together with the state writes.
+        entry.kind = RecordKind::Completion;
+        entry.time = self.now();
+        entry.arguments = Value::Null;
+        entry.outcome = Some(if outcome.is_ok() { "ok" } else { status }.to_owned());
+        entry.message = (!outcome.is_ok()).then(|| outcome.message_for_model());
+        entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        entry.attempts = Some(attempts);
+        match self.store.complete(session, &writes, entry) {
+            Ok(_) => outcome,
+            Err(e) => Outcome::error(
+                format!(
+                    "`{}` ran, but its result could not be recorded ({e}); the operator must check `toolgate audit pending`",
+                    call.name
+                ),
+                false,
+            ),
+        }
+    }
+
+    /// Output check and sanitizing for a value the tool returned.
+    fn finish_ok(&self, tool: &dyn DynTool, entry: &Entry, value: Value) -> Outcome {
+        let mut notes = Vec::new();
+        if let Some(validator) = &entry.output {
+            let problems: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("at `{}`: {e}", e.instance_path().as_str()))
+                .collect();
+            if !problems.is_empty() {
+                let message = format!(
+                    "`{}` returned a value that does not match its `returns`: {}",
+                    tool.name(),
+                    problems.join("; ")
+                );
+                tracing::warn!(tool = tool.name(), "{message}");
+                if self.options.fail_on_output_mismatch {
+                    return Outcome::error(message, false);
+                }
+                notes.push(message);
+            }
+        }
+        let raw = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let text = if tool.trusted() {
+            raw
+        } else {
+            sanitize_output(&raw, tool.name(), &SanitizeOptions::for_output()).text
+        };
+        let structured = tool.output_schema().is_some().then(|| {
+            if tool.trusted() {
+                value.clone()
+            } else {
+                sanitize_strings(&value)
+            }
+        });
+        Outcome::Ok {
+            value,
+            structured,
+            text,
+            notes,
+        }
+    }
+
+    fn now(&self) -> String {
+        humantime::format_rfc3339_millis((self.clock)()).to_string()
+    }
+
+    /// The audit entry of a call, before anything is decided.
+    fn audit_entry(
+        &self,
+        kind: RecordKind,
+        session: &str,
+        call: &ToolCall,
+        principal: &Principal,
+    ) -> AuditEntry {
+        AuditEntry {
+            time: self.now(),
+            kind,
+            run_id: String::new(),
+            call_id: call.id.clone(),
+            session: session.to_owned(),
+            principal: principal.id.clone(),
+            tool: call.name.clone(),
+            effect: self.catalog.get(&call.name).ok().map(|t| t.effect()),
+            arguments: Value::Null,
+            decision: None,
+            reason: None,
+            outcome: None,
+            message: None,
+            duration_ms: None,
+            attempts: None,
+        }
+    }
+
+    /// Records a call that did not run, and returns its outcome.
+    fn refuse(&self, mut entry: AuditEntry, status: &str, outcome: Outcome) -> Outcome {
+        entry.outcome = Some(status.to_owned());
+        entry.message = Some(outcome.message_for_model());
+        match self.store.append(entry) {
+            Ok(_) => outcome,
+            Err(e) => store_failure("the audit log", e),
+        }
+    }
+}
+
+/// Every string in a value from an untrusted tool, sanitized (not fenced: the
+/// structure itself marks the data).
+fn sanitize_strings(value: &Value) -> Value {
+    match value {
+        Value::String(s) => {
+            Value::String(sanitize_description(s, &SanitizeOptions::for_output()).text)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sanitize_strings).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        sanitize_description(k, &SanitizeOptions::for_output()).text,
+                        sanitize_strings(v),
+                    )
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// What a successful call writes to state: `set_state`, then `save_response_as`.
+fn state_writes(
+    entry: &Entry,
+    arguments: &Value,
+    state: &Map<String, Value>,
+    value: &Value,
+) -> Vec<(String, Value)> {
+    let mut writes: Vec<(String, Value)> = entry
+        .set_state
+        .iter()
+        .map(|(key, template)| (key.clone(), template::render(template, arguments, state)))
+        .collect();
+    if let Some(key) = &entry.save_response_as {
+        writes.push((key.clone(), value.clone()));
+    }
+    writes
+}
+
+fn store_failure(what: &str, error: StoreError) -> Outcome {
+    Outcome::error(
+        format!("{what} cannot be written, so nothing ran ({error}); tell the operator"),
+        true,
+    )
+}
+
+fn tool_error(tool: &str, error: ToolError) -> Outcome {
+    match error {
+        ToolError::Retryable { message, .. } => {
+            Outcome::error(format!("`{tool}` failed: {message}"), true)
+        }
+        ToolError::Permanent { message } => {
+            Outcome::error(format!("`{tool}` failed: {message}"), false)
+        }
+        ToolError::InvalidInput { message } => {
+            Outcome::error(format!("`{tool}` refused its input: {message}"), false)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! What a call through the gate came to.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The result of one call through the gate. Every refusal says, in words a model can
+/// act on, what was wrong and what to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool ran.
+    Ok {
+        /// What the tool returned.
+        value: Value,
+        /// The value as structured content, when the tool declares what it returns.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
+        /// The value as text for a model: output from untrusted sources is
+        /// sanitized and fenced as data.
+        text: String,
+        /// Problems noticed after the run, e.g. output that does not match `returns`.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    },
+    /// The call did not produce a value.
+    Error {
+        message: String,
+        /// Whether trying again could help.
+        retryable: bool,
+    },
+    /// A human must approve the call first; re-submit it after approval.
+    PendingApproval { approval_id: String, reason: String },
+    /// The call may not run.
+    Denied { reason: String },
+}
+
+impl Outcome {
+    pub fn error(message: impl Into<String>, retryable: bool) -> Self {
+        Outcome::Error {
+            message: message.into(),
+            retryable,
+        }
+    }
+
+    /// The short name used in the audit log and `--json` output.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Ok { .. } => "ok",
+            Outcome::Error { .. } => "error",
+            Outcome::PendingApproval { .. } => "pending_approval",
+            Outcome::Denied { .. } => "denied",
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok { .. })
+    }
+
+    /// The value, when the tool ran.
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            Outcome::Ok { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// What to tell the model: the value's text, or the refusal.
+    pub fn message_for_model(&self) -> String {
+        match self {
+            Outcome::Ok { text, .. } => text.clone(),
+            Outcome::Error { message, .. } => message.clone(),
+            Outcome::PendingApproval {
+                approval_id,
+                reason,
+            } => format!(
+                "this call is waiting for a human's approval ({reason}); approval id {approval_id}. \
+                 Tell the user, and call again once it is approved."
+            ),
+            Outcome::Denied { reason } => format!("this call is not allowed: {reason}"),
+        }
+    }
+}

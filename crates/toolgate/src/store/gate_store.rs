@@ -1,0 +1,124 @@
+//! Everything a gate persists, behind one trait: conversation state, approvals and
+//! the audit log, with a call's state writes and its completion record kept together.
+
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+use toolgate_core::{AuditEntry, AuditRecord, VerifyReport};
+
+use rusqlite::TransactionBehavior;
+
+use super::audit::append_in;
+use super::sqlite::write_state;
+use super::{
+    Approval, ApprovalRequest, ApprovalStore, AuditLog, Grant, MemoryApprovals, MemoryAuditLog,
+    MemoryStore, Resolution, SqliteStore, StateStore, StoreError,
+};
+
+/// The gate's persistence.
+pub trait GateStore: StateStore + ApprovalStore + AuditLog {
+    /// Applies a call's state writes and appends its completion record, as one
+    /// transaction where the store has them: after a crash, both or neither.
+    fn complete(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        entry: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        if !writes.is_empty() {
+            self.apply(session, writes)?;
+        }
+        self.append(entry)
+    }
+}
+
+/// A gate store in memory, for tests and throwaway runs.
+#[derive(Default)]
+pub struct MemoryGateStore {
+    state: MemoryStore,
+    approvals: MemoryApprovals,
+    audit: MemoryAuditLog,
+}
+
+impl GateStore for MemoryGateStore {}
+
+impl GateStore for SqliteStore {
+    fn complete(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        entry: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        let error = self.error("recording a call's completion and state");
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&error)?;
+        write_state(&tx, session, writes).map_err(&error)?;
+        let record = append_in(&tx, entry).map_err(&error)?;
+        tx.commit().map_err(&error)?;
+        Ok(record)
+    }
+}
+
+impl StateStore for MemoryGateStore {
+    fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
+        self.state.load(session)
+    }
+    fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError> {
+        self.state.get(session, key)
+    }
+    fn apply(&self, session: &str, writes: &[(String, Value)]) -> Result<(), StoreError> {
+        self.state.apply(session, writes)
+    }
+    fn reset(&self, session: &str) -> Result<(), StoreError> {
+        self.state.reset(session)
+    }
+}
+
+impl ApprovalStore for MemoryGateStore {
+    fn resolve(
+        &self,
+        request: &ApprovalRequest,
+        now: SystemTime,
+    ) -> Result<Resolution, StoreError> {
+        self.approvals.resolve(request, now)
+    }
+    fn list(&self, include_decided: bool) -> Result<Vec<Approval>, StoreError> {
+        self.approvals.list(include_decided)
+    }
+    fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        ApprovalStore::get(&self.approvals, id)
+    }
+    fn approve(
+        &self,
+        id: &str,
+        grant: Option<Grant>,
+        now: SystemTime,
+    ) -> Result<Approval, StoreError> {
+        self.approvals.approve(id, grant, now)
+    }
+    fn deny(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+        now: SystemTime,
+    ) -> Result<Approval, StoreError> {
+        self.approvals.deny(id, reason, now)
+    }
+}
+
+impl AuditLog for MemoryGateStore {
+    fn append(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
+        self.audit.append(entry)
+    }
+    fn tail(&self, n: usize) -> Result<Vec<AuditRecord>, StoreError> {
+        self.audit.tail(n)
+    }
+    fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.audit.verify()
+    }
+    fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {
+        self.audit.pending()
+    }
+}
