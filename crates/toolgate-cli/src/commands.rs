@@ -15,12 +15,21 @@ use crate::{SpecArgs, StateAction, StateArgs};
 
 pub type CommandResult = Result<ExitCode, String>;
 
-pub fn check(args: &SpecArgs) -> CommandResult {
+/// `check`, and with `sandbox` (the operator's allow-list) the bindings a sandbox
+/// would downgrade to mocks.
+pub fn check(args: &SpecArgs, sandbox: Option<&[String]>) -> CommandResult {
     let source = SpecSource::read(&args.file).map_err(|e| e.to_string())?;
+    let sandboxed = match (sandbox, &source.checked.spec) {
+        (Some(allow), Some(spec)) => Some(sandbox_report(spec, allow)?),
+        _ => None,
+    };
     if args.json {
-        print_json(
-            &json!({ "ok": source.checked.is_ok(), "diagnostics": source.checked.diagnostics }),
-        );
+        let mut out =
+            json!({ "ok": source.checked.is_ok(), "diagnostics": source.checked.diagnostics });
+        if let Some((downgrades, _)) = &sandboxed {
+            out["downgrades"] = json!(downgrades);
+        }
+        print_json(&out);
     } else if source.checked.diagnostics.is_empty() {
         let tools = source.checked.spec.as_ref().map_or(0, |s| s.tools.len());
         println!(
@@ -31,11 +40,55 @@ pub fn check(args: &SpecArgs) -> CommandResult {
     } else {
         print!("{}", source.render_diagnostics());
     }
+    if let Some((_, lines)) = &sandboxed
+        && !args.json
+    {
+        lines.iter().for_each(|line| println!("{line}"));
+    }
     Ok(if source.checked.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What `check --sandbox` reports: the downgrades, and the lines that say them.
+fn sandbox_report(
+    spec: &SpecFile,
+    allow: &[String],
+) -> Result<(Vec<toolgate::Downgrade>, Vec<String>), String> {
+    for entry in allow {
+        toolgate::spec::AllowEntry::parse(entry).map_err(|e| format!("--allow {entry}: {e}"))?;
+    }
+    let section = toolgate::spec::NetworkSection {
+        allow: allow.to_vec(),
+        allow_public: false,
+    };
+    let (_, downgrades) = toolgate::sandbox(spec, &section);
+    let bindings = spec
+        .tools
+        .iter()
+        .filter(|t| t.http.is_some() || t.mcp.is_some())
+        .count();
+    let mut lines = Vec::new();
+    if !spec.network.is_default() {
+        lines.push("sandbox: the file's own `network:` section is ignored".to_owned());
+    }
+    lines.push(match downgrades.len() {
+        0 => format!("sandbox: all {bindings} binding(s) are inside the allow-list"),
+        n => format!("sandbox: {n} of {bindings} binding(s) downgraded to mocks"),
+    });
+    let width = downgrades.iter().map(|d| d.tool.len()).max().unwrap_or(0);
+    for d in &downgrades {
+        lines.push(format!(
+            "  {:width$}  {} {} -> mock: {}",
+            d.tool,
+            d.binding.as_str(),
+            d.target,
+            d.reason
+        ));
+    }
+    Ok((downgrades, lines))
 }
 
 pub fn schema() -> CommandResult {
@@ -44,17 +97,25 @@ pub fn schema() -> CommandResult {
 }
 
 pub fn list(args: &SpecArgs) -> CommandResult {
-    let (spec, _) = load(args)?;
+    let (spec, source) = load(args)?;
+    let upstream = crate::upstreams::Upstream::for_listing(&spec, &source.path)?.rows();
     if args.json {
-        let rows: Vec<Value> = spec
+        let mut rows: Vec<Value> = spec
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "effect": t.effect(), "binding": t.binding_kind(), "description": t.description}))
             .collect();
+        rows.extend(upstream.iter().map(crate::upstreams::ListRow::json));
         print_json(&rows);
         return Ok(ExitCode::SUCCESS);
     }
-    let width = spec.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    let width = spec
+        .tools
+        .iter()
+        .map(|t| t.name.len())
+        .chain(upstream.iter().map(|r| r.descriptor.name.len()))
+        .max()
+        .unwrap_or(0);
     for tool in &spec.tools {
         println!(
             "{:width$}  {:11}  {:6}  {}",
@@ -64,11 +125,24 @@ pub fn list(args: &SpecArgs) -> CommandResult {
             first_line(&tool.description, 72)
         );
     }
+    for row in &upstream {
+        let status = row.status.map(|s| format!("[{s}] ")).unwrap_or_default();
+        println!(
+            "{:width$}  {:11}  {:6}  {status}{}",
+            row.descriptor.name,
+            row.descriptor.effect.as_str(),
+            "mcp",
+            first_line(&row.descriptor.description, 72)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
     let (spec, source) = load(args)?;
+    if crate::upstreams::is_upstream_name(&spec, name) {
+        return crate::upstreams::describe(args, &spec, &source.path, name);
+    }
     let catalog =
         toolgate::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
             .map_err(|e| e.to_string())?;
@@ -83,7 +157,7 @@ pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
             "descriptor": descriptor,
             "binding": tool.binding_kind(),
             "returns_shape": returns_shape(tool),
-            "spec": tool,
+            "spec": toolgate::mask_tool_secrets(tool),
         }));
     } else {
         print!("{}", describe_tool(tool, descriptor));
@@ -105,17 +179,21 @@ pub fn call(
     };
     let (spec, source) = load(args)?;
     let principal = principal(&spec, caller)?;
+    let store = open_store(args, state)?;
+    let pins = store.clone() as Arc<dyn toolgate::PinStore>;
+    let upstream =
+        crate::upstreams::Upstream::connect(&spec, &source.path, || Ok(pins), Some(name))?;
+    if let Some(why) = upstream.missing(name) {
+        return Err(why);
+    }
     let gate = Gate::from_spec(
         &spec,
         &source.path.display().to_string(),
-        &Catalog::new(),
-        open_store(args, state)?,
+        &upstream.catalog(),
+        store,
     )
     .map_err(|e| e.to_string())?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = upstream.runtime();
     let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
     let outcome = runtime.block_on(gate.call(&state.session, call, &principal));
     if args.json {
@@ -156,7 +234,7 @@ pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
 }
 
 /// The principal named by `--as`, as the spec file declares it; the operator by default.
-fn principal(spec: &SpecFile, caller: Option<&str>) -> Result<Principal, String> {
+pub(crate) fn principal(spec: &SpecFile, caller: Option<&str>) -> Result<Principal, String> {
     let Some(id) = caller else {
         return Ok(Principal::operator());
     };
@@ -243,7 +321,7 @@ pub fn load(args: &SpecArgs) -> Result<(SpecFile, SpecSource), String> {
     }
 }
 
-fn open_store(args: &SpecArgs, state: &StateArgs) -> Result<Arc<SqliteStore>, String> {
+pub(crate) fn open_store(args: &SpecArgs, state: &StateArgs) -> Result<Arc<SqliteStore>, String> {
     let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
     let store = SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?;
     Ok(Arc::new(store))

@@ -3,7 +3,12 @@
 mod approval_commands;
 mod audit_commands;
 mod commands;
+mod flow_commands;
 mod output;
+mod pins_commands;
+mod search_commands;
+mod serve_commands;
+mod upstreams;
 mod wire_commands;
 
 use std::path::PathBuf;
@@ -47,6 +52,13 @@ enum Command {
     Check {
         #[command(flatten)]
         spec: SpecArgs,
+        /// Load the file as someone else's: report each binding outside `--allow`,
+        /// which the sandbox downgrades to its mock.
+        #[arg(long)]
+        sandbox: bool,
+        /// With --sandbox: a host, address or CIDR range bindings may keep (repeatable).
+        #[arg(long = "allow", value_name = "HOST", requires = "sandbox")]
+        allow: Vec<String>,
     },
     /// Print the JSON Schema of the spec file format.
     Schema,
@@ -134,6 +146,64 @@ enum Command {
         #[command(flatten)]
         spec: SpecArgs,
     },
+    /// Serve the catalog as an MCP server (stdio, or streamable HTTP with --http).
+    Serve {
+        #[command(flatten)]
+        serve: serve_commands::ServeArgs,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Run the scripted conversations under a spec file's `tests:`, offline; exit 1 if any fails.
+    Test {
+        /// A spec file, or a directory whose spec files with `tests:` all run (default: -f FILE).
+        path: Option<PathBuf>,
+        /// Also write a JUnit XML report to this file.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Draw the conversation flow, or show where a conversation stands in it.
+    Flow {
+        #[command(subcommand)]
+        action: flow_commands::FlowAction,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List the pinned definitions of upstream MCP tools, show what changed, accept a change.
+    Pins {
+        #[command(subcommand)]
+        action: Option<pins_commands::PinAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// The tools that best fit a task, by what they do.
+    Search {
+        /// What to do, in words: "refund an order".
+        query: String,
+        /// How many tools to list.
+        #[arg(short = 'k', default_value_t = 5)]
+        k: usize,
+        /// Search as this principal: tools it may not use are left out.
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        caller: Option<String>,
+        /// Also list the tools left out for the principal, marked with why.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Measure: `eval search` runs labelled queries and reports recall and latency.
+    Eval {
+        #[command(subcommand)]
+        action: search_commands::EvalAction,
+    },
     /// Show or edit a conversation's state.
     State {
         #[command(subcommand)]
@@ -160,6 +230,13 @@ struct RenderArgs {
     /// List every change made to fit the API, per tool, instead of the declarations.
     #[arg(long)]
     explain: bool,
+    /// Load only the tools marked `always_loaded: true` up front; the rest wait for
+    /// tool search (the API's own where it has one, else `search_tools`).
+    #[arg(long)]
+    defer: bool,
+    /// Like --defer, also loading these tools up front (comma-separated or repeated).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    always_loaded: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -175,7 +252,11 @@ enum StateAction {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { spec } => commands::check(&spec),
+        Command::Check {
+            spec,
+            sandbox,
+            allow,
+        } => commands::check(&spec, sandbox.then_some(allow.as_slice())),
         Command::Schema => commands::schema(),
         Command::List { spec } => commands::list(&spec),
         Command::Describe { tool, spec } => commands::describe(&spec, &tool),
@@ -194,6 +275,8 @@ fn main() -> ExitCode {
                 json_schema: render.json_schema,
             },
             render.explain,
+            (render.defer || !render.always_loaded.is_empty())
+                .then_some(render.always_loaded.as_slice()),
         ),
         Command::Parse {
             target,
@@ -208,6 +291,14 @@ fn main() -> ExitCode {
             };
             wire_commands::parse(&spec, target, options, &input, stream)
         }
+        Command::Search {
+            query,
+            k,
+            caller,
+            all,
+            spec,
+        } => search_commands::search(&spec, &query, k, caller.as_deref(), all),
+        Command::Eval { action } => search_commands::eval(action),
         Command::Import { from, input } => wire_commands::import(from, &input),
         Command::Digest { caller, spec } => commands::digest(&spec, caller.as_deref()),
         Command::Audit {
@@ -225,6 +316,20 @@ fn main() -> ExitCode {
             spec,
             state,
         } => commands::state(&spec, &state, action),
+        Command::Pins {
+            action,
+            spec,
+            state,
+        } => pins_commands::run(&spec, &state, action),
+        Command::Serve { serve, spec, state } => serve_commands::serve(&spec, &state, &serve),
+        Command::Test { path, junit, spec } => {
+            flow_commands::test(&spec, path.as_deref(), junit.as_deref())
+        }
+        Command::Flow {
+            action,
+            spec,
+            state,
+        } => flow_commands::flow(&spec, &state, action),
     };
     match result {
         Ok(code) => code,

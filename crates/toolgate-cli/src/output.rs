@@ -123,7 +123,7 @@ pub fn describe_tool(tool: &ToolSpec, descriptor: &ToolDescriptor) -> String {
 
 fn binding_line(tool: &ToolSpec) -> String {
     if let Some(http) = &tool.http {
-        return format!("http {} {}", http.method.as_str(), http.url);
+        return format!("http {}", toolgate::binding_summary(http));
     }
     match &tool.mcp {
         Some(McpBinding::Short(server)) => format!("mcp {server}"),

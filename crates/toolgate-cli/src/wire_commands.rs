@@ -13,14 +13,17 @@ use crate::SpecArgs;
 use crate::commands::{CommandResult, load};
 use crate::output::print_json;
 
-/// The descriptors a spec file declares, in file order.
+/// The descriptors a spec file declares, in file order, then the tools of its MCP
+/// servers that a model may be shown.
 pub fn descriptors(spec: &SpecFile, file: &Path) -> Result<Vec<ToolDescriptor>, String> {
     let catalog = toolgate::spec_catalog(spec, &file.display().to_string(), &Catalog::new())
         .map_err(|e| e.to_string())?;
-    Ok(catalog
+    let mut tools: Vec<ToolDescriptor> = catalog
         .iter()
         .map(|tool| tool.descriptor().clone())
-        .collect())
+        .collect();
+    tools.extend(crate::upstreams::Upstream::for_listing(spec, file)?.offered());
+    Ok(tools)
 }
 
 fn rendered(args: &SpecArgs, target: Target, options: RenderOptions) -> Result<Rendered, String> {
@@ -29,13 +32,50 @@ fn rendered(args: &SpecArgs, target: Target, options: RenderOptions) -> Result<R
     Ok(wire::render(target, &tools, &spec.hosted, options))
 }
 
+/// The spec file's tools with only the always-loaded ones (`always_loaded: true`,
+/// plus `also_loaded`) up front and the rest behind tool search.
+fn rendered_deferred(
+    args: &SpecArgs,
+    target: Target,
+    options: RenderOptions,
+    also_loaded: &[String],
+) -> Result<Rendered, String> {
+    let (spec, source) = load(args)?;
+    let tools = descriptors(&spec, &source.path)?;
+    for name in also_loaded {
+        if !tools.iter().any(|t| &t.name == name) {
+            let hint = toolgate::closest_names(name, tools.iter().map(|t| t.name.as_str()))
+                .into_iter()
+                .next()
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_default();
+            return Err(format!("--always-loaded: no tool is named `{name}`{hint}"));
+        }
+    }
+    let mut defer = wire::DeferSet::from_spec(&spec);
+    defer.load(also_loaded.iter().cloned());
+    Ok(wire::render_deferred(
+        target,
+        &tools,
+        &spec.hosted,
+        options,
+        &defer,
+    ))
+}
+
+/// `render`; with `defer`, only the always-loaded tools (and those named) are loaded
+/// up front.
 pub fn render(
     args: &SpecArgs,
     target: Target,
     options: RenderOptions,
     explain: bool,
+    defer: Option<&[String]>,
 ) -> CommandResult {
-    let rendered = rendered(args, target, options)?;
+    let rendered = match defer {
+        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded)?,
+        None => rendered(args, target, options)?,
+    };
     if explain {
         print!("{}", explain_notes(&rendered));
     } else {

@@ -83,6 +83,13 @@ fn a_call_changes_state_as_declared_and_the_next_process_reads_it() {
 #[test]
 fn a_saved_response_interpolates_the_arguments() {
     let desk = Desk::new();
+    // The helpdesk's flow opens orders once the customer is verified.
+    let verify = r#"{"email": "ada@example.com", "last4": "4242"}"#;
+    assert!(
+        desk.run(&["call", "verify_customer", verify])
+            .status
+            .success()
+    );
     let out = desk.run(&["call", "lookup_order", r#"{"order_id": "ORD-7777"}"#]);
     assert!(out.status.success(), "{}", stderr(&out));
     let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();

@@ -42,7 +42,12 @@
 pub use toolgate_core::*;
 pub use toolgate_derive::Tool;
 
+pub mod flow;
 mod gate;
+mod http;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+mod search_tool;
 mod spec_file;
 mod spec_tool;
 mod store;
@@ -50,11 +55,21 @@ mod store;
 pub use gate::{
     ArgumentProblem, Gate, GateBuilder, GateOptions, Outcome, ToolCall, invalid_arguments_message,
 };
+#[cfg(feature = "http")]
+pub use http::{
+    DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_RESPONSE_BYTES, HttpRuntime,
+    MAX_CONNECT_TIMEOUT,
+};
+pub use http::{Downgrade, binding_summary, mask_binding, mask_tool_secrets, sandbox};
+pub use search_tool::{SearchFilter, SearchTools};
 pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
+#[cfg(feature = "http")]
+pub use spec_tool::spec_catalog_with_http;
 pub use spec_tool::{SpecTool, spec_catalog};
 pub use store::{
-    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditLog, GateStore, Grant,
-    GrantScope, MemoryApprovals, MemoryAuditLog, MemoryGateStore, MemoryStore, Resolution,
-    STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore, StoreError, default_state_dir,
-    resolve_state_dir, state_dir_from_env,
+    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditLog, CallHistory, GateStore,
+    Grant, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryGateStore,
+    MemoryPins, MemoryStore, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore,
+    RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore, StoreError,
+    changed_fields, default_state_dir, join_fields, resolve_state_dir, state_dir_from_env,
 };

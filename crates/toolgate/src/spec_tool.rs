@@ -18,6 +18,12 @@ pub struct SpecTool {
     spec: ToolSpec,
     descriptor: ToolDescriptor,
     native: Option<Arc<dyn DynTool>>,
+    /// Runs the `http:` binding; a default runtime (public addresses only) when unset.
+    #[cfg(feature = "http")]
+    http: Option<Arc<crate::HttpRuntime>>,
+    /// Runs the `mcp:` binding; its server starts on the first call.
+    #[cfg(feature = "mcp")]
+    mcp: Option<crate::mcp::client::McpBindingRunner>,
 }
 
 impl SpecTool {
@@ -38,11 +44,24 @@ impl SpecTool {
         descriptor.input_examples = spec.examples.clone();
         descriptor.tags = spec.tags.clone();
         descriptor.background = spec.background_scheduling();
+        #[cfg(feature = "mcp")]
+        let mcp = crate::mcp::client::McpBindingRunner::new(&spec, file);
         SpecTool {
             spec,
             descriptor,
             native: None,
+            #[cfg(feature = "http")]
+            http: None,
+            #[cfg(feature = "mcp")]
+            mcp,
         }
+    }
+
+    /// Runs the `http:` binding with `runtime` (its network policy and environment).
+    #[cfg(feature = "http")]
+    pub fn with_http(mut self, runtime: Arc<crate::HttpRuntime>) -> Self {
+        self.http = Some(runtime);
+        self
     }
 
     /// Runs the declaration with a native implementation instead of its binding.
@@ -90,6 +109,24 @@ impl DynTool for SpecTool {
                     &input,
                     ctx.state_map(),
                 )),
+                #[cfg(feature = "http")]
+                (None, BindingKind::Http) => {
+                    let runtime = match &self.http {
+                        Some(runtime) => runtime.clone(),
+                        None => default_http_runtime(),
+                    };
+                    runtime.call(&self.spec, ctx, &input).await
+                }
+                #[cfg(feature = "mcp")]
+                (None, BindingKind::Mcp) => match &self.mcp {
+                    Some(runner) => runner.call(ctx, input).await,
+                    None => Err(ToolError::permanent(format!(
+                        "tool `{}` has no `mcp:` binding to run",
+                        self.spec.name
+                    ))),
+                },
+                // Reached only in builds without the `mcp` or `http` feature.
+                #[allow(unreachable_patterns)]
                 (None, kind) => Err(ToolError::permanent(format!(
                     "tool `{}` is bound to {}, which this build of toolgate cannot run yet; \
                      remove the `{}:` binding to use the tool's mock response",
@@ -115,16 +152,51 @@ impl DynTool for SpecTool {
     }
 }
 
+/// The runtime of a [`SpecTool`] built without one: the default network policy.
+#[cfg(feature = "http")]
+fn default_http_runtime() -> Arc<crate::HttpRuntime> {
+    static DEFAULT: std::sync::OnceLock<Arc<crate::HttpRuntime>> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(Default::default).clone()
+}
+
 /// Builds the catalog a spec file declares. A tool in `natives` with the same name
 /// as a declared tool implements that declaration; other natives are added as they are.
+/// HTTP bindings run under the file's `network:` section.
 pub fn spec_catalog(
     spec: &SpecFile,
     file: &str,
     natives: &Catalog,
 ) -> Result<Catalog, CatalogError> {
+    #[cfg(feature = "http")]
+    {
+        let runtime = Arc::new(crate::HttpRuntime::new(&spec.network));
+        spec_catalog_with_http(spec, file, natives, runtime)
+    }
+    #[cfg(not(feature = "http"))]
+    build_catalog(spec, file, natives, |tool| tool)
+}
+
+/// [`spec_catalog`] with HTTP bindings run by `runtime` (shared, or reading the
+/// environment from elsewhere) instead of one made from the file's `network:`.
+#[cfg(feature = "http")]
+pub fn spec_catalog_with_http(
+    spec: &SpecFile,
+    file: &str,
+    natives: &Catalog,
+    runtime: Arc<crate::HttpRuntime>,
+) -> Result<Catalog, CatalogError> {
+    build_catalog(spec, file, natives, |tool| tool.with_http(runtime.clone()))
+}
+
+fn build_catalog(
+    spec: &SpecFile,
+    file: &str,
+    natives: &Catalog,
+    prepare: impl Fn(SpecTool) -> SpecTool,
+) -> Result<Catalog, CatalogError> {
     let mut catalog = Catalog::new();
     for tool in &spec.tools {
-        let mut declared = SpecTool::new(tool.clone(), file);
+        let mut declared = prepare(SpecTool::new(tool.clone(), file));
         if let Ok(native) = natives.get(&tool.name) {
             declared = declared.with_native(native.clone());
         }

@@ -1799,7 +1799,7 @@ tools:
       type: object
       properties:
         sku: {type: string}
-    http: {url: "https://warehouse.example.com/stock"}
+    http: {url: "http://192.0.2.20/stock"}
     set_state: {stock_checked: true}
 state:
   last_sku: {type: string}

@@ -33,7 +33,7 @@ tools:
   - name: fetch_rates
     description: Fetch exchange rates.
     effect: read
-    http: {url: "https://rates.example.com/latest"}
+    http: {url: "http://192.0.2.10/latest"}
 state:
   customer_verified: {type: boolean, default: false}
   customer_email: {type: string}
@@ -200,11 +200,14 @@ async fn a_failed_call_latches_nothing() {
 }
 
 #[tokio::test]
-async fn a_binding_this_build_cannot_run_fails_clearly_instead_of_mocking() {
+async fn an_http_binding_runs_instead_of_the_mock_under_the_network_policy() {
     let (gate, _) = gate_with(&Catalog::new());
+    // 192.0.2.10 is a documentation address: refused before any connection.
     let message = error_message(call(&gate, "fetch_rates", json!({})).await.unwrap_err());
     assert!(
-        message.contains("is bound to HTTP, which this build of toolgate cannot run yet"),
+        message.contains(
+            "refused before connecting: 192.0.2.10 is an address reserved for documentation"
+        ),
         "{message}"
     );
 }

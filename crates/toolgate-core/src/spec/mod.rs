@@ -7,7 +7,9 @@
 
 mod diagnostic;
 mod document;
+mod mcp_servers;
 mod model;
+mod network;
 mod rules;
 mod shape;
 mod structure;
@@ -16,9 +18,15 @@ pub mod template;
 pub use crate::Scheduling;
 pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
+pub use mcp_servers::{
+    EnvRef, McpServerSpec, McpTimeouts, env_references, expand_env, is_namespace,
+};
 pub use model::{
     BindingKind, DEFAULT_SPEC_EFFECT, HttpBinding, HttpMethod, McpBinding, McpServerRef, SpecFile,
     StateKey, StateType, ToolSpec,
+};
+pub use network::{
+    AddressClass, AllowEntry, IpCidr, NetworkPolicy, NetworkRefusal, NetworkSection, classify,
 };
 pub use shape::{returns_shape, schema_shape, value_shape};
 pub use structure::spec_file_schema;
@@ -115,6 +123,11 @@ fn sound_part(doc: &Document, structural: &[Diagnostic]) -> Option<(SpecFile, Ve
         SpecFile {
             tools,
             state,
+            network: doc
+                .value
+                .get("network")
+                .and_then(|n| serde_json::from_value(n.clone()).ok())
+                .unwrap_or_default(),
             ..SpecFile::default()
         },
         positions,

@@ -28,6 +28,18 @@ pub struct SpecFile {
     /// The conversation's state keys: what tools latch and guards read.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub state: IndexMap<String, StateKey>,
+    /// Where HTTP bindings may connect (default: public addresses only).
+    #[serde(default, skip_serializing_if = "super::NetworkSection::is_default")]
+    pub network: super::NetworkSection,
+    /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp_servers: IndexMap<String, super::McpServerSpec>,
+    /// Which tools may run when in a conversation: steps, guards and constraints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::flow::Flow>,
+    /// Scripted conversations that `toolgate test` runs offline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<crate::flow::TestScript>,
 }
 
 fn is_default_policy(policy: &crate::Policy) -> bool {
@@ -85,6 +97,11 @@ pub struct ToolSpec {
     /// Free-form labels, used by search.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Listed up front when the catalog is offered as "a few tools plus search"
+    /// (`toolgate render --defer`, `toolgate serve --search`); other tools wait
+    /// until a search finds them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always_loaded: bool,
     /// How long a call may take, e.g. `30s`, `500ms`, `2m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
@@ -176,6 +193,13 @@ pub struct HttpBinding {
     /// The request body; without it, POST, PUT and PATCH send the arguments as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
+    /// The largest response body read, in bytes (default 1 MiB); a longer body is cut there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_response_bytes: Option<u64>,
+    /// Redirects followed at most (default 5; 0 follows none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_redirects: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::diagnostic::{Diagnostic, Span, did_you_mean};
 use super::document::{Document, pointer_segment};
+use super::mcp_servers::check_mcp_servers;
 use super::model::{BindingKind, McpBinding, SpecFile, ToolSpec};
 use super::structure::{article, describe_typed, violation_message};
 use super::template::{Scope, placeholders};
@@ -27,6 +28,9 @@ pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> V
     };
     rules.state_defaults();
     rules.patterns();
+    rules.out.extend(check_mcp_servers(doc, spec));
+    rules.network();
+    rules.out.extend(crate::flow::check_flow(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, &i) in spec.tools.iter().zip(positions) {
         let at = format!("/tools/{i}");
@@ -159,6 +163,8 @@ impl Rules<'_> {
         self.mcp(at, tool);
         if let Some(http) = &tool.http {
             self.url(&format!("{at}/http/url"), &http.url);
+            self.reachable(&format!("{at}/http/url"), &http.url);
+            self.secret_header_arguments(at, tool);
         }
         if let Some(timeout) = &tool.timeout
             && humantime::parse_duration(timeout).is_err()
@@ -595,4 +601,89 @@ fn suggest_name(name: &str) -> Option<String> {
         .collect();
     let out = out.trim_end_matches(['_', '.']);
     (crate::validate_name(out).is_ok()).then(|| out.to_owned())
+}
+
+/// The `network:` section, and binding hosts it will refuse.
+impl Rules<'_> {
+    fn network(&mut self) {
+        for (i, entry) in self.spec.network.allow.iter().enumerate() {
+            if let Err(message) = super::network::AllowEntry::parse(entry) {
+                self.error(
+                    &format!("/network/allow/{i}"),
+                    message,
+                    Some(
+                        "write a host name (`api.internal`), `*.domain`, an address (`10.0.0.5`) or a CIDR range (`10.20.0.0/16`)"
+                            .into(),
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Warns about an argument that fills a secret header (`Authorization`, an API
+    /// key) but that the audit log would keep as it is.
+    fn secret_header_arguments(&mut self, at: &str, tool: &ToolSpec) {
+        let Some(http) = &tool.http else { return };
+        let schema = tool.input_schema();
+        for (name, value) in &http.headers {
+            if !crate::is_secret_header(name) {
+                continue;
+            }
+            let path = format!("{at}/http/headers/{}", pointer_segment(name));
+            for p in placeholders(value) {
+                if p.scope != Scope::Args {
+                    continue;
+                }
+                let arg = p.name();
+                let probe = serde_json::json!({ arg: "probe" });
+                if crate::redact_arguments(&probe, &schema)[arg] == crate::REDACTED {
+                    continue;
+                }
+                let span = self.placeholder_span(&path, &value[p.range.clone()]);
+                let mut d = Diagnostic::warning(
+                    &path,
+                    format!(
+                        "argument `{arg}` fills the secret header `{name}`, but the audit log records `{arg}` as it is"
+                    ),
+                );
+                d.help = Some(format!(
+                    "mark it secret under `parameters`: `{arg}: {{type: string, writeOnly: true}}`, or read it from the environment with `${{env.NAME}}`"
+                ));
+                self.out.push(d.with_span(span));
+            }
+        }
+    }
+
+    /// Warns about a URL whose literal host the network policy refuses: calls to it
+    /// would fail before connecting.
+    fn reachable(&mut self, path: &str, url: &str) {
+        let Some((_, rest)) = url.split_once("://") else {
+            return;
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = match host_port.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => host_port.split(':').next().unwrap_or_default(),
+        };
+        let policy = super::network::NetworkPolicy::new(&self.spec.network);
+        let refusal = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => policy.check_address(host, ip).err().map(|e| e.to_string()),
+            Err(_) if host.eq_ignore_ascii_case("localhost") && !policy.lists_host(host) => {
+                let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+                policy
+                    .check_address(host, loopback)
+                    .err()
+                    .map(|e| e.to_string())
+            }
+            Err(_) => None,
+        };
+        if let Some(message) = refusal {
+            let mut d = Diagnostic::warning(path, format!("calls will be refused: {message}"));
+            d.help = Some(format!(
+                "add it under `network:`, e.g. `network: {{allow: [\"{host}\"]}}`, if the tool is meant to reach it"
+            ));
+            self.push(d);
+        }
+    }
 }

@@ -42,6 +42,9 @@ const WEB_SEARCH_OPTIONS: &[&str] = &[
     "allowed_callers",
 ];
 
+/// The name of Anthropic's BM25 tool search.
+const TOOL_SEARCH_BM25: &str = "tool_search_tool_bm25";
+
 pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendered) {
     let mut budget = StrictBudget::default();
     let mut seen: IndexMap<&str, usize> = IndexMap::new();
@@ -71,6 +74,9 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
         if is_strict {
             declaration.insert("strict".into(), Value::Bool(true));
         }
+        if input.defer.is_some_and(|d| d.is_deferred(&tool.name)) {
+            declaration.insert("defer_loading".into(), Value::Bool(true));
+        }
         out.tools.push(Value::Object(declaration));
     }
     for (name, count) in seen {
@@ -80,6 +86,17 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
                 format!("declared {count} times; tool names must be unique"),
             ));
         }
+    }
+    if input.defer.is_some() {
+        // The server-run BM25 search over the tools marked `defer_loading`.
+        if names.canonical(TOOL_SEARCH_BM25).is_some() {
+            out.problems.push(Note::tool(
+                TOOL_SEARCH_BM25,
+                format!("the tool search is named `{TOOL_SEARCH_BM25}`, like a function in the catalog; tool names must be unique"),
+            ));
+        }
+        out.tools
+            .push(json!({"type": "tool_search_tool_bm25_20251119", "name": TOOL_SEARCH_BM25}));
     }
     for hosted in input.hosted {
         if let Some(tool) = hosted_tool(hosted, out) {

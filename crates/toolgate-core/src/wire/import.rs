@@ -543,6 +543,7 @@ fn build(draft: Draft, name: String, sink: &mut Sink) -> Option<ToolSpec> {
         usage: ToolUsage::default(),
         examples,
         tags: Vec::new(),
+        always_loaded: false,
         timeout: None,
     })
 }

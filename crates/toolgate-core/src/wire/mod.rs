@@ -27,7 +27,7 @@ pub use call::{ParseError, ParsedCall, RawArguments, StreamParser, read_call};
 pub use hosted::HostedTool;
 pub use import::{ImportError, ImportFormat, Imported, UnknownImportFormat, import_tools};
 pub use names::{NameMap, NameRules};
-pub use render::{CallReader, Note, RenderInput, RenderOptions, Rendered};
+pub use render::{CallReader, DeferSet, Note, RenderInput, RenderOptions, Rendered};
 pub use result::ToolResult;
 pub use target::{Target, UnknownTarget};
 
@@ -39,6 +39,78 @@ pub fn render(
     tools: &[ToolDescriptor],
     hosted: &[HostedTool],
     options: RenderOptions,
+) -> Rendered {
+    render_with(target, tools, hosted, options, None)
+}
+
+/// Renders `tools` with only the tools `defer` keeps loaded up front; the rest wait
+/// for a tool search.
+///
+/// OpenAI Responses and Anthropic defer loading themselves: every tool is declared,
+/// the deferred ones with `defer_loading: true`, followed by the API's tool search
+/// (`{"type": "tool_search"}`; `tool_search_tool_bm25_20251119`). Every other API
+/// gets the always-loaded tools plus toolgate's built-in `search_tools`
+/// ([`crate::search::search_tools_descriptor`]); a tool it finds can be called once
+/// it is declared, so render again with it loaded ([`DeferSet::load`]).
+pub fn render_deferred(
+    target: Target,
+    tools: &[ToolDescriptor],
+    hosted: &[HostedTool],
+    options: RenderOptions,
+    defer: &DeferSet,
+) -> Rendered {
+    use crate::search::{SEARCH_TOOLS, search_tools_descriptor};
+    let deferred = tools
+        .iter()
+        .filter(|t| t.name != SEARCH_TOOLS && defer.is_deferred(&t.name))
+        .count();
+    if deferred == 0 {
+        let mut out = render_with(target, tools, hosted, options, None);
+        out.changes.push(Note::request(
+            "every tool is loaded up front, so no tool search is added",
+        ));
+        return out;
+    }
+    if matches!(target, Target::OpenAiResponses | Target::Anthropic) {
+        let has_builtin = tools.iter().any(|t| t.name == SEARCH_TOOLS);
+        let own: Vec<ToolDescriptor> = tools
+            .iter()
+            .filter(|t| t.name != SEARCH_TOOLS)
+            .cloned()
+            .collect();
+        let mut out = render_with(target, &own, hosted, options, Some(defer));
+        if has_builtin {
+            out.changes.push(Note::tool(
+                SEARCH_TOOLS,
+                "left out: the API's own tool search finds the deferred tools",
+            ));
+        }
+        out.changes.push(Note::request(format!(
+            "{deferred} of {} tools are deferred (`defer_loading: true`) behind the API's own tool search",
+            own.len()
+        )));
+        return out;
+    }
+    let mut loaded: Vec<ToolDescriptor> = tools
+        .iter()
+        .filter(|t| t.name != SEARCH_TOOLS && !defer.is_deferred(&t.name))
+        .cloned()
+        .collect();
+    loaded.push(search_tools_descriptor());
+    let mut out = render_with(target, &loaded, hosted, options, None);
+    out.changes.push(Note::request(format!(
+        "{deferred} tools are deferred behind the built-in `{SEARCH_TOOLS}` ({target} has no deferred loading): \
+         declare a tool it finds by rendering again with that tool loaded"
+    )));
+    out
+}
+
+fn render_with(
+    target: Target,
+    tools: &[ToolDescriptor],
+    hosted: &[HostedTool],
+    options: RenderOptions,
+    defer: Option<&DeferSet>,
 ) -> Rendered {
     let names = NameMap::build(tools.iter().map(|t| t.name.as_str()), &target.name_rules());
     let mut out = Rendered {
@@ -60,6 +132,7 @@ pub fn render(
         tools,
         hosted,
         options,
+        defer,
     };
     match target {
         Target::OpenAiChat => openai_chat::render(&input, &names, &mut out),

@@ -33,6 +33,11 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
         function.insert("parameters".to_owned(), parameters);
         // Always explicit: Responses makes a function strict when `strict` is left out.
         function.insert("strict".to_owned(), json!(strict));
+        if target == Target::OpenAiResponses
+            && input.defer.is_some_and(|d| d.is_deferred(&tool.name))
+        {
+            function.insert("defer_loading".to_owned(), json!(true));
+        }
         out.tools.push(Value::Object(function));
     }
     if target == Target::Qwen
@@ -64,6 +69,10 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
         if let Some(tool) = rendered {
             out.tools.push(tool);
         }
+    }
+    if target == Target::OpenAiResponses && input.defer.is_some() {
+        // The server-run search over the functions marked `defer_loading`.
+        out.tools.push(json!({"type": "tool_search"}));
     }
     if target == Target::Qwen {
         let servers = input

@@ -1,7 +1,7 @@
 //! Rendering a catalog for one API: the declarations, what changed, what broke a rule,
 //! and what is needed to read the API's calls back.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -121,4 +121,55 @@ pub struct RenderInput<'a> {
     pub tools: &'a [ToolDescriptor],
     pub hosted: &'a [HostedTool],
     pub options: RenderOptions,
+    /// Load only these tools up front and the rest through the API's tool search
+    /// (see [`super::render_deferred`]); `None` loads every tool.
+    pub defer: Option<&'a DeferSet>,
+}
+
+/// Which tools a request loads up front; every other tool is deferred, found
+/// through tool search when the model needs it.
+///
+/// ```
+/// use toolgate_core::wire::DeferSet;
+/// let defer = DeferSet::always_loading(["help", "orders.lookup"]);
+/// assert!(!defer.is_deferred("help"));
+/// assert!(defer.is_deferred("orders.refund"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeferSet {
+    always_loaded: BTreeSet<String>,
+}
+
+impl DeferSet {
+    /// Defers every tool but `names`.
+    pub fn always_loading<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+        DeferSet {
+            always_loaded: names.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Defers every tool of `spec` that is not marked `always_loaded: true`.
+    pub fn from_spec(spec: &crate::spec::SpecFile) -> Self {
+        DeferSet::always_loading(
+            spec.tools
+                .iter()
+                .filter(|t| t.always_loaded)
+                .map(|t| t.name.clone()),
+        )
+    }
+
+    /// Also loads `names` up front (tools a search has found, say).
+    pub fn load<S: Into<String>>(&mut self, names: impl IntoIterator<Item = S>) {
+        self.always_loaded.extend(names.into_iter().map(Into::into));
+    }
+
+    /// Whether `tool` waits for a search.
+    pub fn is_deferred(&self, tool: &str) -> bool {
+        !self.always_loaded.contains(tool)
+    }
+
+    /// The tools loaded up front, sorted by name.
+    pub fn always_loaded(&self) -> impl Iterator<Item = &str> {
+        self.always_loaded.iter().map(String::as_str)
+    }
 }

@@ -1,9 +1,9 @@
 //! The gate: the one path every call takes, whoever makes it.
 //!
-//! resolve ▶ validate ▶ authorize (policy, approvals) ▶ record intent ▶ execute
-//! (deadline, retries, cancellation) ▶ apply state ▶ check output ▶ sanitize ▶
-//! record completion. Each stage that refuses a call produces an [`Outcome`] the
-//! model can act on; nothing panics and no call is dropped.
+//! resolve ▶ validate ▶ admit (flow) ▶ authorize (policy, approvals) ▶ record
+//! intent ▶ execute (deadline, retries, cancellation) ▶ apply state ▶ check output
+//! ▶ sanitize ▶ record completion. Each stage that refuses a call produces an
+//! [`Outcome`] the model can act on; nothing panics and no call is dropped.
 
 mod arguments;
 mod outcome;
@@ -102,6 +102,8 @@ pub struct Gate {
     /// Run ids are this prefix (random per gate) and a counter: unique, and cheap.
     run_prefix: String,
     runs: AtomicU64,
+    /// The conversation flow the admission stage enforces.
+    pub(crate) flow: crate::flow::FlowGate,
 }
 
 /// Builds a [`Gate`]: the catalog, and optionally a spec file's state effects,
@@ -113,6 +115,7 @@ pub struct GateBuilder {
     store: Option<Arc<dyn GateStore>>,
     options: GateOptions,
     clock: Clock,
+    flow_visibility: toolgate_core::flow::FlowVisibility,
 }
 
 impl GateBuilder {
@@ -145,8 +148,15 @@ impl GateBuilder {
         self
     }
 
+    /// How tools the flow blocks are shown to a model: hidden (default) or marked.
+    pub fn flow_visibility(mut self, visibility: toolgate_core::flow::FlowVisibility) -> Self {
+        self.flow_visibility = visibility;
+        self
+    }
+
     pub fn build(self) -> Gate {
         let spec = self.spec.unwrap_or_default();
+        let flow = crate::flow::FlowGate::new(spec.flow.clone(), self.flow_visibility);
         let declared: HashMap<&str, &toolgate_core::spec::ToolSpec> =
             spec.tools.iter().map(|t| (t.name.as_str(), t)).collect();
         let entries = self
@@ -193,6 +203,7 @@ impl GateBuilder {
             clock: self.clock,
             run_prefix: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
             runs: AtomicU64::new(1),
+            flow,
         }
     }
 }
@@ -206,6 +217,7 @@ impl Gate {
             store: None,
             options: GateOptions::default(),
             clock: Arc::new(SystemTime::now),
+            flow_visibility: Default::default(),
         }
     }
 
@@ -301,8 +313,13 @@ impl Gate {
             }
         };
         entry.arguments = redact_arguments(&arguments, tool.input_schema());
+        // Admit: the conversation's flow may not allow this call yet (see `crate::flow`).
+        let admitted = match self.flow.admit(self, session, &call.name, &arguments).await {
+            Ok(admitted) => admitted,
+            Err(refusal) => return self.refuse(entry, refusal.status, refusal.outcome),
+        };
         // Authorize.
-        let verdict = self.policy.decide(tool.descriptor(), principal);
+        let verdict = admitted.decide(self.policy.decide(tool.descriptor(), principal));
         entry.decision = Some(verdict.decision);
         entry.reason = Some(verdict.reason.clone());
         match verdict.decision {

@@ -9,16 +9,19 @@ use toolgate_core::{AuditEntry, AuditRecord, VerifyReport};
 use rusqlite::TransactionBehavior;
 
 use super::audit::append_in;
+use super::calls::{completed_call, record_call_in};
 use super::sqlite::write_state;
 use super::{
-    Approval, ApprovalRequest, ApprovalStore, AuditLog, Grant, MemoryApprovals, MemoryAuditLog,
-    MemoryStore, Resolution, SqliteStore, StateStore, StoreError,
+    Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
+    MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
+    StateStore, StoreError,
 };
 
 /// The gate's persistence.
-pub trait GateStore: StateStore + ApprovalStore + AuditLog {
-    /// Applies a call's state writes and appends its completion record, as one
-    /// transaction where the store has them: after a crash, both or neither.
+pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory {
+    /// Applies a call's state writes, adds it to the session's call history and
+    /// appends its completion record, as one transaction where the store has them:
+    /// after a crash, all or nothing.
     fn complete(
         &self,
         session: &str,
@@ -28,6 +31,8 @@ pub trait GateStore: StateStore + ApprovalStore + AuditLog {
         if !writes.is_empty() {
             self.apply(session, writes)?;
         }
+        let (tool, ok, time) = completed_call(&entry);
+        self.record_call(session, tool, ok, time)?;
         self.append(entry)
     }
 }
@@ -38,6 +43,7 @@ pub struct MemoryGateStore {
     state: MemoryStore,
     approvals: MemoryApprovals,
     audit: MemoryAuditLog,
+    calls: MemoryCallHistory,
 }
 
 impl GateStore for MemoryGateStore {}
@@ -55,6 +61,8 @@ impl GateStore for SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&error)?;
         write_state(&tx, session, writes).map_err(&error)?;
+        let (tool, ok, time) = completed_call(&entry);
+        record_call_in(&tx, session, tool, ok, time).map_err(&error)?;
         let record = append_in(&tx, entry).map_err(&error)?;
         tx.commit().map_err(&error)?;
         Ok(record)
@@ -120,5 +128,23 @@ impl AuditLog for MemoryGateStore {
     }
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {
         self.audit.pending()
+    }
+}
+
+impl CallHistory for MemoryGateStore {
+    fn record_call(
+        &self,
+        session: &str,
+        tool: &str,
+        ok: bool,
+        time: &str,
+    ) -> Result<(), StoreError> {
+        self.calls.record_call(session, tool, ok, time)
+    }
+    fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
+        self.calls.calls(session)
+    }
+    fn forget_calls(&self, session: &str) -> Result<(), StoreError> {
+        self.calls.forget_calls(session)
     }
 }

@@ -13,9 +13,11 @@
 
 mod approvals;
 mod audit;
+mod calls;
 mod error;
 mod gate_store;
 mod memory;
+mod pins;
 mod sqlite;
 
 use std::ffi::OsString;
@@ -28,9 +30,14 @@ pub use approvals::{
     Resolution,
 };
 pub use audit::{AuditLog, MemoryAuditLog};
+pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
 pub use error::StoreError;
 pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
+pub use pins::{
+    MemoryPins, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore, changed_fields,
+    join_fields,
+};
 pub use sqlite::SqliteStore;
 
 /// The environment variable that names the state directory.

@@ -58,6 +58,26 @@ const MIGRATIONS: &[&str] = &[
         args_hash  TEXT,
         expires_at TEXT NOT NULL
     );",
+    // Version 3: pinned definitions of tools from servers the operator does not
+    // control, and the latest different definition seen for each.
+    "CREATE TABLE pins (
+        tool            TEXT PRIMARY KEY,
+        hash            TEXT NOT NULL,
+        definition      TEXT NOT NULL CHECK (json_valid(definition)),
+        pinned_at       TEXT NOT NULL,
+        seen_hash       TEXT,
+        seen_definition TEXT CHECK (seen_definition IS NULL OR json_valid(seen_definition)),
+        seen_at         TEXT
+    ) WITHOUT ROWID;",
+    // Version 4: each conversation's call history, which flows read.
+    "CREATE TABLE calls (
+        session TEXT NOT NULL,
+        seq     INTEGER NOT NULL,
+        tool    TEXT NOT NULL,
+        ok      INTEGER NOT NULL CHECK (ok IN (0, 1)),
+        time    TEXT NOT NULL,
+        PRIMARY KEY (session, seq)
+    ) WITHOUT ROWID;",
 ];
 
 /// The schema version this toolgate writes and understands.

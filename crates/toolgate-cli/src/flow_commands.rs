@@ -1,0 +1,237 @@
+//! `toolgate test` runs a spec file's scripted conversations offline; `toolgate
+//! flow` draws a flow and shows where a conversation stands in it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use toolgate::flow::{
+    BrokenFile, FileTests, StepStatus, TestRunner, ToolStatus, junit_xml, mermaid, render_tests,
+    summary_line,
+};
+use toolgate::{Catalog, Gate, SpecSource, SqliteStore, resolve_state_dir};
+
+use crate::commands::{CommandResult, load};
+use crate::output::print_json;
+use crate::{SpecArgs, StateArgs};
+
+/// What `toolgate flow` does.
+#[derive(Subcommand)]
+pub enum FlowAction {
+    /// Print the flow as a Mermaid flowchart.
+    Graph,
+    /// Where a conversation stands: active and done steps, and each tool allowed or blocked.
+    Status,
+}
+
+/// `toolgate test [FILE | DIR] [--junit FILE]`.
+pub fn test(args: &SpecArgs, path: Option<&Path>, junit: Option<&Path>) -> CommandResult {
+    let target = path.unwrap_or(&args.file);
+    let files = if target.is_dir() {
+        let found = spec_files_with_tests(target);
+        if found.is_empty() {
+            return Err(format!(
+                "no spec file under {} has a `tests:` section",
+                target.display()
+            ));
+        }
+        found
+    } else {
+        vec![target.to_path_buf()]
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let several = files.len() > 1;
+    let mut done: Vec<FileTests> = Vec::new();
+    let mut broken: Vec<BrokenFile> = Vec::new();
+    for file in &files {
+        let source = SpecSource::read(file).map_err(|e| e.to_string())?;
+        let name = file.display().to_string();
+        let spec = match (&source.checked.spec, source.checked.is_ok()) {
+            (Some(spec), true) => spec,
+            _ => {
+                let message = source.render_diagnostics();
+                if !args.json {
+                    print!("{message}");
+                    println!("FAIL  {name} does not check clean; fix it first");
+                }
+                broken.push(BrokenFile {
+                    file: name,
+                    message,
+                });
+                continue;
+            }
+        };
+        if spec.tests.is_empty() {
+            if several {
+                continue;
+            }
+            return Err(format!(
+                "{name} has no `tests:` section; add scripted conversations under `tests:` (see examples/helpdesk/toolgate.yaml)"
+            ));
+        }
+        let tests = runtime.block_on(TestRunner::new(spec, &source.text, &name).run_all());
+        if !args.json {
+            print!("{}", render_tests(&tests, several));
+        }
+        done.push(tests);
+    }
+    let passed = done
+        .iter()
+        .flat_map(|f| &f.results)
+        .filter(|r| r.passed())
+        .count();
+    let failed = done
+        .iter()
+        .flat_map(|f| &f.results)
+        .filter(|r| !r.passed())
+        .count()
+        + broken.len();
+    if let Some(junit) = junit {
+        std::fs::write(junit, junit_xml(&done, &broken)).map_err(|e| {
+            format!(
+                "cannot write the JUnit report to {}: {e}; check that its directory exists",
+                junit.display()
+            )
+        })?;
+    }
+    if args.json {
+        print_json(&json!({
+            "files": done.iter().map(file_json).collect::<Vec<_>>(),
+            "broken": broken.iter().map(|b| b.file.clone()).collect::<Vec<_>>(),
+            "passed": passed,
+            "failed": failed,
+        }));
+    } else {
+        println!("{}", summary_line(passed, failed));
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn file_json(file: &FileTests) -> Value {
+    let tests: Vec<Value> = file
+        .results
+        .iter()
+        .map(|r| match &r.failure {
+            None => json!({"name": r.name, "passed": true}),
+            Some(f) => json!({
+                "name": r.name,
+                "passed": false,
+                "event": f.event,
+                "line": f.line,
+                "written": f.written,
+                "problems": f.problems,
+                "transcript": f.transcript,
+                "monitor": f.monitor,
+                "why": f.why,
+            }),
+        })
+        .collect();
+    json!({"file": file.file, "tests": tests})
+}
+
+/// Spec files under `dir` (not in hidden directories or `target/`) whose document
+/// has a top-level `tests:` key, in path order.
+fn spec_files_with_tests(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                    pending.push(path);
+                }
+            } else if [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e))
+                && has_tests(&path)
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn has_tests(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    // A cheap look before parsing: only files that mention `tests` at all.
+    text.contains("tests")
+        && toolgate::spec::Document::parse(&text).is_ok_and(|doc| doc.value.get("tests").is_some())
+}
+
+/// `toolgate flow graph | status`.
+pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandResult {
+    let (spec, source) = load(args)?;
+    let Some(flow) = &spec.flow else {
+        return Err(format!(
+            "{} has no `flow:` section; `toolgate schema` shows its format",
+            args.file.display()
+        ));
+    };
+    match action {
+        FlowAction::Graph => print!("{}", mermaid(flow)),
+        FlowAction::Status => {
+            let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
+            let store = Arc::new(SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?);
+            let gate = Gate::from_spec(
+                &spec,
+                &source.path.display().to_string(),
+                &Catalog::new(),
+                store,
+            )
+            .map_err(|e| e.to_string())?;
+            let view = gate
+                .flow_view(&state.session)
+                .map_err(|e| e.to_string())?
+                .ok_or("the gate has no flow")?;
+            if args.json {
+                print_json(&view);
+                return Ok(ExitCode::SUCCESS);
+            }
+            for step in &view.steps {
+                let status = match step.status {
+                    StepStatus::Active => "active ",
+                    StepStatus::Done => "done   ",
+                    StepStatus::Waiting => "waiting",
+                };
+                let why = if step.why.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", step.why.join("; "))
+                };
+                println!("{status}  {}{why}", step.id);
+            }
+            for required in &view.required {
+                println!("required  {} (because {})", required.tool, required.because);
+            }
+            let width = view.tools.keys().map(String::len).max().unwrap_or(0);
+            for (tool, status) in &view.tools {
+                match status {
+                    ToolStatus::Allowed { confirm: None } => println!("  {tool:width$}  allowed"),
+                    ToolStatus::Allowed {
+                        confirm: Some(confirm),
+                    } => println!("  {tool:width$}  allowed; {confirm}"),
+                    ToolStatus::Blocked { reason, .. } => {
+                        println!("  {tool:width$}  blocked: {reason}")
+                    }
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,280 @@
+//! `toolgate pins`: the pinned definitions of upstream MCP tools, what changed in
+//! the ones that changed, and accepting a change.
+//!
+//! Pins live in `state.db` in the state directory. A change is recorded whenever
+//! toolgate sees the server (any command that lists or calls its tools); accepting
+//! it releases the tool everywhere, a running `toolgate serve` included.
+
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use toolgate::{PINNED_FIELDS, Pin, PinStore, SqliteStore, join_fields, resolve_state_dir};
+
+use crate::commands::CommandResult;
+use crate::output::print_json;
+use crate::{SpecArgs, StateArgs};
+
+/// What `toolgate pins` does; without one, it lists the pins.
+#[derive(Subcommand)]
+pub enum PinAction {
+    /// One line per pinned tool: name, `pinned` or `changed`, when, what changed.
+    List,
+    /// What changed in a tool since it was pinned, part by part.
+    Diff {
+        /// The tool's name in the catalog, e.g. `fs.read_file`.
+        tool: String,
+    },
+    /// Make the recorded change of a tool its pin, releasing it from quarantine.
+    Accept {
+        /// The tool's name in the catalog, e.g. `fs.read_file`.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        tool: Option<String>,
+        /// Accept every recorded change.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// Runs one `toolgate pins` action.
+pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<PinAction>) -> CommandResult {
+    let store = open(args, state)?;
+    match action {
+        None | Some(PinAction::List) => list(args, &store),
+        Some(PinAction::Diff { tool }) => diff(args, &store, &tool),
+        Some(PinAction::Accept { tool, all }) => accept(args, &store, tool.as_deref(), all),
+    }
+}
+
+fn open(args: &SpecArgs, state: &StateArgs) -> Result<SqliteStore, String> {
+    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
+    SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())
+}
+
+fn list(args: &SpecArgs, store: &SqliteStore) -> CommandResult {
+    let pins = store.pins().map_err(|e| e.to_string())?;
+    if args.json {
+        let rows: Vec<Value> = pins
+            .iter()
+            .map(|p| {
+                json!({
+                    "tool": p.tool,
+                    "status": if p.change.is_some() { "changed" } else { "pinned" },
+                    "hash": p.hash,
+                    "pinned_at": p.pinned_at,
+                    "changed": p.changed_fields(),
+                    "seen_at": p.change.as_ref().map(|c| &c.seen_at),
+                })
+            })
+            .collect();
+        print_json(&rows);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if pins.is_empty() {
+        println!(
+            "no tools are pinned yet; an MCP server's tools are pinned the first time toolgate lists them"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = pins.iter().map(|p| p.tool.len()).max().unwrap_or(0);
+    for pin in &pins {
+        match &pin.change {
+            None => println!("{:width$}  pinned   {}", pin.tool, pin.pinned_at),
+            Some(change) => println!(
+                "{:width$}  changed  {}  {} changed (seen {})",
+                pin.tool,
+                pin.pinned_at,
+                join_fields(&pin.changed_fields()),
+                change.seen_at
+            ),
+        }
+    }
+    let changed = pins.iter().filter(|p| p.change.is_some()).count();
+    if changed > 0 {
+        eprintln!(
+            "{changed} tool{} quarantined; `toolgate pins diff TOOL` shows the change, `toolgate pins accept TOOL` accepts it",
+            if changed == 1 { " is" } else { "s are" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn find(store: &SqliteStore, tool: &str) -> Result<Pin, String> {
+    match store.pin(tool).map_err(|e| e.to_string())? {
+        Some(pin) => Ok(pin),
+        None => {
+            let names: Vec<String> = store
+                .pins()
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|p| p.tool)
+                .collect();
+            Err(toolgate::PinError::Unknown {
+                tool: tool.to_owned(),
+                suggestions: toolgate::closest_names(tool, names.iter().map(String::as_str)),
+            }
+            .to_string())
+        }
+    }
+}
+
+fn diff(args: &SpecArgs, store: &SqliteStore, tool: &str) -> CommandResult {
+    let pin = find(store, tool)?;
+    let Some(change) = &pin.change else {
+        if args.json {
+            print_json(&json!({"tool": pin.tool, "changed": [], "pinned_at": pin.pinned_at}));
+        } else {
+            println!(
+                "`{tool}` has not changed since it was pinned at {}",
+                pin.pinned_at
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    if args.json {
+        print_json(&json!({
+            "tool": pin.tool,
+            "changed": pin.changed_fields(),
+            "pinned_at": pin.pinned_at,
+            "seen_at": change.seen_at,
+            "pinned": pin.definition,
+            "seen": change.definition,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", render_diff(&pin));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The change of a pin, part by part, as `-`/`+` lines.
+pub fn render_diff(pin: &Pin) -> String {
+    let Some(change) = &pin.change else {
+        return String::new();
+    };
+    let mut out = format!(
+        "{}: its {} changed since it was pinned at {} (seen {})\n",
+        pin.tool,
+        join_fields(&pin.changed_fields()),
+        pin.pinned_at,
+        change.seen_at
+    );
+    for (key, words) in PINNED_FIELDS {
+        let before = pin.definition.get(key);
+        let after = change.definition.get(key);
+        if before == after {
+            continue;
+        }
+        out.push_str(&format!("\n{words}\n"));
+        for line in line_diff(&text_of(before), &text_of(after)) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A definition part as lines: text as it is, anything else as indented JSON.
+fn text_of(value: Option<&Value>) -> String {
+    match value {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+/// The lines of `before` and `after`, marked `  ` (both), `- ` (removed), `+ `
+/// (added), by longest common subsequence.
+fn line_diff(before: &str, after: &str) -> Vec<String> {
+    const MAX_LINES: usize = 2000;
+    let a: Vec<&str> = before.lines().collect();
+    let b: Vec<&str> = after.lines().collect();
+    if a.len() > MAX_LINES || b.len() > MAX_LINES {
+        let mut out: Vec<String> = a.iter().map(|l| format!("  - {l}")).collect();
+        out.extend(b.iter().map(|l| format!("  + {l}")));
+        return out;
+    }
+    // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out.push(format!("    {}", a[i]));
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out.push(format!("  - {}", a[i]));
+            i += 1;
+        } else {
+            out.push(format!("  + {}", b[j]));
+            j += 1;
+        }
+    }
+    out
+}
+
+fn accept(args: &SpecArgs, store: &SqliteStore, tool: Option<&str>, all: bool) -> CommandResult {
+    let tools: Vec<String> = match (tool, all) {
+        (Some(tool), _) => vec![tool.to_owned()],
+        (None, _) => store
+            .pins()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|p| p.change.is_some())
+            .map(|p| p.tool)
+            .collect(),
+    };
+    if tools.is_empty() {
+        if args.json {
+            print_json(&json!([]));
+        } else {
+            println!("nothing to accept: no pinned tool has changed");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut accepted = Vec::new();
+    for tool in &tools {
+        let before = find(store, tool)?;
+        let fields = before.changed_fields();
+        let pin = store
+            .accept_pin(tool, SystemTime::now())
+            .map_err(|e| e.to_string())?;
+        if !args.json {
+            println!(
+                "accepted `{}`: its {} as seen at {}; pinned now ({})",
+                pin.tool,
+                join_fields(&fields),
+                before.change.as_ref().map_or("", |c| c.seen_at.as_str()),
+                &pin.hash[..12.min(pin.hash.len())]
+            );
+        }
+        accepted.push(json!({"tool": pin.tool, "hash": pin.hash, "pinned_at": pin.pinned_at, "accepted": fields}));
+    }
+    if args.json {
+        print_json(&accepted);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_diff_marks_removed_and_added_lines_around_common_ones() {
+        let diff = line_diff("a\nb\nc", "a\nB\nc\nd");
+        assert_eq!(diff, ["    a", "  - b", "  + B", "    c", "  + d"]);
+        assert_eq!(line_diff("", "x"), ["  + x"]);
+        assert_eq!(line_diff("x", "x"), ["    x"]);
+    }
+}

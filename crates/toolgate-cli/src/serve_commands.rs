@@ -1,0 +1,184 @@
+//! `toolgate serve`: the spec file's catalog as an MCP server, over stdio or
+//! streamable HTTP, every call through the gate.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolgate::mcp::client::{UpstreamOptions, Upstreams};
+use toolgate::mcp::server::{
+    DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, McpServer, ServeOptions, check_path,
+    shutdown_signal,
+};
+use toolgate::{Gate, PinStore};
+
+use crate::commands::{CommandResult, load, open_store, principal};
+use crate::{SpecArgs, StateArgs};
+
+/// Options of `toolgate serve`.
+#[derive(clap::Args, Clone)]
+pub struct ServeArgs {
+    /// Serve one session over standard input and output (the default).
+    #[arg(long, conflicts_with = "http")]
+    stdio: bool,
+    /// Serve streamable HTTP at ADDR (default 127.0.0.1:8731).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_HTTP_ADDR)]
+    http: Option<SocketAddr>,
+    /// The path of the MCP endpoint.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_HTTP_PATH, requires = "http")]
+    path: String,
+    /// Require `Authorization: Bearer TOKEN` on HTTP, TOKEN read from this
+    /// environment variable (needed for an address other than loopback).
+    #[arg(long, value_name = "NAME", requires = "http")]
+    token_env: Option<String>,
+    /// Serve as this principal (declared under `principals:`; default: the operator).
+    #[arg(long = "as", value_name = "PRINCIPAL")]
+    caller: Option<String>,
+    /// How long running calls may take to finish after SIGINT or SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    grace: Duration,
+    /// How long to wait for a person to answer an approval asked in the client.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    approval_timeout: Duration,
+}
+
+pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> CommandResult {
+    let (spec, source) = load(spec_args)?;
+    let principal = principal(&spec, args.caller.as_deref())?;
+    let access = match &args.token_env {
+        None => HttpAccess::open(),
+        Some(name) => {
+            let token = std::env::var(name).map_err(|_| {
+                format!("the environment variable `{name}` (from --token-env) is not set; set it to the bearer token clients must send")
+            })?;
+            HttpAccess::bearer(token).map_err(|e| format!("`{name}`: {e}"))?
+        }
+    };
+    let http = if args.stdio { None } else { args.http };
+    if let Some(addr) = http {
+        access.check(addr).map_err(|e| e.to_string())?;
+        check_path(&args.path).map_err(|e| e.to_string())?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let store = open_store(spec_args, state)?;
+    // Upstream servers run on this runtime for as long as the server does.
+    let upstreams = (!spec.mcp_servers.is_empty()).then(|| {
+        let options = UpstreamOptions {
+            base_dir: source
+                .path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(Path::to_path_buf),
+            ..UpstreamOptions::default()
+        };
+        let pins: Arc<dyn PinStore> = store.clone();
+        runtime.block_on(Upstreams::connect(&spec, pins, options))
+    });
+    if let Some(upstreams) = &upstreams {
+        report(upstreams);
+    }
+    let gate = Gate::from_spec(
+        &spec,
+        &source.path.display().to_string(),
+        &upstreams
+            .as_ref()
+            .map(Upstreams::catalog)
+            .unwrap_or_default(),
+        store,
+    )
+    .map_err(|e| e.to_string())?;
+    let withheld = upstreams
+        .as_ref()
+        .map(|u| u.withheld().into_iter().map(|w| w.tool).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let server = McpServer::builder(Arc::new(gate))
+        .principal(principal.clone())
+        .withhold(withheld)
+        .options(ServeOptions {
+            grace: args.grace,
+            approval_timeout: args.approval_timeout,
+        })
+        .build();
+    let shown = server.tool_names();
+    for (tool, why) in server.left_out() {
+        eprintln!("warning: `{tool}` is not served: {why}");
+    }
+    let tools = format!(
+        "{} tool{} as {}",
+        shown.len(),
+        if shown.len() == 1 { "" } else { "s" },
+        principal.id
+    );
+    let report = runtime.block_on(async {
+        match http {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                let bound = listener.local_addr().map_err(|e| e.to_string())?;
+                let host = match bound {
+                    SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+                    SocketAddr::V4(v4) => v4.ip().to_string(),
+                };
+                eprintln!(
+                    "toolgate: serving {tools} at http://{host}:{}{} ({}Ctrl-C stops)",
+                    bound.port(),
+                    args.path,
+                    if access.requires_token() {
+                        "bearer token required; "
+                    } else {
+                        ""
+                    }
+                );
+                server
+                    .serve_http(listener, &args.path, access, shutdown_signal())
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            None => {
+                eprintln!("toolgate: serving {tools} over stdio");
+                server
+                    .serve_stdio(shutdown_signal())
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
+    });
+    if let Some(upstreams) = upstreams {
+        runtime.block_on(upstreams.shutdown());
+    }
+    // A read of standard input cannot be cancelled; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    eprintln!("toolgate: {}", report?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Upstream servers that are not ready, tools left out and quarantined tools, on stderr.
+fn report(upstreams: &Upstreams) {
+    for status in upstreams.status() {
+        if let Some(reason) = &status.reason {
+            eprintln!(
+                "warning: MCP server `{}` is {}: {reason}",
+                status.namespace,
+                status.state.as_str()
+            );
+        }
+        for skipped in &status.skipped {
+            eprintln!(
+                "warning: `{}` of MCP server `{}` is left out: {}",
+                skipped.name, status.namespace, skipped.reason
+            );
+        }
+    }
+    for withheld in upstreams.withheld() {
+        eprintln!(
+            "warning: `{}` is quarantined and not served: {}; review it with `toolgate pins diff {}`",
+            withheld.tool, withheld.reason, withheld.tool
+        );
+    }
+}

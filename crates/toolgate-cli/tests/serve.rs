@@ -1,0 +1,369 @@
+//! `toolgate serve` as an MCP client meets it: a real `toolgate` process, driven
+//! by the official SDK's client (rmcp) over stdio and over streamable HTTP on
+//! loopback.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+
+/// A scratch directory holding a copy of the helpdesk spec and its state.
+struct Desk {
+    dir: tempfile::TempDir,
+}
+
+impl Desk {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+        Desk { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        command
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("TOOLGATE_STATE_DIR");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// `toolgate serve --http 127.0.0.1:0 ARGS`, and the URL it serves.
+    fn serve_http(&self, args: &[&str], env: &[(&str, &str)]) -> Served {
+        let mut command = self.command(&["serve", "--http", "127.0.0.1:0"]);
+        command
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        Served { child, stderr, url }
+    }
+}
+
+/// A running `toolgate serve --http`.
+struct Served {
+    child: Child,
+    stderr: BufReader<std::process::ChildStderr>,
+    url: String,
+}
+
+impl Served {
+    /// Sends SIGTERM and waits for the process to exit; its exit status and the
+    /// rest of its stderr.
+    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "toolgate serve did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stderr, &mut rest).unwrap();
+        (status, rest)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn http_client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+async fn stdio_client(desk: &Desk, args: &[&str]) -> RunningService<RoleClient, ()> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
+        .arg("serve")
+        .arg("--stdio")
+        .args(args)
+        .current_dir(desk.path())
+        .env_remove("TOOLGATE_STATE_DIR");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ().serve(transport).await.unwrap()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The audit log of the desk's state directory.
+fn audit(desk: &Desk) -> Vec<Value> {
+    let out = desk.run(&["audit", "tail", "-n", "100", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+const VERIFY: &str = "verify_customer";
+
+fn verify_arguments() -> Value {
+    json!({"email": "ada@example.com", "last4": "4242"})
+}
+
+#[tokio::test]
+async fn serve_over_stdio_runs_calls_through_the_gate_in_the_session_s_own_conversation() {
+    let desk = Desk::new();
+    let client = stdio_client(&desk, &[]).await;
+    let listed = names(&client).await;
+    assert_eq!(
+        listed.len(),
+        12,
+        "cancel_order is denied by policy: {listed:?}"
+    );
+    assert!(!listed.contains(&"cancel_order".to_owned()));
+    let result = client
+        .call_tool(call(VERIFY, verify_arguments()))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    client.cancel().await.unwrap();
+
+    let records = audit(&desk);
+    let completion = records
+        .iter()
+        .find(|r| r["kind"] == "completion" && r["tool"] == VERIFY)
+        .expect("the call is in the audit log");
+    let session = completion["session"].as_str().unwrap();
+    assert!(session.starts_with("mcp-"), "{session}");
+    let out = desk.run(&["state", "get", "customer_verified", "--session", session]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "true");
+    let out = desk.run(&["state", "get", "customer_verified"]);
+    assert_ne!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "true",
+        "the default conversation is untouched"
+    );
+}
+
+#[tokio::test]
+async fn serve_over_http_lists_and_calls_the_spec_tools() {
+    let desk = Desk::new();
+    let served = desk.serve_http(&[], &[]);
+    assert!(served.url.ends_with("/mcp"), "{}", served.url);
+    let client = http_client(&served.url, None).await;
+    assert_eq!(names(&client).await.len(), 12);
+    let verified = client
+        .call_tool(call(VERIFY, verify_arguments()))
+        .await
+        .unwrap();
+    assert_eq!(verified.is_error, Some(false), "{}", text(&verified));
+    let result = client
+        .call_tool(call("lookup_order", json!({"order_id": "ORD-10422"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(
+        result.structured_content.as_ref().unwrap()["order_id"],
+        "ORD-10422"
+    );
+    let invalid = client
+        .call_tool(call("lookup_order", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(text(&invalid).contains("order_id"), "{}", text(&invalid));
+    let pending = client
+        .call_tool(call(
+            "escalate_to_human",
+            json!({"ticket_id": "TCK-1", "reason": "the customer asks for a person", "urgency": "normal"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(pending.is_error, Some(true));
+    assert!(
+        text(&pending).contains("toolgate approvals approve ap-"),
+        "{}",
+        text(&pending)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn serve_as_a_principal_lists_only_the_tools_it_may_use() {
+    let desk = Desk::new();
+    let client = stdio_client(&desk, &["--as", "faq_bot"]).await;
+    assert_eq!(names(&client).await, ["search_kb"]);
+    let refused = client
+        .call_tool(call("lookup_order", json!({"order_id": "ORD-10422"})))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("not allowed"), "{}", text(&refused));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_token_protected_server_answers_401_without_the_token() {
+    let desk = Desk::new();
+    let token = "tg-test-4f0c2a9d";
+    let served = desk.serve_http(
+        &["--token-env", "TG_TEST_TOKEN"],
+        &[("TG_TEST_TOKEN", token)],
+    );
+    let response = reqwest::Client::new()
+        .post(&served.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let client = http_client(&served.url, Some(token)).await;
+    assert_eq!(names(&client).await.len(), 12);
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token() {
+    let desk = Desk::new();
+    let out = desk.run(&["serve", "--http", "0.0.0.0:0"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--token-env"), "{stderr}");
+}
+
+#[test]
+fn a_token_variable_that_is_not_set_is_an_error_naming_it() {
+    let desk = Desk::new();
+    let out = desk
+        .command(&[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "TG_NOT_SET_ANYWHERE",
+        ])
+        .env_remove("TG_NOT_SET_ANYWHERE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TG_NOT_SET_ANYWHERE"), "{stderr}");
+}
+
+#[tokio::test]
+async fn serve_stops_cleanly_on_sigterm_and_reports_what_it_served() {
+    let desk = Desk::new();
+    let served = desk.serve_http(&[], &[]);
+    let client = http_client(&served.url, None).await;
+    client
+        .call_tool(call(VERIFY, verify_arguments()))
+        .await
+        .unwrap();
+    let (status, stderr) = served.terminate();
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert!(stderr.contains("served 1 call;"), "{stderr}");
+    drop(client);
+}
+
+#[tokio::test]
+async fn serve_offers_an_upstream_server_s_tools_under_its_namespace_through_the_gate() {
+    let desk = Desk::new();
+    // The upstream is itself `toolgate serve`, over stdio, with one tool.
+    std::fs::write(
+        desk.path().join("inner.yaml"),
+        "tools:\n  - name: ping\n    description: Answer pong.\n    effect: read\n    response: pong\n",
+    )
+    .unwrap();
+    let inner_state = desk.path().join("inner-state");
+    std::fs::write(
+        desk.path().join("outer.yaml"),
+        format!(
+            "mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n    effects: {{ping: read}}\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            inner_state.display()
+        ),
+    )
+    .unwrap();
+    let client = stdio_client(&desk, &["-f", "outer.yaml"]).await;
+    assert_eq!(names(&client).await, ["inner.ping"]);
+    let result = client
+        .call_tool(call("inner.ping", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert!(text(&result).contains("pong"), "{}", text(&result));
+    client.cancel().await.unwrap();
+    let outer = audit(&desk);
+    assert!(
+        outer.iter().any(|r| r["tool"] == "inner.ping"
+            && r["kind"] == "completion"
+            && r["outcome"] == "ok"),
+        "{outer:?}"
+    );
+}

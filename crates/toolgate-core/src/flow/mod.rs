@@ -1,0 +1,38 @@
+//! Governed conversations: a spec file's `flow:` says which tools may run when, and
+//! its `tests:` script conversations that show it.
+//!
+//! A [`Flow`] has steps (each active after the steps it comes after are done and
+//! while its gate holds; done once its `done` guard holds), constraints over the
+//! whole conversation (`once`, `before`, `never_until`, `require`) and tools that
+//! need the user's confirmation. The [`Monitor`] turns a flow, a conversation's
+//! state and its call history into a [`FlowView`]: the active and done steps and,
+//! for every tool, allowed or blocked with a reason a model can act on ("refund_order
+//! is blocked until lookup_order has succeeded"). Everything here is pure; the gate
+//! in the `toolgate` crate consults the monitor before it authorizes a call.
+
+mod check;
+mod guard;
+mod history;
+mod mermaid;
+mod model;
+mod monitor;
+mod satisfy;
+mod script;
+mod visibility;
+
+pub use check::check_flow;
+pub use guard::values_equal;
+pub use history::CallRecord;
+pub use mermaid::mermaid;
+pub use model::{
+    Above, Ambient, Before, Confirm, ConfirmWhen, Constraint, Flow, Guard, NeverUntil, Require,
+    Step,
+};
+pub use monitor::{FlowView, Monitor, Requirement, StepStatus, StepView, ToolStatus};
+pub use script::{Approval, CallEvent, Event, Expect, ExpectedOutcome, TestScript};
+pub use visibility::{FlowVisibility, NOT_AVAILABLE_YET, visible_tools};
+
+/// What a guard says, in words: `lookup_order has succeeded`, `` `verified` is true ``.
+pub fn describe_guard(guard: &Guard) -> String {
+    guard::describe(guard)
+}

@@ -1,0 +1,43 @@
+//! Tool search: the few tools that fit a request, out of thousands.
+//!
+//! A [`SearchIndex`] holds the catalog's descriptors as an inverted index and ranks
+//! them with BM25F over weighted fields ([`Field`], [`FieldWeights`]): the name
+//! split into words, title, description, usage guidance (`when_to_use`,
+//! `example`), tags, and parameter names and descriptions. `when_not_to` is never
+//! searched. The index changes one tool at a time ([`SearchIndex::insert`],
+//! [`SearchIndex::remove`]), so an MCP server's list changing costs only that
+//! server's tools.
+//!
+//! A [`SearchRequest`] says how many hits to return, which tools to leave out (a
+//! caller's [`Filter`]: not permitted, blocked by the flow, quarantined, breaker
+//! open), whether to return those anyway, marked, for operators, and an optional
+//! [`Scorer`] whose ranking is fused with the lexical one. Each [`Hit`] carries its
+//! score and the query terms it matched.
+//!
+//! On top of the index: the built-in `search_tools` tool's descriptor and result
+//! ([`search_tools_descriptor`], [`found_tools`]), a session's list of tools when
+//! tools are loaded on demand ([`ListedTools`]), and measurement ([`eval`]).
+//!
+//! Limits: matching is lexical. A query must share a word (after
+//! [`tokenize`]'s splitting and light stemming) with a tool to find it; synonyms
+//! and paraphrase need a [`Scorer`].
+
+mod builtin;
+pub mod eval;
+mod fields;
+mod fusion;
+mod index;
+mod listed;
+mod query;
+mod tokenize;
+
+pub use builtin::{
+    MAX_SEARCH_K, SEARCH_TOOLS, SearchToolsInput, found_tool_names, found_tools,
+    search_tools_descriptor,
+};
+pub use fields::{FIELD_COUNT, Field, FieldWeights};
+pub use fusion::{RRF_K, Scorer};
+pub use index::SearchIndex;
+pub use listed::ListedTools;
+pub use query::{Exclusion, Filter, Hit, SearchRequest};
+pub use tokenize::{is_stop_word, stem, tokenize};

@@ -1,0 +1,80 @@
+//! A governed conversation as a model and an operator see it: where it stands,
+//! the tools offered now (blocked ones hidden or marked), and the planner digest.
+
+use toolgate_core::flow::{Flow, FlowView, FlowVisibility, Monitor, visible_tools};
+use toolgate_core::{Principal, ToolDescriptor, planner_digest, planner_digest_in_flow};
+
+use super::admission::facts;
+use crate::gate::Gate;
+use crate::store::{RecordedCall, StoreError};
+
+impl Gate {
+    /// The flow the gate enforces, if its spec file has one.
+    pub fn flow(&self) -> Option<&Flow> {
+        self.flow.flow()
+    }
+
+    /// How the gate shows a model the tools its flow blocks.
+    pub fn flow_visibility(&self) -> FlowVisibility {
+        self.flow.visibility()
+    }
+
+    /// Where conversation `session` stands: active and done steps and every
+    /// tool's status; `None` when the gate has no flow.
+    pub fn flow_view(&self, session: &str) -> Result<Option<FlowView>, StoreError> {
+        let Some(flow) = self.flow() else {
+            return Ok(None);
+        };
+        let (state, history) = facts(self, session)?;
+        Ok(Some(Monitor::new(flow).view(
+            &state,
+            &history,
+            self.catalog().iter().map(|t| t.name()),
+        )))
+    }
+
+    /// The calls that ran in conversation `session`, oldest first.
+    pub fn history(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
+        self.store().calls(session)
+    }
+
+    /// The catalog's descriptors as a model should be offered them now in
+    /// `session`: every tool without a flow; with one, blocked tools hidden or
+    /// marked (see [`GateBuilder::flow_visibility`](crate::GateBuilder::flow_visibility)).
+    /// Render these with any wire target, or list them over MCP.
+    pub fn visible_tools(&self, session: &str) -> Result<Vec<ToolDescriptor>, StoreError> {
+        let tools: Vec<ToolDescriptor> = self
+            .catalog()
+            .iter()
+            .map(|t| t.descriptor().clone())
+            .collect();
+        Ok(match self.flow_view(session)? {
+            Some(view) => visible_tools(&tools, &view, self.flow_visibility()),
+            None => tools,
+        })
+    }
+
+    /// The planner digest for `principal` in `session`: with a flow, it opens with
+    /// the active steps' instructions and hides or marks blocked tools.
+    pub fn planner_digest(
+        &self,
+        session: &str,
+        principal: &Principal,
+    ) -> Result<String, StoreError> {
+        let tools: Vec<ToolDescriptor> = self
+            .catalog()
+            .iter()
+            .map(|t| t.descriptor().clone())
+            .collect();
+        Ok(match self.flow_view(session)? {
+            Some(view) => planner_digest_in_flow(
+                &tools,
+                self.policy(),
+                principal,
+                &view,
+                self.flow_visibility(),
+            ),
+            None => planner_digest(&tools, self.policy(), principal),
+        })
+    }
+}

@@ -1,0 +1,337 @@
+//! A binding's URL template filled with arguments and state.
+//!
+//! The scheme, host and port come from the spec file only. A placeholder fills at
+//! most one path segment or one query value: everything but the unreserved
+//! characters (`A-Z a-z 0-9 - . _ ~`) is percent-encoded, so `/`, `?`, `#`, `@`, `:`,
+//! `%` and `&` in an argument stay inside it, and a segment that would read as `.` or
+//! `..` is refused rather than sent (URL parsers remove dot segments, which would let
+//! an argument climb the path).
+
+use serde_json::{Map, Value};
+use toolgate_core::spec::template::{Placeholder, Scope, placeholders};
+use url::Url;
+
+/// Why a URL could not be built. `Input` is the model's to fix; `Spec` the operator's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlProblem {
+    Input(String),
+    Spec(String),
+}
+
+/// The value a placeholder reads; `Null` when it is absent.
+pub(crate) fn lookup(p: &Placeholder, args: &Value, state: &Map<String, Value>) -> Value {
+    let root = match p.scope {
+        Scope::Args => args.get(p.name()),
+        Scope::State => state.get(p.name()),
+    };
+    p.path[1..]
+        .iter()
+        .fold(root, |v, key| v.and_then(|v| v.get(key)))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A value as text spliced into a string: strings as they are, `null` as nothing,
+/// anything else as JSON.
+pub(crate) fn as_text(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `s` with each placeholder replaced by `encode` of its text.
+pub(crate) fn fill(
+    s: &str,
+    args: &Value,
+    state: &Map<String, Value>,
+    encode: impl Fn(&str) -> String,
+) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for p in placeholders(s) {
+        out.push_str(&s[last..p.range.start]);
+        out.push_str(&encode(&as_text(&lookup(&p, args, state))));
+        last = p.range.end;
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
+/// The value of a string that is exactly one placeholder.
+fn lone(s: &str, args: &Value, state: &Map<String, Value>) -> Option<Value> {
+    match placeholders(s).as_slice() {
+        [only] if only.range == (0..s.len()) => Some(lookup(only, args, state)),
+        _ => None,
+    }
+}
+
+/// Percent-encodes every byte but the unreserved characters.
+pub fn encode_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Whether a path segment is one a URL parser removes or climbs with.
+fn is_dot_segment(segment: &str) -> bool {
+    let s = segment.to_ascii_lowercase().replace("%2e", ".");
+    s == "." || s == ".."
+}
+
+/// Splits an absolute URL template into `scheme://authority` and the rest.
+fn split_origin(template: &str) -> Result<(&str, &str), UrlProblem> {
+    let Some(scheme_end) = template.find("://") else {
+        return Err(UrlProblem::Spec(format!(
+            "the URL `{template}` is not absolute; start it with https:// or http://"
+        )));
+    };
+    let after = scheme_end + 3;
+    let end = template[after..]
+        .find(['/', '?', '#'])
+        .map_or(template.len(), |i| after + i);
+    let origin = &template[..end];
+    if !placeholders(origin).is_empty() {
+        return Err(UrlProblem::Spec(format!(
+            "the URL `{template}` takes its host from a placeholder; write the host literally"
+        )));
+    }
+    Ok((origin, &template[end..]))
+}
+
+/// Builds the request URL: the template's origin, its path and query with
+/// placeholders filled and encoded, then the `query:` entries. A query entry whose
+/// value is one placeholder reading `null` is left out; one reading a list is
+/// repeated for each item.
+pub fn build_url<'q>(
+    template: &str,
+    query: impl IntoIterator<Item = (&'q String, &'q String)>,
+    args: &Value,
+    state: &Map<String, Value>,
+) -> Result<Url, UrlProblem> {
+    let (origin, rest) = split_origin(template)?;
+    let base = Url::parse(origin)
+        .map_err(|e| UrlProblem::Spec(format!("the URL `{template}` is not valid: {e}")))?;
+    if !matches!(base.scheme(), "http" | "https") {
+        return Err(UrlProblem::Spec(format!(
+            "the URL scheme `{}` is not supported; use https:// or http://",
+            base.scheme()
+        )));
+    }
+    // Fragments are never sent.
+    let rest = rest.split('#').next().unwrap_or_default();
+    let (path, inline_query) = match rest.split_once('?') {
+        Some((path, q)) => (path, Some(q)),
+        None => (rest, None),
+    };
+    let mut out = String::from(origin);
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        let filled = fill(segment, args, state, encode_component);
+        if filled != segment && is_dot_segment(&filled) {
+            return Err(UrlProblem::Input(format!(
+                "the URL path segment `{segment}` would be `{filled}`, which a URL cannot carry as data; pass a name other than `.` or `..`"
+            )));
+        }
+        out.push_str(&filled);
+    }
+    let mut pairs: Vec<String> = Vec::new();
+    let mut add = |key: &str, value: &str| {
+        let mut pair = String::new();
+        pair.push_str(key);
+        pair.push('=');
+        pair.push_str(value);
+        pairs.push(pair);
+    };
+    if let Some(q) = inline_query {
+        for pair in q.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let key = fill(key, args, state, encode_component);
+            match lone(value, args, state) {
+                Some(Value::Null) => {}
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .for_each(|v| add(&key, &encode_component(&as_text(v)))),
+                _ => add(&key, &fill(value, args, state, encode_component)),
+            }
+        }
+    }
+    for (key, value) in query {
+        let key = encode_component(key);
+        match lone(value, args, state) {
+            Some(Value::Null) => {}
+            Some(Value::Array(items)) => items
+                .iter()
+                .for_each(|v| add(&key, &encode_component(&as_text(v)))),
+            _ => add(&key, &fill(value, args, state, encode_component)),
+        }
+    }
+    if !pairs.is_empty() {
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    let url = Url::parse(&out).map_err(|e| {
+        UrlProblem::Spec(format!(
+            "the URL `{template}` is not valid once filled: {e}"
+        ))
+    })?;
+    // Belt and braces: the filled URL has the template's origin.
+    if url.scheme() != base.scheme()
+        || url.host() != base.host()
+        || url.port_or_known_default() != base.port_or_known_default()
+        || url.fragment().is_some()
+    {
+        return Err(UrlProblem::Input(
+            "the arguments would change the URL's host; pass plain values".into(),
+        ));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const NO_QUERY: [(String, String); 0] = [];
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn build(template: &str, args: Value) -> Result<Url, UrlProblem> {
+        build_url(
+            template,
+            NO_QUERY.iter().map(|(k, v)| (k, v)),
+            &args,
+            &Map::new(),
+        )
+    }
+
+    #[test]
+    fn arguments_fill_path_segments_and_query_values() {
+        let query = pairs(&[("q", "{args.q}"), ("limit", "{args.limit}")]);
+        let url = build_url(
+            "https://api.example.com/users/{args.id}/orders?sort=new",
+            query.iter().map(|(k, v)| (k, v)),
+            &json!({"id": "A 1", "q": "a&b=c", "limit": 5}),
+            &Map::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://api.example.com/users/A%201/orders?sort=new&q=a%26b%3Dc&limit=5"
+        );
+    }
+
+    #[test]
+    fn an_argument_cannot_leave_its_segment_or_change_the_host() {
+        let url = build(
+            "https://api.example.com/users/{args.id}",
+            json!({"id": "@evil.example/../../admin?x=1#f"}),
+        )
+        .unwrap();
+        assert_eq!(url.host_str(), Some("api.example.com"));
+        assert_eq!(
+            url.path(),
+            "/users/%40evil.example%2F..%2F..%2Fadmin%3Fx%3D1%23f"
+        );
+        assert_eq!(url.query(), None);
+        let url = build(
+            "http://h.example:8080/{args.p}",
+            json!({"p": ":9090@evil.example"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (url.host_str(), url.port()),
+            (Some("h.example"), Some(8080))
+        );
+        assert_eq!(url.path(), "/%3A9090%40evil.example");
+        // Right after the authority, a placeholder would extend the port or host.
+        assert!(matches!(
+            build("http://h.example:8080{args.p}", json!({"p": "1"})),
+            Err(UrlProblem::Spec(_))
+        ));
+    }
+
+    #[test]
+    fn dot_segments_from_arguments_are_refused() {
+        for id in [".", "..", ".%2e"] {
+            let r = build("https://h.example/a/{args.id}/b", json!({"id": id}));
+            if id == ".%2e" {
+                // `%` is encoded, so this is the harmless `.%252e`.
+                assert_eq!(r.unwrap().path(), "/a/.%252e/b");
+            } else {
+                assert!(matches!(r, Err(UrlProblem::Input(_))), "{id}");
+            }
+        }
+        // A literal dot segment written in the spec file is the author's.
+        assert_eq!(
+            build("https://h.example/a/../b", json!({})).unwrap().path(),
+            "/b"
+        );
+    }
+
+    #[test]
+    fn null_query_values_are_left_out_and_lists_repeat_the_key() {
+        let query = pairs(&[("tag", "{args.tags}"), ("page", "{args.page}")]);
+        let url = build_url(
+            "https://h.example/s",
+            query.iter().map(|(k, v)| (k, v)),
+            &json!({"tags": ["a b", "c"]}),
+            &Map::new(),
+        )
+        .unwrap();
+        assert_eq!(url.query(), Some("tag=a%20b&tag=c"));
+    }
+
+    #[test]
+    fn a_host_from_a_placeholder_is_refused() {
+        assert!(matches!(
+            build("https://{args.host}/x", json!({"host": "evil.example"})),
+            Err(UrlProblem::Spec(_))
+        ));
+        assert!(matches!(
+            build("ftp://h.example/x", json!({})),
+            Err(UrlProblem::Spec(_))
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn any_argument_stays_in_its_segment(id in "\\PC{0,24}") {
+            match build("https://api.example.com/users/{args.id}/profile", json!({"id": id})) {
+                Ok(url) => {
+                    prop_assert_eq!(url.host_str(), Some("api.example.com"));
+                    prop_assert_eq!(url.port_or_known_default(), Some(443));
+                    let segments: Vec<&str> = url.path_segments().unwrap().collect();
+                    prop_assert_eq!(segments.len(), 3);
+                    prop_assert_eq!(segments[0], "users");
+                    prop_assert_eq!(segments[2], "profile");
+                    prop_assert_eq!(url.query(), None);
+                }
+                Err(e) => prop_assert!(matches!(e, UrlProblem::Input(_)) && (id == "." || id == "..")),
+            }
+        }
+
+        #[test]
+        fn any_query_value_round_trips(value in "\\PC{0,24}") {
+            let query = pairs(&[("q", "{args.v}")]);
+            let url = build_url("https://h.example/s?fixed=1", query.iter().map(|(k, v)| (k, v)), &json!({"v": value}), &Map::new()).unwrap();
+            let pairs: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+            prop_assert_eq!(pairs, vec![("fixed".to_owned(), "1".to_owned()), ("q".to_owned(), value)]);
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! A binding filled in for one call: URL, headers, body, and the secrets they hold.
+//!
+//! `${env.NAME}` is read only where the spec file wrote it in a header value, never
+//! from text an argument supplies, so an argument cannot pull the environment into a
+//! request.
+
+use serde_json::{Map, Value};
+use toolgate_core::spec::{HttpBinding, HttpMethod, template};
+use toolgate_core::{ToolError, is_secret_header, is_secret_key};
+use url::Url;
+
+use super::fill::{UrlProblem, build_url, fill, lookup};
+use super::secrets::Secrets;
+
+/// Reads an environment variable for `${env.NAME}`.
+pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+/// A request ready to send.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub method: HttpMethod,
+    pub url: Url,
+    /// Name, value, and whether the value is secret (dropped on a cross-origin redirect).
+    pub headers: Vec<(String, String, bool)>,
+    /// A JSON body.
+    pub body: Option<Vec<u8>>,
+    pub secrets: Secrets,
+}
+
+/// Fills `binding` for one call.
+pub fn prepare(
+    binding: &HttpBinding,
+    args: &Value,
+    state: &Map<String, Value>,
+    env: &EnvLookup,
+) -> Result<Prepared, ToolError> {
+    let mut secrets = Secrets::default();
+    let url = build_url(&binding.url, &binding.query, args, state).map_err(|p| match p {
+        UrlProblem::Input(m) => ToolError::invalid_input(m),
+        UrlProblem::Spec(m) => ToolError::permanent(format!("{m} (in the spec file)")),
+    })?;
+    if let Some(password) = url.password() {
+        secrets.add(password);
+    }
+    for (key, value) in url.query_pairs() {
+        if is_secret_key(&key) {
+            secrets.add(&value);
+        }
+    }
+    let mut headers = Vec::with_capacity(binding.headers.len());
+    for (name, template) in &binding.headers {
+        let Some((value, from_env)) = header_value(name, template, args, state, env)? else {
+            continue;
+        };
+        let secret = from_env || is_secret_header(name);
+        if secret {
+            secrets.add_header_value(&value);
+        }
+        headers.push((name.clone(), value, secret));
+    }
+    let body = match (&binding.body, binding.method) {
+        (Some(body), _) => Some(template::render(body, args, state)),
+        (None, HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch) => Some(args.clone()),
+        (None, _) => None,
+    };
+    let body = body
+        .map(|b| serde_json::to_vec(&b))
+        .transpose()
+        .map_err(|e| ToolError::permanent(format!("cannot write the request body: {e}")))?;
+    Ok(Prepared {
+        method: binding.method,
+        url,
+        headers,
+        body,
+        secrets,
+    })
+}
+
+/// One header's value: placeholders filled as text and `${env.NAME}` resolved.
+/// `None` when the whole value is one placeholder that reads `null` (an optional
+/// argument left out). The flag says whether an environment variable went in.
+fn header_value(
+    name: &str,
+    template: &str,
+    args: &Value,
+    state: &Map<String, Value>,
+    env: &EnvLookup,
+) -> Result<Option<(String, bool)>, ToolError> {
+    if let [only] = template::placeholders(template).as_slice()
+        && only.range == (0..template.len())
+        && lookup(only, args, state).is_null()
+    {
+        return Ok(None);
+    }
+    let mut out = String::new();
+    let mut from_env = false;
+    let mut rest = template;
+    while let Some(start) = rest.find("${env.") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&fill(&rest[..start], args, state, str::to_owned));
+        let var = &rest[start + 6..start + len];
+        let value = env(var).ok_or_else(|| {
+            ToolError::permanent(format!(
+                "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
+            ))
+        })?;
+        out.push_str(&value);
+        from_env = true;
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(&fill(rest, args, state, str::to_owned));
+    if out
+        .chars()
+        .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
+    {
+        let placeholders = template::placeholders(template);
+        return Err(if placeholders.is_empty() {
+            ToolError::permanent(format!(
+                "header `{name}` would hold a control character (from the environment); fix the variable's value"
+            ))
+        } else {
+            let names: Vec<String> = placeholders
+                .iter()
+                .map(|p| format!("`{}`", p.path.join(".")))
+                .collect();
+            ToolError::invalid_input(format!(
+                "{} would put a line break or control character into header `{name}`; pass a value on one line",
+                names.join(", ")
+            ))
+        });
+    }
+    Ok(Some((out, from_env)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding(v: Value) -> HttpBinding {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "tok-secret-1".to_owned())
+    }
+
+    #[test]
+    fn env_values_go_only_where_the_spec_file_wrote_them() {
+        let b = binding(json!({
+            "url": "https://h.example/x",
+            "headers": {"Authorization": "Bearer ${env.TOKEN}", "X-Note": "{args.note}"},
+        }));
+        let p = prepare(&b, &json!({"note": "${env.TOKEN}"}), &Map::new(), &env).unwrap();
+        assert_eq!(
+            p.headers[0],
+            ("Authorization".into(), "Bearer tok-secret-1".into(), true)
+        );
+        assert_eq!(
+            p.headers[1],
+            ("X-Note".into(), "${env.TOKEN}".into(), false)
+        );
+        assert_eq!(p.secrets.mask("Bearer tok-secret-1"), "[redacted]");
+        assert_eq!(p.secrets.mask("tok-secret-1"), "[redacted]");
+    }
+
+    #[test]
+    fn a_missing_env_variable_is_named_and_its_value_never_guessed() {
+        let b =
+            binding(json!({"url": "https://h.example/x", "headers": {"X-Key": "${env.ABSENT}"}}));
+        let err = prepare(&b, &json!({}), &Map::new(), &env).unwrap_err();
+        assert!(err.to_string().contains("`ABSENT`"), "{err}");
+        assert!(!err.is_retryable());
+    }
+
+    #[test]
+    fn a_line_break_from_an_argument_cannot_add_a_header() {
+        let b = binding(json!({"url": "https://h.example/x", "headers": {"X-Trace": "{args.id}"}}));
+        let err = prepare(&b, &json!({"id": "1\r\nX-Admin: yes"}), &Map::new(), &env).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidInput { .. }), "{err}");
+    }
+
+    #[test]
+    fn an_optional_header_left_out_is_not_sent_and_writes_send_the_arguments() {
+        let b = binding(
+            json!({"method": "POST", "url": "https://h.example/x", "headers": {"X-Trace": "{args.trace}"}}),
+        );
+        let p = prepare(&b, &json!({"a": 1}), &Map::new(), &env).unwrap();
+        assert!(p.headers.is_empty());
+        assert_eq!(p.body.as_deref(), Some(&br#"{"a":1}"#[..]));
+        let get = binding(json!({"url": "https://h.example/x"}));
+        assert_eq!(
+            prepare(&get, &json!({"a": 1}), &Map::new(), &env)
+                .unwrap()
+                .body,
+            None
+        );
+    }
+}

@@ -1,0 +1,360 @@
+//! Serving a gate's catalog to any MCP client, over stdio or streamable HTTP.
+//!
+//! Each MCP session is its own conversation in the gate: its own state, call
+//! history and flow position. `tools/list` shows the tools the served principal
+//! may use (denied tools are left out), with annotations read off their effects;
+//! `tools/call` runs through the gate, so validation errors, refusals and tool
+//! failures come back as `isError` results the model can act on. A call that
+//! needs a person's approval asks the client's user through MCP elicitation when
+//! the client can show a form, and otherwise says how to approve it
+//! (`toolgate approvals approve ID`).
+//!
+//! Shutting down (the `shutdown` future of [`McpServer::serve_stdio`] and
+//! [`McpServer::serve_http`] resolving, e.g. on [`shutdown_signal`]) stops taking
+//! calls, gives running calls a grace period, then cancels the rest through the
+//! gate, which records each outcome.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use toolgate::mcp::server::{HttpAccess, McpServer, shutdown_signal};
+//! use toolgate::{Catalog, Gate};
+//!
+//! let gate = Arc::new(Gate::builder(Catalog::new()).build());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8731").await?;
+//! let report = McpServer::builder(gate)
+//!     .build()
+//!     .serve_http(listener, "/mcp", HttpAccess::open(), shutdown_signal())
+//!     .await?;
+//! eprintln!("{report}");
+//! # Ok(())
+//! # }
+//! ```
+
+mod approval;
+mod downstream;
+mod http;
+mod inflight;
+mod result;
+mod session;
+mod tools;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::{Principal, planner_digest};
+
+pub use downstream::Downstream;
+pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, check_path};
+pub use inflight::DrainReport;
+pub use result::{content_blocks, content_value};
+
+use crate::Gate;
+use inflight::InFlight;
+use session::Session;
+use tools::ToolList;
+
+/// How long running calls get to finish after shutdown begins, by default.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// How long the server waits for a person to answer an approval question, by default.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// After the calls are done, how long the transport gets to deliver their results.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Limits of a server.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// How long running calls may take to finish once shutdown begins.
+    pub grace: Duration,
+    /// How long to wait for a person to answer an approval question.
+    pub approval_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            grace: DEFAULT_GRACE,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+        }
+    }
+}
+
+/// Why a server could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A non-loopback address without a bearer token.
+    #[error(
+        "{addr} is reachable from other machines, so it needs a bearer token: put one in an environment variable and pass `--token-env NAME` (or bind 127.0.0.1)"
+    )]
+    TokenRequired { addr: SocketAddr },
+    /// The bearer token is empty.
+    #[error("the bearer token is empty; set the variable to a long random string")]
+    EmptyToken,
+    /// The endpoint path is not one axum can route.
+    #[error(
+        "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
+    )]
+    BadPath(String),
+    /// The MCP session over stdio could not start (the client did not initialize).
+    #[error("the MCP session over stdio did not start: {0}")]
+    Stdio(String),
+    /// The transport failed.
+    #[error("serving failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What happened while serving, for the operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServeReport {
+    /// Calls that ran to an outcome (any outcome, recorded by the gate).
+    pub calls: u64,
+    /// What shutting down did to calls still running.
+    pub shutdown: DrainReport,
+}
+
+impl fmt::Display for ServeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let DrainReport {
+            running,
+            cancelled,
+            abandoned,
+        } = self.shutdown;
+        write!(
+            f,
+            "served {} call{}; at shutdown {running} running, {cancelled} cancelled after the grace period",
+            self.calls,
+            if self.calls == 1 { "" } else { "s" }
+        )?;
+        if abandoned > 0 {
+            write!(
+                f,
+                ", {abandoned} without a recorded outcome (check `toolgate audit pending`)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What every session of one server shares.
+pub(crate) struct Shared {
+    gate: Arc<Gate>,
+    principal: Principal,
+    tools: ToolList,
+    instructions: Option<String>,
+    /// A fixed conversation id for every session (else one per session).
+    session: Option<String>,
+    options: ServeOptions,
+    inflight: Arc<InFlight>,
+}
+
+/// Builds an [`McpServer`].
+pub struct McpServerBuilder {
+    gate: Arc<Gate>,
+    principal: Principal,
+    session: Option<String>,
+    withheld: Vec<String>,
+    options: ServeOptions,
+}
+
+impl McpServerBuilder {
+    /// Serve on behalf of `principal` (default: the operator).
+    pub fn principal(mut self, principal: Principal) -> Self {
+        self.principal = principal;
+        self
+    }
+
+    /// Put every session's calls in one conversation (default: one per session).
+    pub fn conversation(mut self, id: impl Into<String>) -> Self {
+        self.session = Some(id.into());
+        self
+    }
+
+    /// Leave these tools out of `tools/list` (e.g. quarantined upstream tools); a
+    /// call still reaches the gate, where the tool refuses it with its reason.
+    pub fn withhold(mut self, tools: impl IntoIterator<Item = String>) -> Self {
+        self.withheld.extend(tools);
+        self
+    }
+
+    pub fn options(mut self, options: ServeOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    pub fn build(self) -> McpServer {
+        let tools = ToolList::build(&self.gate, &self.principal, &self.withheld);
+        for (tool, why) in &tools.left_out {
+            tracing::warn!(tool = tool.as_str(), "not served over MCP: {why}");
+        }
+        let descriptors: Vec<_> = self
+            .gate
+            .catalog()
+            .iter()
+            .filter(|tool| !self.withheld.iter().any(|w| w == tool.name()))
+            .map(|tool| tool.descriptor())
+            .collect();
+        let instructions = Some(planner_digest(
+            descriptors,
+            self.gate.policy(),
+            &self.principal,
+        ));
+        McpServer {
+            shared: Arc::new(Shared {
+                gate: self.gate,
+                principal: self.principal,
+                tools,
+                instructions,
+                session: self.session,
+                options: self.options,
+                inflight: Arc::default(),
+            }),
+        }
+    }
+}
+
+/// A gate's catalog as an MCP server.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+impl McpServer {
+    pub fn builder(gate: Arc<Gate>) -> McpServerBuilder {
+        McpServerBuilder {
+            gate,
+            principal: Principal::operator(),
+            session: None,
+            withheld: Vec::new(),
+            options: ServeOptions::default(),
+        }
+    }
+
+    /// The names of the tools `tools/list` shows.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.shared
+            .tools
+            .tools
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .collect()
+    }
+
+    /// Tools the principal may use that MCP cannot carry, each with the reason.
+    pub fn left_out(&self) -> &[(String, String)] {
+        &self.shared.tools.left_out
+    }
+
+    /// Serves one session over standard input and output until the client
+    /// disconnects or `shutdown` resolves.
+    pub async fn serve_stdio(
+        self,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<ServeReport, ServeError> {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        self.serve_stream((stdin, stdout), shutdown).await
+    }
+
+    /// Serves one session over a byte stream pair (a pipe, a socket) until the
+    /// peer disconnects or `shutdown` resolves.
+    pub async fn serve_stream<R, W>(
+        self,
+        (reader, writer): (R, W),
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<ServeReport, ServeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let session = CancellationToken::new();
+        let running = Session::new(self.shared.clone())
+            .serve_with_ct((reader, writer), session.clone())
+            .await
+            .map_err(|e| ServeError::Stdio(e.to_string()))?;
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        let report = tokio::select! {
+            _ = &mut waiting => {
+                // The client went away: its calls have no one to answer to.
+                self.shared.inflight.drain(Duration::ZERO).await
+            }
+            _ = shutdown => {
+                let report = self.shared.inflight.drain(self.shared.options.grace).await;
+                tokio::time::sleep(SETTLE).await;
+                session.cancel();
+                let _ = waiting.await;
+                report
+            }
+        };
+        Ok(self.report(report))
+    }
+
+    /// Serves the streamable HTTP transport at `path` on `listener` until
+    /// `shutdown` resolves. A non-loopback address needs a bearer token.
+    pub async fn serve_http(
+        self,
+        listener: tokio::net::TcpListener,
+        path: &str,
+        access: HttpAccess,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<ServeReport, ServeError> {
+        let addr = listener.local_addr()?;
+        access.check(addr)?;
+        http::check_path(path)?;
+        let sessions = CancellationToken::new();
+        let stop_accepting = CancellationToken::new();
+        let app = http::router(self.shared.clone(), path, addr, &access, sessions.clone());
+        let server = axum::serve(listener, app)
+            .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
+            .into_future();
+        let server = tokio::spawn(server);
+        shutdown.await;
+        stop_accepting.cancel();
+        let report = self.shared.inflight.drain(self.shared.options.grace).await;
+        tokio::time::sleep(SETTLE).await;
+        sessions.cancel();
+        match tokio::time::timeout(Duration::from_secs(5), server).await {
+            Ok(Ok(result)) => result?,
+            Ok(Err(join)) => return Err(ServeError::Io(std::io::Error::other(join))),
+            Err(_) => tracing::warn!("connections still open after shutdown; closing them"),
+        }
+        Ok(self.report(report))
+    }
+
+    fn report(&self, shutdown: DrainReport) -> ServeReport {
+        ServeReport {
+            calls: self.shared.inflight.finished(),
+            shutdown,
+        }
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+}

@@ -1,0 +1,78 @@
+//! What `tools/list` shows a principal: every tool the policy does not deny it
+//! (and the owner does not withhold), rendered by the MCP wire format (annotations read off each tool's effect).
+
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+use serde_json::Value;
+use toolgate_core::wire::{self, CallReader, RenderOptions, Target};
+use toolgate_core::{Decision, Principal, SanitizeOptions, ToolDescriptor, sanitize_description};
+
+use crate::Gate;
+
+/// The tools one principal sees, and the map from their wire names back to the
+/// catalog's.
+pub(crate) struct ToolList {
+    pub(crate) tools: Arc<Vec<Tool>>,
+    pub(crate) reader: CallReader,
+    /// Tools the principal may use that MCP cannot carry, each with the reason.
+    pub(crate) left_out: Vec<(String, String)>,
+}
+
+impl ToolList {
+    pub(crate) fn build(gate: &Gate, principal: &Principal, withheld: &[String]) -> Self {
+        let visible: Vec<ToolDescriptor> = gate
+            .catalog()
+            .iter()
+            .filter(|tool| !withheld.iter().any(|w| w == tool.name()))
+            .filter(|tool| {
+                gate.policy().decide(tool.descriptor(), principal).decision != Decision::Deny
+            })
+            .map(|tool| {
+                let mut descriptor = tool.descriptor().clone();
+                if !tool.trusted() {
+                    descriptor.description = sanitize_description(
+                        &descriptor.description,
+                        &SanitizeOptions::for_description(),
+                    )
+                    .text;
+                }
+                descriptor
+            })
+            .collect();
+        let rendered = wire::render(Target::Mcp, &visible, &[], RenderOptions::default());
+        let mut left_out: Vec<(String, String)> = rendered
+            .problems
+            .iter()
+            .filter_map(|note| Some((note.tool.clone()?, note.message.clone())))
+            .collect();
+        let mut tools = Vec::with_capacity(rendered.tools.len());
+        for (descriptor, entry) in visible.iter().zip(rendered.tools) {
+            if left_out.iter().any(|(name, _)| *name == descriptor.name) {
+                continue;
+            }
+            match serde_json::from_value::<Tool>(entry) {
+                Ok(tool) => tools.push(tool),
+                Err(e) => left_out.push((
+                    descriptor.name.clone(),
+                    format!("not a valid MCP tool: {e}"),
+                )),
+            }
+        }
+        ToolList {
+            tools: Arc::new(tools),
+            reader: rendered.reader,
+            left_out,
+        }
+    }
+
+    /// The catalog name of the tool called as `wire`.
+    pub(crate) fn canonical<'a>(&'a self, wire: &'a str) -> &'a str {
+        self.reader.names.canonical(wire).unwrap_or(wire)
+    }
+}
+
+/// The arguments of a `tools/call` as the gate takes them: absent means `{}`.
+pub(crate) fn arguments(arguments: Option<serde_json::Map<String, Value>>) -> Value {
+    Value::Object(arguments.unwrap_or_default())
+}

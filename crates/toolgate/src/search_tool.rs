@@ -1,0 +1,216 @@
+//! The built-in `search_tools` tool: the model asks for tools by what they do and
+//! gets the few that fit, with their guidance, so a catalog of thousands can be
+//! offered as "a few always-loaded tools plus search".
+//!
+//! It keeps its own [`SearchIndex`] of the catalog; when tools come and go (an MCP
+//! server's list changes), [`SearchTools::insert`] and [`SearchTools::remove`]
+//! update it in place, through a shared reference. What the caller may not use
+//! is left out: tools the policy denies the call's principal, and whatever a
+//! host filter excludes (flow, quarantine, open breaker).
+//!
+//! A server that lists tools on demand (MCP `serve --search`) keeps one
+//! [`ListedTools`](toolgate_core::search::ListedTools) per session and reveals the
+//! names a search returned ([`found_tool_names`](toolgate_core::search::found_tool_names) of the result), sending
+//! `notifications/tools/list_changed` when the list grew.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use toolgate_core::search::{
+    Exclusion, Hit, SEARCH_TOOLS, SearchIndex, SearchRequest, SearchToolsInput, found_tools,
+    search_tools_descriptor,
+};
+use toolgate_core::{
+    Catalog, CatalogError, Decision, DynTool, Policy, Principal, ToolCtx, ToolDescriptor, ToolError,
+};
+
+/// A host's reason to leave a tool out of one caller's results.
+pub type SearchFilter = dyn Fn(&Principal, &ToolDescriptor) -> Option<Exclusion> + Send + Sync;
+
+/// The built-in `search_tools` tool (effect `read`, source `builtin`).
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolgate::{Catalog, Effect, Principal, SearchTools, ToolDescriptor, ToolSource};
+///
+/// let mut catalog = Catalog::new();
+/// let tools = SearchTools::register_in(&mut catalog).unwrap();
+/// tools.insert(&ToolDescriptor::new(
+///     "orders.refund", "Refund an order.", json!({"type": "object"}),
+///     Effect::Write, ToolSource::Builtin,
+/// ));
+/// let found = tools.find(&Principal::operator(), "refund my order", 5);
+/// assert_eq!(found["tools"][0]["name"], "orders.refund");
+/// ```
+pub struct SearchTools {
+    descriptor: ToolDescriptor,
+    indexed: RwLock<Indexed>,
+    policy: Option<Policy>,
+    filter: Option<Arc<SearchFilter>>,
+}
+
+#[derive(Default)]
+struct Indexed {
+    index: SearchIndex,
+    tools: HashMap<String, ToolDescriptor>,
+}
+
+impl SearchTools {
+    /// A search over `tools` (itself left out).
+    pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a ToolDescriptor>) -> Self {
+        let search = SearchTools {
+            descriptor: search_tools_descriptor(),
+            indexed: RwLock::new(Indexed::default()),
+            policy: None,
+            filter: None,
+        };
+        for tool in tools {
+            search.insert(tool);
+        }
+        search
+    }
+
+    /// A search over every tool in `catalog`.
+    pub fn new(catalog: &Catalog) -> Self {
+        SearchTools::from_tools(catalog.iter().map(|t| t.descriptor()))
+    }
+
+    /// Builds a search over `catalog`, registers it there as `search_tools`, and
+    /// returns it for keeping the index up to date.
+    pub fn register_in(catalog: &mut Catalog) -> Result<Arc<SearchTools>, CatalogError> {
+        let search = Arc::new(SearchTools::new(catalog));
+        catalog.register(search.clone())?;
+        Ok(search)
+    }
+
+    /// Leaves out the tools `policy` denies to the caller's principal (tier
+    /// ceiling, scopes, denying rules). Tools that need approval stay in.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Leaves out the tools `filter` excludes for a caller.
+    pub fn with_filter(
+        mut self,
+        filter: impl Fn(&Principal, &ToolDescriptor) -> Option<Exclusion> + Send + Sync + 'static,
+    ) -> Self {
+        self.filter = Some(Arc::new(filter));
+        self
+    }
+
+    /// Indexes `tool`, replacing one of the same name. `search_tools` itself is never indexed.
+    pub fn insert(&self, tool: &ToolDescriptor) {
+        if tool.name == SEARCH_TOOLS {
+            return;
+        }
+        let mut indexed = self.write();
+        indexed.index.insert(tool);
+        indexed.tools.insert(tool.name.clone(), tool.clone());
+    }
+
+    /// Drops the tool named `name` from the index; returns whether it was there.
+    pub fn remove(&self, name: &str) -> bool {
+        let mut indexed = self.write();
+        indexed.tools.remove(name);
+        indexed.index.remove(name)
+    }
+
+    /// How many tools are searchable.
+    pub fn len(&self) -> usize {
+        self.read().index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Why `principal` may not see `tool` in results, if it may not.
+    pub fn exclusion(&self, principal: &Principal, tool: &ToolDescriptor) -> Option<Exclusion> {
+        if let Some(policy) = &self.policy
+            && policy.decide(tool, principal).decision == Decision::Deny
+        {
+            return Some(Exclusion::NotPermitted);
+        }
+        self.filter.as_ref().and_then(|f| f(principal, tool))
+    }
+
+    /// The best `k` tools for `query` that `principal` may use; with
+    /// `include_excluded`, the others too, marked (for operators).
+    pub fn search(
+        &self,
+        principal: &Principal,
+        query: &str,
+        k: usize,
+        include_excluded: bool,
+    ) -> Vec<Hit> {
+        let indexed = self.read();
+        let filter = |name: &str| {
+            indexed
+                .tools
+                .get(name)
+                .and_then(|tool| self.exclusion(principal, tool))
+        };
+        indexed.index.search(
+            &SearchRequest::new(query)
+                .k(k)
+                .filter(&filter)
+                .include_excluded(include_excluded),
+        )
+    }
+
+    /// What the tool returns for `query`: the found tools' names, descriptions and
+    /// usage guidance.
+    pub fn find(&self, principal: &Principal, query: &str, k: usize) -> Value {
+        let hits = self.search(principal, query, k, false);
+        let indexed = self.read();
+        found_tools(&hits, |name| indexed.tools.get(name))
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Indexed> {
+        self.indexed.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Indexed> {
+        self.indexed.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl DynTool for SearchTools {
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolCtx,
+        input: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let input: SearchToolsInput = serde_json::from_value(input).map_err(|e| {
+                ToolError::invalid_input(format!(
+                    "{e}; call `{SEARCH_TOOLS}` with {{\"query\": \"what you want to do\", \"k\": 5}}"
+                ))
+            })?;
+            if input.query.trim().is_empty() {
+                return Err(ToolError::invalid_input(
+                    "`query` is empty; say in a few words what you want to do",
+                ));
+            }
+            Ok(self.find(ctx.principal(), &input.query, input.k()))
+        })
+    }
+}
+
+impl std::fmt::Debug for SearchTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchTools")
+            .field("tools", &self.len())
+            .field("policy", &self.policy.is_some())
+            .field("filter", &self.filter.is_some())
+            .finish()
+    }
+}

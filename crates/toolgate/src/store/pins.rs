@@ -1,0 +1,563 @@
+//! Pinned tool definitions: the defence against a server that changes a tool after
+//! it was trusted (a "rug pull").
+//!
+//! The first time a tool from a source the operator does not control is seen, its
+//! definition (name, title, description, schemas, annotations) is pinned by
+//! [`content_hash`](crate::content_hash). Each later sighting is compared with the
+//! pin: the same hash passes; a different one is recorded beside the pin as a
+//! *change* and the tool is quarantined until a person accepts that change
+//! ([`PinStore::accept_pin`]), which makes the recorded definition the new pin. What
+//! is accepted is exactly what was recorded and shown, never whatever the server
+//! says at the moment of accepting.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{SqliteStore, StoreError};
+
+/// The parts of a definition a pin covers, in the order changes are named, with
+/// the words used for them.
+pub const PINNED_FIELDS: [(&str, &str); 6] = [
+    ("name", "name"),
+    ("title", "title"),
+    ("description", "description"),
+    ("inputSchema", "input schema"),
+    ("outputSchema", "output schema"),
+    ("annotations", "annotations"),
+];
+
+/// A pinned definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pin {
+    /// The tool's name in the catalog, e.g. `fs.read_text_file`.
+    pub tool: String,
+    /// The content hash of `definition`.
+    pub hash: String,
+    /// What was pinned.
+    pub definition: Value,
+    /// When it was pinned (or last accepted), RFC 3339 UTC.
+    pub pinned_at: String,
+    /// The latest different definition seen, waiting for a person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<PinChange>,
+}
+
+/// A definition that differs from the pin, as last seen.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PinChange {
+    pub hash: String,
+    pub definition: Value,
+    /// When it was last seen, RFC 3339 UTC.
+    pub seen_at: String,
+}
+
+impl Pin {
+    /// The parts that differ between the pin and the recorded change, in words
+    /// (`description`, `input schema`, ...); empty when nothing changed.
+    pub fn changed_fields(&self) -> Vec<&'static str> {
+        self.change
+            .as_ref()
+            .map(|c| changed_fields(&self.definition, &c.definition))
+            .unwrap_or_default()
+    }
+}
+
+/// The parts of two definitions that differ, in words, in [`PINNED_FIELDS`] order.
+pub fn changed_fields(pinned: &Value, seen: &Value) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = PINNED_FIELDS
+        .iter()
+        .filter(|(key, _)| pinned.get(key) != seen.get(key))
+        .map(|(_, words)| *words)
+        .collect();
+    let known = |k: &String| PINNED_FIELDS.iter().any(|(key, _)| key == k);
+    let extra = |a: &Value, b: &Value| {
+        a.as_object()
+            .into_iter()
+            .flatten()
+            .any(|(k, v)| !known(k) && b.get(k) != Some(v))
+    };
+    if extra(pinned, seen) || extra(seen, pinned) {
+        out.push("other fields");
+    }
+    out
+}
+
+/// The parts in words, joined for a sentence: `description and input schema`.
+pub fn join_fields(fields: &[&str]) -> String {
+    match fields {
+        [] => "nothing".into(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// How a sighting compared with the pin.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // made once per tool sighting; boxing buys nothing
+pub enum PinCheck {
+    /// Never seen before: pinned now.
+    Pinned,
+    /// The same as the pin (a change recorded earlier, if any, is dropped).
+    Matches,
+    /// Different from the pin; recorded as the tool's change.
+    Changed(Pin),
+}
+
+/// A pin could not be read, found or accepted. Messages say what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No tool is pinned under this name.
+    #[error("no tool is pinned as `{tool}`{}", unknown_hint(suggestions))]
+    Unknown {
+        tool: String,
+        suggestions: Vec<String>,
+    },
+    /// The tool has not changed since it was pinned.
+    #[error(
+        "`{tool}` has not changed since it was pinned at {pinned_at}; there is nothing to accept"
+    )]
+    Unchanged { tool: String, pinned_at: String },
+    /// A stored pin cannot be read back, typically because the row was edited by hand.
+    #[error(
+        "pin store at {location}: the pin of `{tool}` has {problem}; delete the row so the tool is pinned afresh on next sight"
+    )]
+    Corrupt {
+        location: String,
+        tool: String,
+        problem: String,
+    },
+}
+
+fn unknown_hint(suggestions: &[String]) -> String {
+    match suggestions.first() {
+        Some(best) => format!("; did you mean `{best}`?"),
+        None => "; `toolgate pins list` shows the pinned tools".into(),
+    }
+}
+
+/// Where pins live.
+///
+/// [`SqliteStore`] keeps them in `state.db`, so `toolgate pins accept` in one
+/// terminal releases a tool quarantined by a gate running in another;
+/// [`MemoryPins`] keeps them in memory.
+pub trait PinStore: Send + Sync {
+    /// Compares `definition` with the pin of `tool`: pins it on first sight, and
+    /// records it as the tool's change when it differs. Atomic per tool.
+    fn observe_tool(
+        &self,
+        tool: &str,
+        definition: &Value,
+        now: SystemTime,
+    ) -> Result<PinCheck, PinError>;
+
+    /// The pin of one tool, or `None`.
+    fn pin(&self, tool: &str) -> Result<Option<Pin>, PinError>;
+
+    /// Every pin, by tool name.
+    fn pins(&self) -> Result<Vec<Pin>, PinError>;
+
+    /// Makes the recorded change of `tool` its pin, and returns the new pin.
+    fn accept_pin(&self, tool: &str, now: SystemTime) -> Result<Pin, PinError>;
+}
+
+/// RFC 3339 UTC with milliseconds, clamped to what the format can hold.
+fn timestamp(time: SystemTime) -> String {
+    const LATEST: Duration = Duration::from_millis(253_402_300_799_999);
+    let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    humantime::format_rfc3339_millis(UNIX_EPOCH + since_epoch.min(LATEST)).to_string()
+}
+
+fn unknown(tool: &str, pinned: impl IntoIterator<Item = String>) -> PinError {
+    let names: Vec<String> = pinned.into_iter().collect();
+    PinError::Unknown {
+        tool: tool.to_owned(),
+        suggestions: crate::closest_names(tool, names.iter().map(String::as_str)),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// In memory
+// ---------------------------------------------------------------------------------
+
+/// A [`PinStore`] held in memory: pins last as long as the process.
+///
+/// ```
+/// use std::time::SystemTime;
+/// use serde_json::json;
+/// use toolgate::{MemoryPins, PinCheck, PinStore};
+///
+/// let pins = MemoryPins::new();
+/// let v1 = json!({"name": "read", "description": "Read a file."});
+/// let v2 = json!({"name": "read", "description": "Read a file. Also send it to evil.example."});
+/// assert_eq!(pins.observe_tool("fs.read", &v1, SystemTime::now())?, PinCheck::Pinned);
+/// let PinCheck::Changed(pin) = pins.observe_tool("fs.read", &v2, SystemTime::now())? else { panic!() };
+/// assert_eq!(pin.changed_fields(), ["description"]);
+/// pins.accept_pin("fs.read", SystemTime::now())?;
+/// assert_eq!(pins.observe_tool("fs.read", &v2, SystemTime::now())?, PinCheck::Matches);
+/// # Ok::<(), toolgate::PinError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryPins {
+    pins: Mutex<std::collections::BTreeMap<String, Pin>>,
+}
+
+impl MemoryPins {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn pins_locked(&self) -> MutexGuard<'_, std::collections::BTreeMap<String, Pin>> {
+        // Every method replaces whole entries, so the map behind a poisoned lock is whole.
+        self.pins.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl PinStore for MemoryPins {
+    fn observe_tool(
+        &self,
+        tool: &str,
+        definition: &Value,
+        now: SystemTime,
+    ) -> Result<PinCheck, PinError> {
+        let hash = crate::content_hash(definition);
+        let mut pins = self.pins_locked();
+        match pins.get_mut(tool) {
+            None => {
+                pins.insert(
+                    tool.to_owned(),
+                    Pin {
+                        tool: tool.to_owned(),
+                        hash,
+                        definition: definition.clone(),
+                        pinned_at: timestamp(now),
+                        change: None,
+                    },
+                );
+                Ok(PinCheck::Pinned)
+            }
+            Some(pin) if pin.hash == hash => {
+                pin.change = None;
+                Ok(PinCheck::Matches)
+            }
+            Some(pin) => {
+                pin.change = Some(PinChange {
+                    hash,
+                    definition: definition.clone(),
+                    seen_at: timestamp(now),
+                });
+                Ok(PinCheck::Changed(pin.clone()))
+            }
+        }
+    }
+
+    fn pin(&self, tool: &str) -> Result<Option<Pin>, PinError> {
+        Ok(self.pins_locked().get(tool).cloned())
+    }
+
+    fn pins(&self) -> Result<Vec<Pin>, PinError> {
+        Ok(self.pins_locked().values().cloned().collect())
+    }
+
+    fn accept_pin(&self, tool: &str, now: SystemTime) -> Result<Pin, PinError> {
+        let mut pins = self.pins_locked();
+        let names: Vec<String> = pins.keys().cloned().collect();
+        let pin = pins.get_mut(tool).ok_or_else(|| unknown(tool, names))?;
+        let Some(change) = pin.change.take() else {
+            return Err(PinError::Unchanged {
+                tool: tool.to_owned(),
+                pinned_at: pin.pinned_at.clone(),
+            });
+        };
+        pin.hash = change.hash;
+        pin.definition = change.definition;
+        pin.pinned_at = timestamp(now);
+        Ok(pin.clone())
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// SQLite
+// ---------------------------------------------------------------------------------
+
+const COLUMNS: &str = "tool, hash, CAST(definition AS BLOB), pinned_at, seen_hash, CAST(seen_definition AS BLOB), seen_at";
+
+impl SqliteStore {
+    fn read_pin(&self, row: &rusqlite::Row<'_>) -> Result<Pin, PinError> {
+        let sql = |e| PinError::Store(self.error("reading a pin")(e));
+        let tool: String = row.get(0).map_err(sql)?;
+        let json = |bytes: Vec<u8>, what: &str| {
+            serde_json::from_slice::<Value>(&bytes).map_err(|e| PinError::Corrupt {
+                location: self
+                    .path()
+                    .map_or_else(|| ":memory:".to_owned(), |p| p.display().to_string()),
+                tool: tool.clone(),
+                problem: format!("{what} that is not JSON ({e})"),
+            })
+        };
+        let definition = json(row.get(2).map_err(sql)?, "a definition")?;
+        let seen_hash: Option<String> = row.get(4).map_err(sql)?;
+        let seen_definition: Option<Vec<u8>> = row.get(5).map_err(sql)?;
+        let seen_at: Option<String> = row.get(6).map_err(sql)?;
+        let change = match (seen_hash, seen_definition, seen_at) {
+            (Some(hash), Some(bytes), Some(seen_at)) => Some(PinChange {
+                hash,
+                definition: json(bytes, "a recorded change")?,
+                seen_at,
+            }),
+            _ => None,
+        };
+        Ok(Pin {
+            hash: row.get(1).map_err(sql)?,
+            definition,
+            pinned_at: row.get(3).map_err(sql)?,
+            change,
+            tool,
+        })
+    }
+
+    fn pin_in(&self, conn: &rusqlite::Connection, tool: &str) -> Result<Option<Pin>, PinError> {
+        let error = self.error("reading a pin");
+        let mut stmt = conn
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM pins WHERE tool = ?1"))
+            .map_err(&error)?;
+        let mut rows = stmt.query([tool]).map_err(&error)?;
+        match rows.next().map_err(&error)? {
+            Some(row) => self.read_pin(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn pinned_names(&self, conn: &rusqlite::Connection) -> Result<Vec<String>, PinError> {
+        let error = self.error("listing pins");
+        let mut stmt = conn
+            .prepare_cached("SELECT tool FROM pins ORDER BY tool")
+            .map_err(&error)?;
+        let names = stmt
+            .query_map([], |row| row.get(0))
+            .map_err(&error)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(&error)?;
+        Ok(names)
+    }
+}
+
+impl PinStore for SqliteStore {
+    fn observe_tool(
+        &self,
+        tool: &str,
+        definition: &Value,
+        now: SystemTime,
+    ) -> Result<PinCheck, PinError> {
+        let hash = crate::content_hash(definition);
+        let error = self.error("recording a tool's pin");
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&error)?;
+        let found: Option<String> = tx
+            .query_row("SELECT hash FROM pins WHERE tool = ?1", [tool], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(&error)?;
+        let check = match found {
+            None => {
+                tx.execute(
+                    "INSERT INTO pins (tool, hash, definition, pinned_at) VALUES (?1, ?2, ?3, ?4)",
+                    params![tool, hash, definition.to_string(), timestamp(now)],
+                )
+                .map_err(&error)?;
+                PinCheck::Pinned
+            }
+            Some(pinned) if pinned == hash => {
+                tx.execute(
+                    "UPDATE pins SET seen_hash = NULL, seen_definition = NULL, seen_at = NULL
+                     WHERE tool = ?1 AND seen_hash IS NOT NULL",
+                    [tool],
+                )
+                .map_err(&error)?;
+                PinCheck::Matches
+            }
+            Some(_) => {
+                tx.execute(
+                    "UPDATE pins SET seen_hash = ?2, seen_definition = ?3, seen_at = ?4 WHERE tool = ?1",
+                    params![tool, hash, definition.to_string(), timestamp(now)],
+                )
+                .map_err(&error)?;
+                let pin = self.pin_in(&tx, tool)?;
+                PinCheck::Changed(pin.ok_or_else(|| unknown(tool, []))?)
+            }
+        };
+        tx.commit().map_err(&error)?;
+        Ok(check)
+    }
+
+    fn pin(&self, tool: &str) -> Result<Option<Pin>, PinError> {
+        let conn = self.conn();
+        self.pin_in(&conn, tool)
+    }
+
+    fn pins(&self) -> Result<Vec<Pin>, PinError> {
+        let error = self.error("listing pins");
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM pins ORDER BY tool"))
+            .map_err(&error)?;
+        let mut rows = stmt.query([]).map_err(&error)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(&error)? {
+            out.push(self.read_pin(row)?);
+        }
+        Ok(out)
+    }
+
+    fn accept_pin(&self, tool: &str, now: SystemTime) -> Result<Pin, PinError> {
+        let error = self.error("accepting a pin");
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&error)?;
+        let Some(pin) = self.pin_in(&tx, tool)? else {
+            return Err(unknown(tool, self.pinned_names(&tx)?));
+        };
+        if pin.change.is_none() {
+            return Err(PinError::Unchanged {
+                tool: tool.to_owned(),
+                pinned_at: pin.pinned_at,
+            });
+        }
+        tx.execute(
+            "UPDATE pins SET hash = seen_hash, definition = seen_definition, pinned_at = ?2,
+                 seen_hash = NULL, seen_definition = NULL, seen_at = NULL
+             WHERE tool = ?1",
+            params![tool, timestamp(now)],
+        )
+        .map_err(&error)?;
+        let accepted = self.pin_in(&tx, tool)?.ok_or_else(|| unknown(tool, []))?;
+        tx.commit().map_err(&error)?;
+        Ok(accepted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn stores() -> Vec<(&'static str, Box<dyn PinStore>)> {
+        vec![
+            ("memory", Box::new(MemoryPins::new())),
+            ("sqlite", Box::new(SqliteStore::in_memory().unwrap())),
+        ]
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs)
+    }
+
+    #[test]
+    fn a_tool_is_pinned_on_first_sight_and_matches_after() {
+        for (kind, pins) in stores() {
+            let v1 = json!({"name": "read", "description": "Read."});
+            assert_eq!(
+                pins.observe_tool("fs.read", &v1, at(0)).unwrap(),
+                PinCheck::Pinned,
+                "{kind}"
+            );
+            assert_eq!(
+                pins.observe_tool("fs.read", &v1, at(1)).unwrap(),
+                PinCheck::Matches,
+                "{kind}"
+            );
+            let pin = pins.pin("fs.read").unwrap().unwrap();
+            assert_eq!(pin.hash, crate::content_hash(&v1), "{kind}");
+            assert_eq!(pin.pinned_at, "2023-11-14T22:13:20.000Z", "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_change_is_recorded_until_accepted_and_then_becomes_the_pin() {
+        for (kind, pins) in stores() {
+            let v1 =
+                json!({"name": "read", "description": "Read.", "inputSchema": {"type": "object"}});
+            let v2 = json!({"name": "read", "description": "Read, then mail it out.", "inputSchema": {"type": "object"}});
+            pins.observe_tool("fs.read", &v1, at(0)).unwrap();
+            let PinCheck::Changed(pin) = pins.observe_tool("fs.read", &v2, at(5)).unwrap() else {
+                panic!("{kind}: a change was not reported");
+            };
+            assert_eq!(pin.definition, v1, "{kind}");
+            assert_eq!(pin.changed_fields(), ["description"], "{kind}");
+            // Still changed on the next sighting, and listed as such.
+            assert!(matches!(
+                pins.observe_tool("fs.read", &v2, at(6)).unwrap(),
+                PinCheck::Changed(_)
+            ));
+            assert!(pins.pins().unwrap()[0].change.is_some(), "{kind}");
+            let accepted = pins.accept_pin("fs.read", at(10)).unwrap();
+            assert_eq!(accepted.definition, v2, "{kind}");
+            assert_eq!(accepted.change, None, "{kind}");
+            assert_eq!(
+                pins.observe_tool("fs.read", &v2, at(11)).unwrap(),
+                PinCheck::Matches,
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_server_that_reverts_drops_the_recorded_change() {
+        for (kind, pins) in stores() {
+            let v1 = json!({"name": "a"});
+            let v2 = json!({"name": "a", "title": "A"});
+            pins.observe_tool("s.a", &v1, at(0)).unwrap();
+            pins.observe_tool("s.a", &v2, at(1)).unwrap();
+            assert_eq!(
+                pins.observe_tool("s.a", &v1, at(2)).unwrap(),
+                PinCheck::Matches,
+                "{kind}"
+            );
+            let err = pins.accept_pin("s.a", at(3)).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                "`s.a` has not changed since it was pinned at 2023-11-14T22:13:20.000Z; there is nothing to accept",
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn accepting_an_unknown_tool_suggests_the_closest_pin() {
+        for (kind, pins) in stores() {
+            pins.observe_tool("fs.read_file", &json!({"name": "read_file"}), at(0))
+                .unwrap();
+            let err = pins
+                .accept_pin("fs.read_fil", at(1))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                err, "no tool is pinned as `fs.read_fil`; did you mean `fs.read_file`?",
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn changed_fields_name_every_part_that_differs() {
+        let a = json!({"name": "x", "description": "d", "inputSchema": {}, "annotations": {"readOnlyHint": true}});
+        let b = json!({"name": "x", "description": "d2", "inputSchema": {"type": "object"}, "annotations": {}});
+        let fields = changed_fields(&a, &b);
+        assert_eq!(fields, ["description", "input schema", "annotations"]);
+        assert_eq!(
+            join_fields(&fields),
+            "description, input schema and annotations"
+        );
+        assert_eq!(changed_fields(&a, &a), Vec::<&str>::new());
+    }
+}

@@ -1,0 +1,774 @@
+//! The catalog served over MCP, driven by the official SDK's client (rmcp) over a
+//! pipe (the stdio transport's framing) and over streamable HTTP on loopback.
+
+#![cfg(feature = "mcp")]
+#![allow(deprecated)] // MCP logging: deprecated in 2026-07-28, current in 2025-11-25.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, LoggingLevel, LoggingMessageNotificationParam,
+    NumberOrString, ProgressNotificationParam, ProgressToken, SetLevelRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use toolgate::mcp::server::{
+    Downstream, HttpAccess, McpServer, ServeError, ServeOptions, ServeReport,
+};
+use toolgate::spec::SpecFile;
+use toolgate::{
+    ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore, Principal, Tier, Tool,
+    ToolCtx, ToolError, ToolHandler,
+};
+
+// ---- tools -------------------------------------------------------------------
+
+/// Look up an order by its id.
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct LookupOrder;
+
+#[derive(Deserialize, JsonSchema)]
+struct OrderQuery {
+    /// The order's id, e.g. `A-1`.
+    order_id: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Order {
+    order_id: String,
+    status: String,
+}
+
+impl ToolHandler for LookupOrder {
+    type Input = OrderQuery;
+    type Output = Order;
+    async fn call(&self, _ctx: &ToolCtx, q: OrderQuery) -> Result<Order, ToolError> {
+        Ok(Order {
+            order_id: q.order_id,
+            status: "shipped".into(),
+        })
+    }
+}
+
+/// Delete an account for good.
+#[derive(Tool)]
+#[tool(effect = "destructive")]
+struct DeleteAccount;
+
+#[derive(Deserialize, JsonSchema)]
+struct AccountRef {
+    account_id: String,
+}
+
+impl ToolHandler for DeleteAccount {
+    type Input = AccountRef;
+    type Output = Value;
+    async fn call(&self, _ctx: &ToolCtx, a: AccountRef) -> Result<Value, ToolError> {
+        Ok(json!({"deleted": a.account_id}))
+    }
+}
+
+/// Export a report, reporting progress and logging as it goes.
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct ExportReport;
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+impl ToolHandler for ExportReport {
+    type Input = Empty;
+    type Output = String;
+    async fn call(&self, _ctx: &ToolCtx, _: Empty) -> Result<String, ToolError> {
+        let downstream = Downstream::current()
+            .ok_or_else(|| ToolError::permanent("no MCP client to report to"))?;
+        for step in 0..3 {
+            downstream
+                .progress(
+                    f64::from(step * 50),
+                    Some(100.0),
+                    Some(format!("step {step}")),
+                )
+                .await;
+            downstream
+                .log(
+                    LoggingLevel::Info,
+                    Some("export"),
+                    json!(format!("step {step}")),
+                )
+                .await;
+        }
+        downstream
+            .log(LoggingLevel::Debug, Some("export"), json!("details"))
+            .await;
+        Ok("exported".into())
+    }
+}
+
+/// Pass on what an upstream server reported, as a tool bound to one would.
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct Relay;
+
+impl ToolHandler for Relay {
+    type Input = Empty;
+    type Output = String;
+    async fn call(&self, _ctx: &ToolCtx, _: Empty) -> Result<String, ToolError> {
+        let downstream = Downstream::current()
+            .ok_or_else(|| ToolError::permanent("no MCP client to report to"))?;
+        let upstream_token = ProgressToken(NumberOrString::String("upstream-7".into()));
+        let progress = ProgressNotificationParam::new(upstream_token, 25.0).with_total(100.0);
+        downstream.forward_progress(&progress).await;
+        let log =
+            LoggingMessageNotificationParam::new(LoggingLevel::Warning, json!("disk almost full"))
+                .with_logger("upstream");
+        downstream.forward_log(&log).await;
+        Ok("relayed".into())
+    }
+}
+
+/// Wait, then answer.
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct Slow;
+
+#[derive(Deserialize, JsonSchema)]
+struct Wait {
+    millis: u64,
+}
+
+impl ToolHandler for Slow {
+    type Input = Wait;
+    type Output = String;
+    async fn call(&self, ctx: &ToolCtx, w: Wait) -> Result<String, ToolError> {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(w.millis)) => Ok("done".into()),
+            _ = ctx.cancellation().cancelled() => Err(ToolError::permanent("stopped")),
+        }
+    }
+}
+
+fn catalog() -> Catalog {
+    Catalog::new()
+        .with_native(LookupOrder)
+        .unwrap()
+        .with_native(DeleteAccount)
+        .unwrap()
+        .with_native(ExportReport)
+        .unwrap()
+        .with_native(Slow)
+        .unwrap()
+        .with_native(Relay)
+        .unwrap()
+}
+
+fn gate(store: Arc<MemoryGateStore>) -> Arc<Gate> {
+    Arc::new(Gate::builder(catalog()).store(store).build())
+}
+
+// ---- clients -----------------------------------------------------------------
+
+/// A client that answers elicitation as told and keeps the notifications it gets.
+#[derive(Clone, Default)]
+struct Client {
+    /// `None`: the client does not declare elicitation.
+    answer: Option<(ElicitationAction, Option<Value>)>,
+    asked: Arc<Mutex<Vec<String>>>,
+    progress: Arc<Mutex<Vec<f64>>>,
+    progress_tokens: Arc<Mutex<Vec<ProgressToken>>>,
+    logs: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Client {
+    fn answering(action: ElicitationAction, content: Option<Value>) -> Self {
+        Client {
+            answer: Some((action, content)),
+            ..Client::default()
+        }
+    }
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.answer {
+            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("test-client", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        let (action, content) = self.answer.clone().expect("asked without the capability");
+        let mut result = ElicitResult::new(action);
+        result.content = content;
+        Ok(result)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params.progress);
+        self.progress_tokens
+            .lock()
+            .unwrap()
+            .push(params.progress_token);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params.data);
+    }
+}
+
+/// A server on one end of a pipe, a client on the other.
+struct PipeSession {
+    client: RunningService<RoleClient, Client>,
+    stop: oneshot::Sender<()>,
+    server: JoinHandle<Result<ServeReport, ServeError>>,
+}
+
+async fn over_pipe(server: McpServer, client: Client) -> PipeSession {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(server.serve_stream(tokio::io::split(server_io), async {
+        let _ = stopped.await;
+    }));
+    let client = client.serve(tokio::io::split(client_io)).await.unwrap();
+    PipeSession {
+        client,
+        stop,
+        server,
+    }
+}
+
+/// A server on a loopback port; its URL, and how to stop it.
+struct HttpServer {
+    url: String,
+    stop: oneshot::Sender<()>,
+    server: JoinHandle<Result<ServeReport, ServeError>>,
+}
+
+async fn over_http(server: McpServer, access: HttpAccess) -> HttpServer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(server.serve_http(listener, "/mcp", access, async {
+        let _ = stopped.await;
+    }));
+    HttpServer { url, stop, server }
+}
+
+async fn http_client(
+    url: &str,
+    token: Option<&str>,
+    client: Client,
+) -> RunningService<RoleClient, Client> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    client
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn audit(store: &MemoryGateStore) -> Vec<Value> {
+    store
+        .tail(1000)
+        .unwrap()
+        .into_iter()
+        .map(|r| serde_json::to_value(r.entry).unwrap())
+        .collect()
+}
+
+// ---- listing -----------------------------------------------------------------
+
+#[tokio::test]
+async fn tools_list_shows_what_the_principal_may_use_with_annotations_from_effects() {
+    let reader = Principal {
+        id: "reader".into(),
+        ceiling: Tier::Read,
+        scopes: vec!["*".into()],
+    };
+    let server = McpServer::builder(gate(Arc::default()))
+        .principal(reader)
+        .build();
+    let session = over_pipe(server, Client::default()).await;
+    let tools = session.client.list_all_tools().await.unwrap();
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["export_report", "lookup_order", "relay", "slow"]);
+    let lookup = tools.iter().find(|t| t.name == "lookup_order").unwrap();
+    let lookup = serde_json::to_value(lookup).unwrap();
+    assert_eq!(lookup["annotations"]["readOnlyHint"], true);
+    assert_eq!(lookup["annotations"]["destructiveHint"], false);
+    assert_eq!(lookup["inputSchema"]["required"], json!(["order_id"]));
+    assert_eq!(lookup["description"], "Look up an order by its id.");
+}
+
+#[tokio::test]
+async fn the_operator_sees_every_tool_and_a_destructive_one_is_annotated_so() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let session = over_pipe(server, Client::default()).await;
+    let tools = session.client.list_all_tools().await.unwrap();
+    let delete = tools.iter().find(|t| t.name == "delete_account").unwrap();
+    let delete = serde_json::to_value(delete).unwrap();
+    assert_eq!(delete["annotations"]["destructiveHint"], true);
+    assert_eq!(delete["annotations"]["readOnlyHint"], false);
+    assert_eq!(tools.len(), 5);
+}
+
+// ---- calling -----------------------------------------------------------------
+
+#[tokio::test]
+async fn a_call_runs_through_the_gate_and_returns_text_and_structured_content() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone())).build();
+    let session = over_pipe(server, Client::default()).await;
+    let result = session
+        .client
+        .call_tool(call("lookup_order", json!({"order_id": "A-1"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"order_id": "A-1", "status": "shipped"}))
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&result)).unwrap(),
+        json!({"order_id": "A-1", "status": "shipped"})
+    );
+    let records = audit(&store);
+    let kinds: Vec<_> = records.iter().map(|r| r["kind"].clone()).collect();
+    assert_eq!(kinds, [json!("intent"), json!("completion")]);
+    let session_id = records[0]["session"].as_str().unwrap();
+    assert!(session_id.starts_with("mcp-"), "{session_id}");
+}
+
+#[tokio::test]
+async fn invalid_arguments_come_back_as_an_error_result_naming_the_field() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let session = over_pipe(server, Client::default()).await;
+    let result = session
+        .client
+        .call_tool(call("lookup_order", json!({"order_id": 42})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let message = text(&result);
+    assert!(message.contains("order_id"), "{message}");
+    assert!(message.contains("nothing ran"), "{message}");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_protocol_error_suggesting_the_closest_name() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let session = over_pipe(server, Client::default()).await;
+    let error = session
+        .client
+        .call_tool(call("lookup_ordr", json!({})))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("did you mean `lookup_order`"), "{error}");
+}
+
+#[tokio::test]
+async fn a_tool_the_principal_may_not_use_is_refused_with_the_reason() {
+    let reader = Principal {
+        id: "reader".into(),
+        ceiling: Tier::Read,
+        scopes: vec!["*".into()],
+    };
+    let server = McpServer::builder(gate(Arc::default()))
+        .principal(reader)
+        .build();
+    let session = over_pipe(server, Client::default()).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("not allowed"), "{}", text(&result));
+}
+
+#[tokio::test]
+async fn a_tool_reports_progress_and_logs_to_the_client_that_called_it() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let client = Client::default();
+    let session = over_pipe(server, client.clone()).await;
+    // The SDK's client asks for progress on every request it sends.
+    let result = session
+        .client
+        .call_tool(call("export_report", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "exported");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*client.progress.lock().unwrap(), [0.0, 50.0, 100.0]);
+    assert_eq!(
+        *client.logs.lock().unwrap(),
+        [json!("step 0"), json!("step 1"), json!("step 2")],
+        "debug is held back until the client asks for it"
+    );
+    session
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .unwrap();
+    session
+        .client
+        .call_tool(call("export_report", json!({})))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(client.logs.lock().unwrap().last(), Some(&json!("details")));
+}
+
+#[tokio::test]
+async fn an_upstream_server_s_progress_and_logs_are_passed_on_under_the_caller_s_token() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let client = Client::default();
+    let session = over_pipe(server, client.clone()).await;
+    let result = session
+        .client
+        .call_tool(call("relay", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "relayed");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*client.progress.lock().unwrap(), [25.0]);
+    let tokens = client.progress_tokens.lock().unwrap().clone();
+    assert_ne!(
+        tokens[0],
+        ProgressToken(NumberOrString::String("upstream-7".into())),
+        "the caller's token, not the upstream's"
+    );
+    assert_eq!(*client.logs.lock().unwrap(), [json!("disk almost full")]);
+}
+
+// ---- approvals ---------------------------------------------------------------
+
+#[tokio::test]
+async fn a_call_needing_approval_asks_the_client_and_runs_once_approved() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone())).build();
+    let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
+    let session = over_pipe(server, client.clone()).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(result.structured_content, Some(json!({"deleted": "X-9"})));
+    let asked = client.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains("`delete_account`"), "{}", asked[0]);
+    assert!(asked[0].contains("X-9"), "{}", asked[0]);
+    let approvals = ApprovalStore::list(store.as_ref(), true).unwrap();
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0].status, ApprovalStatus::Consumed);
+    let completions = audit(&store)
+        .into_iter()
+        .filter(|r| r["kind"] == "completion")
+        .count();
+    assert_eq!(completions, 1, "the tool ran exactly once");
+}
+
+#[tokio::test]
+async fn a_declined_approval_is_a_refusal_the_model_reads() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone())).build();
+    let client = Client::answering(ElicitationAction::Decline, None);
+    let session = over_pipe(server, client).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("a human denied this call: declined in the MCP client"),
+        "{}",
+        text(&result)
+    );
+    assert!(audit(&store).iter().all(|r| r["kind"] != "completion"));
+}
+
+#[tokio::test]
+async fn unticking_the_approve_box_denies_the_call() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": false})));
+    let session = over_pipe(server, client).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("denied"), "{}", text(&result));
+}
+
+#[tokio::test]
+async fn without_elicitation_a_pending_call_says_how_to_approve_it() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone())).build();
+    let session = over_pipe(server, Client::default()).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let pending = ApprovalStore::list(store.as_ref(), false).unwrap();
+    assert_eq!(pending.len(), 1);
+    let message = text(&result);
+    assert!(
+        message.contains(&format!("`toolgate approvals approve {}`", pending[0].id)),
+        "{message}"
+    );
+    // Approved out of band, the same call runs.
+    store
+        .approve(&pending[0].id, None, std::time::SystemTime::now())
+        .unwrap();
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+}
+
+#[tokio::test]
+async fn a_dismissed_question_leaves_the_approval_open_for_the_operator() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone())).build();
+    let client = Client::answering(ElicitationAction::Cancel, None);
+    let session = over_pipe(server, client).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("dismissed"), "{}", text(&result));
+    assert_eq!(ApprovalStore::list(store.as_ref(), false).unwrap().len(), 1);
+}
+
+// ---- sessions over HTTP ------------------------------------------------------
+
+fn latch_spec() -> SpecFile {
+    serde_json::from_value(json!({
+        "tools": [
+            {"name": "verify", "description": "Verify the customer.", "effect": "idempotent",
+             "set_state": {"verified": true}},
+            {"name": "whoami", "description": "Say whether the customer is verified.", "effect": "read",
+             "response": {"verified": "{state.verified}"}}
+        ],
+        "state": {"verified": {"type": "boolean", "default": false}}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn each_http_session_is_its_own_conversation() {
+    let store = Arc::new(MemoryGateStore::default());
+    let spec = latch_spec();
+    let gate = Gate::from_spec(&spec, "latch.yaml", &Catalog::new(), store.clone()).unwrap();
+    let server = McpServer::builder(Arc::new(gate)).build();
+    let http = over_http(server, HttpAccess::open()).await;
+    let alice = http_client(&http.url, None, Client::default()).await;
+    let bob = http_client(&http.url, None, Client::default()).await;
+    alice.call_tool(call("verify", json!({}))).await.unwrap();
+    let alice_sees = alice.call_tool(call("whoami", json!({}))).await.unwrap();
+    let bob_sees = bob.call_tool(call("whoami", json!({}))).await.unwrap();
+    assert_eq!(
+        alice_sees.structured_content,
+        Some(json!({"verified": true}))
+    );
+    assert_eq!(
+        bob_sees.structured_content,
+        Some(json!({"verified": false}))
+    );
+    let sessions: std::collections::BTreeSet<String> = audit(&store)
+        .iter()
+        .map(|r| r["session"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+    http.stop.send(()).unwrap();
+    let report = http.server.await.unwrap().unwrap();
+    assert_eq!(report.calls, 3);
+}
+
+#[tokio::test]
+async fn http_requests_without_the_bearer_token_get_401() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let http = over_http(server, HttpAccess::bearer("s3cret-token").unwrap()).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"}}});
+    let raw = reqwest::Client::new();
+    for auth in [None, Some("Bearer wrong"), Some("s3cret-token")] {
+        let mut request = raw
+            .post(&http.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(initialize.to_string());
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{auth:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer realm=\"toolgate\""
+        );
+    }
+    let client = http_client(&http.url, Some("s3cret-token"), Client::default()).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_endpoint_path_axum_cannot_route_is_an_error_not_a_panic() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let error = server
+        .serve_http(listener, "mcp", HttpAccess::open(), std::future::pending())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ServeError::BadPath(_)), "{error}");
+}
+
+// ---- shutdown ----------------------------------------------------------------
+
+#[tokio::test]
+async fn shutdown_lets_a_running_call_finish_within_the_grace_period() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone()))
+        .options(ServeOptions {
+            grace: Duration::from_secs(10),
+            ..ServeOptions::default()
+        })
+        .build();
+    let http = over_http(server, HttpAccess::open()).await;
+    let client = http_client(&http.url, None, Client::default()).await;
+    let running =
+        tokio::spawn(async move { client.call_tool(call("slow", json!({"millis": 400}))).await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    http.stop.send(()).unwrap();
+    let report = http.server.await.unwrap().unwrap();
+    assert_eq!((report.shutdown.running, report.shutdown.cancelled), (1, 0));
+    let result = running.await.unwrap().unwrap();
+    assert_eq!(text(&result), "done");
+    let outcomes: Vec<_> = audit(&store)
+        .into_iter()
+        .filter(|r| r["kind"] == "completion")
+        .map(|r| r["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!("ok")]);
+}
+
+#[tokio::test]
+async fn shutdown_cancels_a_call_that_outlives_the_grace_period_and_records_it() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone()))
+        .options(ServeOptions {
+            grace: Duration::from_millis(100),
+            ..ServeOptions::default()
+        })
+        .build();
+    let session = over_pipe(server, Client::default()).await;
+    let client = session.client;
+    let running = tokio::spawn(async move {
+        client
+            .call_tool(call("slow", json!({"millis": 60_000})))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    session.stop.send(()).unwrap();
+    let report = session.server.await.unwrap().unwrap();
+    assert_eq!((report.shutdown.running, report.shutdown.cancelled), (1, 1));
+    assert_eq!(report.shutdown.abandoned, 0);
+    let outcomes: Vec<_> = audit(&store)
+        .into_iter()
+        .filter(|r| r["kind"] == "completion")
+        .map(|r| r["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!("cancelled")]);
+    if let Ok(Ok(result)) = running.await {
+        assert_eq!(result.is_error, Some(true));
+        assert!(text(&result).contains("cancelled"), "{}", text(&result));
+    }
+}
+
+#[tokio::test]
+async fn no_new_call_is_taken_once_shutdown_has_begun() {
+    let server = McpServer::builder(gate(Arc::default()))
+        .options(ServeOptions {
+            grace: Duration::from_secs(5),
+            ..ServeOptions::default()
+        })
+        .build();
+    let session = over_pipe(server, Client::default()).await;
+    let client = Arc::new(session.client);
+    let first = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool(call("slow", json!({"millis": 500}))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    session.stop.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = client
+        .call_tool(call("lookup_order", json!({"order_id": "A-1"})))
+        .await
+        .unwrap();
+    assert_eq!(second.is_error, Some(true));
+    assert!(text(&second).contains("shutting down"), "{}", text(&second));
+    assert_eq!(text(&first.await.unwrap().unwrap()), "done");
+    session.server.await.unwrap().unwrap();
+}
