@@ -35,16 +35,27 @@ def text_of(result) -> str:
 async def exercise(client: Client, transport: str) -> None:
     listed = await client.list_tools()
     names = sorted(tool.name for tool in listed.tools)
-    check(f"{transport}: tools/list shows the operator's tools", len(names) == 12 and "cancel_order" not in names, str(names))
-    lookup = next((t for t in listed.tools if t.name == "lookup_order"), None)
+    check(
+        f"{transport}: tools/list shows what the conversation's flow offers first",
+        names == ["escalate_to_human", "search_kb", "verify_customer"],
+        str(names),
+    )
+    verify = next((t for t in listed.tools if t.name == "verify_customer"), None)
     check(
         f"{transport}: annotations come from the effect",
-        lookup is not None and lookup.annotations is not None and lookup.annotations.read_only_hint is True,
-        repr(lookup and lookup.annotations),
+        verify is not None and verify.annotations is not None and verify.annotations.read_only_hint is True,
+        repr(verify and verify.annotations),
     )
 
     result = await client.call_tool("verify_customer", {"email": "ada@example.com", "last4": "4242"})
     check(f"{transport}: a call runs through the gate", not result.is_error, text_of(result)[:200])
+
+    names = sorted(tool.name for tool in (await client.list_tools(cache_mode="refresh")).tools)
+    check(
+        f"{transport}: the flow opens more tools, and the policy still hides denied ones",
+        "lookup_order" in names and "cancel_order" not in names,
+        str(names),
+    )
 
     result = await client.call_tool("lookup_order", {"order_id": "ORD-10422"})
     structured = result.structured_content or {}

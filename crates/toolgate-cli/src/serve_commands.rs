@@ -77,7 +77,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             ..UpstreamOptions::default()
         };
         let pins: Arc<dyn PinStore> = store.clone();
-        runtime.block_on(Upstreams::connect(&spec, pins, options))
+        Arc::new(runtime.block_on(Upstreams::connect(&spec, pins, options)))
     });
     if let Some(upstreams) = &upstreams {
         report(upstreams);
@@ -86,7 +86,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         &spec,
         &source.path.display().to_string(),
         &upstreams
-            .as_ref()
+            .as_deref()
             .map(Upstreams::catalog)
             .unwrap_or_default(),
         store,
@@ -96,14 +96,20 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         .as_ref()
         .map(|u| u.withheld().into_iter().map(|w| w.tool).collect::<Vec<_>>())
         .unwrap_or_default();
-    let server = McpServer::builder(Arc::new(gate))
+    let mut builder = McpServer::builder(Arc::new(gate))
         .principal(principal.clone())
         .withhold(withheld)
         .options(ServeOptions {
             grace: args.grace,
             approval_timeout: args.approval_timeout,
-        })
-        .build();
+        });
+    if let Some(upstreams) = &upstreams {
+        let upstreams = upstreams.clone();
+        builder = builder.forward(spec.mcp_servers.keys().cloned(), move |ns| {
+            upstreams.peer(ns)
+        });
+    }
+    let server = builder.build();
     let shown = server.tool_names();
     for (tool, why) in server.left_out() {
         eprintln!("warning: `{tool}` is not served: {why}");
@@ -149,7 +155,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             }
         }
     });
-    if let Some(upstreams) = upstreams {
+    // Stop the upstream servers (dropping the last handle also stops them).
+    if let Some(upstreams) = upstreams.and_then(|u| Arc::try_unwrap(u).ok()) {
         runtime.block_on(upstreams.shutdown());
     }
     // A read of standard input cannot be cancelled; do not wait for it.

@@ -1,9 +1,13 @@
 //! An MCP server (stdio) with the tools of the official conformance suite that talk
 //! back to their client while they run: `test_tool_with_logging` (three log
-//! messages), `test_tool_with_progress` (progress 0, 50, 100 of 100) and
-//! `test_sampling` (asks the client's model). `tests/mcp/conformance.yaml` binds
-//! its declarations of these tools here, so the suite checks that toolgate passes
-//! an upstream server's notifications and requests on to its own client.
+//! messages), `test_tool_with_progress` (progress 0, 50, 100 of 100),
+//! `test_sampling` (asks the client's model), and `test_elicitation_sep1034_defaults`
+//! and `test_elicitation_sep1330_enums` (ask the client's user to fill a form);
+//! and the suite's resources (`test://static-text`, `test://static-binary`, the
+//! template `test://template/{id}/data`). `tests/mcp/conformance.yaml` binds its
+//! declarations of these tools here and adds the server under a namespace, so the
+//! suite checks that toolgate passes an upstream server's notifications, requests
+//! and resources on to its own client.
 //!
 //! `cargo build -p toolgate --example mcp_conformance_upstream`
 
@@ -13,15 +17,20 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    CreateMessageRequestParams, Implementation, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    CreateMessageRequestParams, ElicitRequestParams, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 const STEP: Duration = Duration::from_millis(50);
+
+/// A 1x1 PNG.
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 
 struct Upstream;
 
@@ -39,6 +48,7 @@ impl ServerHandler for Upstream {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(Implementation::new("mcp-conformance-upstream", "1.0.0"))
@@ -62,11 +72,78 @@ impl ServerHandler for Upstream {
                 none,
             ),
             tool(
+                "test_elicitation_sep1034_defaults",
+                "Asks for a form whose fields have defaults.",
+                none_schema(),
+            ),
+            tool(
+                "test_elicitation_sep1330_enums",
+                "Asks for a form with every kind of enum.",
+                none_schema(),
+            ),
+            tool(
                 "test_sampling",
                 "Asks the client's model to answer a prompt.",
                 json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
             ),
         ]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = json!([
+            {"uri": "test://static-text", "name": "static-text", "description": "A static text resource.",
+             "mimeType": "text/plain"},
+            {"uri": "test://static-binary", "name": "static-binary", "description": "A 1x1 PNG image.",
+             "mimeType": "image/png"}
+        ]);
+        Ok(ListResourcesResult::with_all_items(
+            serde_json::from_value(resources).expect("valid resources"),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let templates = json!([{"uriTemplate": "test://template/{id}/data", "name": "template-data",
+            "description": "Data for an id.", "mimeType": "application/json"}]);
+        Ok(ListResourceTemplatesResult::with_all_items(
+            serde_json::from_value(templates).expect("valid templates"),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let contents = match uri {
+            "test://static-text" => json!({"uri": uri, "mimeType": "text/plain",
+                "text": "This is the content of the static text resource."}),
+            "test://static-binary" => json!({"uri": uri, "mimeType": "image/png", "blob": PNG}),
+            _ => match uri
+                .strip_prefix("test://template/")
+                .and_then(|rest| rest.strip_suffix("/data"))
+            {
+                Some(id) => json!({"uri": uri, "mimeType": "application/json",
+                    "text": json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()}),
+                None => {
+                    return Err(ErrorData::resource_not_found(
+                        format!("no resource {uri}"),
+                        None,
+                    ));
+                }
+            },
+        };
+        let result: ReadResourceResult =
+            serde_json::from_value(json!({"contents": [contents]})).expect("valid contents");
+        Ok(ReadResourceResponse::from(result))
     }
 
     async fn call_tool(
@@ -139,6 +216,8 @@ impl ServerHandler for Upstream {
                     ))]),
                 }
             }
+            "test_elicitation_sep1034_defaults" => elicit(peer, sep1034_form()).await,
+            "test_elicitation_sep1330_enums" => elicit(peer, sep1330_form()).await,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("Unknown tool: {other}"),
@@ -147,6 +226,65 @@ impl ServerHandler for Upstream {
             }
         };
         Ok(CallToolResponse::from(result))
+    }
+}
+
+fn none_schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+/// SEP-1034: a default for every primitive type.
+fn sep1034_form() -> Value {
+    json!({
+        "message": "Test client default value handling - please accept with defaults",
+        "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {"type": "string", "description": "User status",
+                       "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "description": "Verification status", "default": true}
+        }}
+    })
+}
+
+/// SEP-1330: every kind of enum.
+fn sep1330_form() -> Value {
+    json!({
+        "message": "Test enum schema variants - please choose",
+        "requestedSchema": {"type": "object", "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}]}}
+        }}
+    })
+}
+
+/// Asks the client's user to fill `form` (`message` and `requestedSchema`).
+async fn elicit(peer: &rmcp::Peer<RoleServer>, mut form: Value) -> CallToolResult {
+    form["mode"] = json!("form");
+    let params: ElicitRequestParams = match serde_json::from_value(form) {
+        Ok(params) => params,
+        Err(e) => return CallToolResult::error(vec![ContentBlock::text(format!("bad form: {e}"))]),
+    };
+    match peer.create_elicitation(params).await {
+        Ok(answer) => CallToolResult::success(vec![ContentBlock::text(format!(
+            "Elicitation completed: action={}, content={}",
+            serde_json::to_value(&answer.action).unwrap_or_default(),
+            answer.content.unwrap_or_default()
+        ))]),
+        Err(e) => {
+            CallToolResult::error(vec![ContentBlock::text(format!("elicitation failed: {e}"))])
+        }
     }
 }
 

@@ -186,6 +186,7 @@ struct Client {
     asked: Arc<Mutex<Vec<String>>>,
     progress: Arc<Mutex<Vec<f64>>>,
     progress_tokens: Arc<Mutex<Vec<ProgressToken>>>,
+    tools_changed: Arc<Mutex<usize>>,
     logs: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -231,6 +232,10 @@ impl ClientHandler for Client {
             .lock()
             .unwrap()
             .push(params.progress_token);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        *self.tools_changed.lock().unwrap() += 1;
     }
 
     async fn on_logging_message(
@@ -488,6 +493,189 @@ async fn an_upstream_server_s_progress_and_logs_are_passed_on_under_the_caller_s
     assert_eq!(*client.logs.lock().unwrap(), [json!("disk almost full")]);
 }
 
+// ---- upstream prompts and resources ------------------------------------------
+
+/// An upstream MCP server with one prompt and one resource.
+struct Library;
+
+impl rmcp::ServerHandler for Library {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        Ok(rmcp::model::ListPromptsResult::with_all_items(vec![
+            serde_json::from_value(json!({"name": "review", "description": "Review a change.",
+                "arguments": [{"name": "change", "required": true}]}))
+            .unwrap(),
+        ]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        assert_eq!(request.name, "review", "the upstream sees its own name");
+        let change = request
+            .arguments
+            .and_then(|a| a.get("change").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        let result: rmcp::model::GetPromptResult = serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": format!("Review {change}")}}]
+        }))
+        .unwrap();
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![
+            serde_json::from_value(
+                json!({"uri": "notes://today", "name": "today", "mimeType": "text/plain"}),
+            )
+            .unwrap(),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        if request.uri != "notes://today" {
+            return Err(ErrorData::resource_not_found("no such note", None));
+        }
+        let result: rmcp::model::ReadResourceResult = serde_json::from_value(json!({
+            "contents": [{"uri": "notes://today", "mimeType": "text/plain", "text": "ship it"}]
+        }))
+        .unwrap();
+        Ok(result.into())
+    }
+}
+
+/// The client side of a connection to a running [`Library`].
+async fn library() -> RunningService<RoleClient, ()> {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let running = Library.serve(tokio::io::split(theirs)).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    ().serve(tokio::io::split(ours)).await.unwrap()
+}
+
+fn forwarding(upstream: &RunningService<RoleClient, ()>, principal: Principal) -> McpServer {
+    let peer = upstream.peer().clone();
+    McpServer::builder(gate(Arc::default()))
+        .principal(principal)
+        .forward(["lib".to_owned()], move |ns| {
+            (ns == "lib").then(|| peer.clone())
+        })
+        .build()
+}
+
+#[tokio::test]
+async fn an_upstream_server_s_prompts_are_offered_under_its_namespace() {
+    let upstream = library().await;
+    let session = over_pipe(
+        forwarding(&upstream, Principal::operator()),
+        Client::default(),
+    )
+    .await;
+    let prompts = session.client.list_all_prompts().await.unwrap();
+    let names: Vec<_> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["lib.review"]);
+    let Value::Object(arguments) = json!({"change": "PR 7"}) else {
+        unreachable!()
+    };
+    let mut request = rmcp::model::GetPromptRequestParams::new("lib.review");
+    request.arguments = Some(arguments);
+    let prompt = session.client.get_prompt(request).await.unwrap();
+    let prompt = serde_json::to_value(prompt).unwrap();
+    assert_eq!(prompt["messages"][0]["content"]["text"], "Review PR 7");
+    let error = session
+        .client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("review"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("SERVER.PROMPT"), "{error}");
+}
+
+#[tokio::test]
+async fn an_upstream_server_s_resources_keep_their_uris_and_are_read_from_it() {
+    let upstream = library().await;
+    let session = over_pipe(
+        forwarding(&upstream, Principal::operator()),
+        Client::default(),
+    )
+    .await;
+    let resources = session.client.list_all_resources().await.unwrap();
+    let listed: Vec<_> = resources
+        .iter()
+        .map(|r| (r.uri.as_str(), r.name.as_str()))
+        .collect();
+    assert_eq!(listed, [("notes://today", "lib.today")]);
+    let read = session
+        .client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("notes://today"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(read).unwrap()["contents"][0]["text"],
+        "ship it"
+    );
+    let missing = session
+        .client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "notes://tomorrow",
+        ))
+        .await;
+    assert!(missing.is_err());
+}
+
+#[tokio::test]
+async fn a_principal_sees_only_the_upstream_servers_its_scopes_reach() {
+    let upstream = library().await;
+    let outsider = Principal {
+        id: "faq_bot".into(),
+        ceiling: Tier::Read,
+        scopes: vec!["lookup_order".into()],
+    };
+    let session = over_pipe(forwarding(&upstream, outsider), Client::default()).await;
+    assert!(session.client.list_all_prompts().await.unwrap().is_empty());
+    assert!(
+        session
+            .client
+            .list_all_resources()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn without_upstream_servers_prompts_and_resources_are_not_offered() {
+    let server = McpServer::builder(gate(Arc::default())).build();
+    let session = over_pipe(server, Client::default()).await;
+    let info = session.client.peer_info().unwrap();
+    assert!(info.capabilities.prompts.is_none());
+    assert!(info.capabilities.resources.is_none());
+    assert!(session.client.list_all_prompts().await.is_err());
+}
+
 // ---- approvals ---------------------------------------------------------------
 
 #[tokio::test]
@@ -642,6 +830,46 @@ async fn each_http_session_is_its_own_conversation() {
     http.stop.send(()).unwrap();
     let report = http.server.await.unwrap().unwrap();
     assert_eq!(report.calls, 3);
+}
+
+#[tokio::test]
+async fn tools_list_follows_the_conversation_s_flow_and_the_client_hears_when_it_changes() {
+    let mut spec = latch_spec();
+    spec.flow = serde_json::from_value(json!({"steps": [
+        {"id": "identify", "allow": ["verify"], "done": {"called_ok": "verify"}},
+        {"id": "assist", "after": ["identify"], "allow": ["whoami"]}
+    ]}))
+    .unwrap();
+    let store = Arc::new(MemoryGateStore::default());
+    let gate = Gate::from_spec(&spec, "flow.yaml", &Catalog::new(), store).unwrap();
+    let server = McpServer::builder(Arc::new(gate)).build();
+    let client = Client::default();
+    let session = over_pipe(server, client.clone()).await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    assert_eq!(
+        names(session.client.list_all_tools().await.unwrap()),
+        ["verify"]
+    );
+    session
+        .client
+        .call_tool(call("verify", json!({})))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*client.tools_changed.lock().unwrap(), 1);
+    assert_eq!(
+        names(session.client.list_all_tools().await.unwrap()),
+        ["whoami"]
+    );
+    session
+        .client
+        .call_tool(call("whoami", json!({})))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*client.tools_changed.lock().unwrap(), 1, "nothing changed");
 }
 
 #[tokio::test]

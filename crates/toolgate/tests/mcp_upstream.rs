@@ -696,3 +696,131 @@ async fn a_declared_tool_bound_with_mcp_runs_on_the_server_keeping_its_declarati
         "{message}"
     );
 }
+
+/// An MCP client that records what the server passes on and answers sampling.
+#[derive(Clone, Default)]
+struct RecordingClient {
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[allow(deprecated)]
+impl rmcp::ClientHandler for RecordingClient {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let seen = format!(
+            "progress {}/{}",
+            params.progress,
+            params.total.unwrap_or(0.0)
+        );
+        self.seen.lock().unwrap().push(seen);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("log {}", params.data));
+    }
+
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": "forty-two"},
+            "model": "test-model"
+        }))
+        .unwrap())
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_sampling()
+                .build(),
+            rmcp::model::Implementation::new("recording-client", "1.0.0"),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_served_call_passes_the_upstreams_progress_logs_and_sampling_to_its_client() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let spec = fixture_spec("fx", ALLOW_ALL);
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let gate = Arc::new(gate(&spec, &upstreams));
+    let server = toolgate::mcp::server::McpServer::builder(gate).build();
+    let (served, client_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(server.serve_stream(tokio::io::split(served), std::future::pending()));
+    let client = RecordingClient::default();
+    let running = client
+        .clone()
+        .serve(tokio::io::split(client_side))
+        .await
+        .unwrap();
+
+    let reported = running
+        .call_tool(CallToolRequestParams::new("fx.report"))
+        .await
+        .unwrap();
+    assert_eq!(reported.is_error, Some(false), "{reported:?}");
+    let expected = [
+        "log \"report: starting\"",
+        "progress 50/100",
+        "progress 100/100",
+        "log \"report: done\"",
+    ];
+    let until = Instant::now() + Duration::from_secs(3);
+    while client.seen.lock().unwrap().len() < expected.len() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(*client.seen.lock().unwrap(), expected);
+
+    let sampled = running
+        .call_tool(
+            CallToolRequestParams::new("fx.sample").with_arguments(
+                json!({"prompt": "six times seven?"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&sampled.content).unwrap()[0]["text"].clone();
+    assert!(
+        text.as_str()
+            .unwrap()
+            .contains("\nthe model said: forty-two\n"),
+        "fenced as untrusted output: {text}"
+    );
+}
+
+#[tokio::test]
+async fn outside_a_served_call_sampling_is_refused_with_the_reason() {
+    let spec = fixture_spec("fx", ALLOW_ALL);
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let outcome = call(
+        &gate(&spec, &upstreams),
+        "fx.sample",
+        json!({"prompt": "hi"}),
+    )
+    .await;
+    let message = error_message(&outcome);
+    assert!(
+        message.contains("sampling failed")
+            && message.contains("no MCP client that offers sampling made this call"),
+        "{message}"
+    );
+}

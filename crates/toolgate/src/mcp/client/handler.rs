@@ -1,20 +1,30 @@
-//! What toolgate answers an upstream server: it asks for nothing (no sampling, no
-//! roots, no elicitation), and passes on what the server announces, with values
-//! read from the environment scrubbed out.
+//! What toolgate answers an upstream server, and what it passes on.
+//!
+//! toolgate offers sampling and elicitation, but has neither a model nor a user of
+//! its own: it passes such a request on to the MCP client whose call is running on
+//! the server (`toolgate serve`, see [`Relay`]) when that client can answer it, and
+//! otherwise declines. Progress and log notifications go to that client too. Values
+//! read from the environment are scrubbed from everything passed on or logged.
+
+// Sampling and logging are deprecated by the 2026-07-28 revision, and current in the
+// revisions servers speak today.
+#![allow(deprecated)]
 
 use std::sync::Arc;
 
-#[allow(deprecated)]
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
-    ProgressNotificationParam,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    LoggingMessageNotificationParam, ProgressNotificationParam,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 
 use super::UpstreamEvent;
 use super::config::Scrubber;
+use super::relay::Relay;
 
 /// The client side of one connection.
 pub struct Handler {
@@ -23,6 +33,7 @@ pub struct Handler {
     refresh: Arc<Notify>,
     events: broadcast::Sender<UpstreamEvent>,
     scrubber: Scrubber,
+    relay: Arc<Relay>,
 }
 
 impl Handler {
@@ -31,12 +42,14 @@ impl Handler {
         refresh: Arc<Notify>,
         events: broadcast::Sender<UpstreamEvent>,
         scrubber: Scrubber,
+        relay: Arc<Relay>,
     ) -> Self {
         Handler {
             server,
             refresh,
             events,
             scrubber,
+            relay,
         }
     }
 
@@ -51,7 +64,16 @@ impl Handler {
     }
 }
 
-#[allow(deprecated)]
+/// A failed request to the downstream client, as an error for the upstream server.
+fn passed_on(error: ServiceError) -> McpError {
+    match error {
+        ServiceError::McpError(error) => error,
+        other => {
+            McpError::internal_error(format!("toolgate's client did not answer: {other}"), None)
+        }
+    }
+}
+
 impl rmcp::ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "the server's tool list changed");
@@ -64,6 +86,9 @@ impl rmcp::ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         params.message = params.message.map(|m| self.scrubber.scrub(&m));
+        if let Some(downstream) = self.relay.for_progress(&params.progress_token) {
+            downstream.forward_progress(&params).await;
+        }
         let _ = self.events.send(UpstreamEvent::Progress {
             server: self.server.clone(),
             params,
@@ -77,15 +102,54 @@ impl rmcp::ClientHandler for Handler {
     ) {
         self.scrub(&mut params.data);
         tracing::debug!(server = %self.server, level = ?params.level, "log: {}", params.data);
+        if let Some(downstream) = self.relay.latest() {
+            downstream.forward_log(&params).await;
+        }
         let _ = self.events.send(UpstreamEvent::Log {
             server: self.server.clone(),
             params,
         });
     }
 
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        match self.relay.latest() {
+            Some(downstream) if downstream.supports_sampling() => downstream
+                .peer()
+                .create_message(params)
+                .await
+                .map_err(passed_on),
+            _ => Err(McpError::invalid_request(
+                "toolgate cannot sample a model here: no MCP client that offers sampling made this call",
+                None,
+            )),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        match self.relay.latest() {
+            Some(downstream) if downstream.supports_elicitation() => downstream
+                .peer()
+                .create_elicitation(request)
+                .await
+                .map_err(passed_on),
+            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_elicitation()
+                .build(),
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -36,6 +36,10 @@
 //! - **Refresh.** `notifications/tools/list_changed` re-lists the tools (and checks
 //!   their pins); [`Upstreams::subscribe`] tells the owner.
 //! - **Timeouts.** Connecting, listing and calling each have one (`timeouts:`).
+//! - **Passing on.** During a call served by `toolgate serve`, the server's progress
+//!   and log notifications and its sampling and elicitation requests go to the MCP
+//!   client that made the call ([`crate::mcp::server::Downstream`]); without one,
+//!   sampling is refused and elicitation declined.
 //! - **Secrets.** `${env.NAME}` values are held apart from everything shown, and
 //!   scrubbed from server messages and stderr before they reach logs or the audit log.
 //!
@@ -47,6 +51,7 @@ mod breaker;
 mod config;
 mod handler;
 mod process;
+mod relay;
 mod result;
 mod server;
 mod tool;
@@ -302,12 +307,22 @@ impl Upstreams {
                     events.clone(),
                 ),
                 Err(e) => {
-                    let placeholder = ServerConfig {
-                        name: namespace.clone(),
-                        transport: config::Transport::Http {
-                            url: String::new(),
+                    // Never started: only its name and kind of transport are shown.
+                    let transport = match &server_spec.command {
+                        Some(command) => config::Transport::Stdio {
+                            program: command.into(),
+                            args: Vec::new(),
+                            env: Vec::new(),
+                            cwd: None,
+                        },
+                        None => config::Transport::Http {
+                            url: server_spec.url.clone().unwrap_or_default(),
                             headers: Vec::new(),
                         },
+                    };
+                    let placeholder = ServerConfig {
+                        name: namespace.clone(),
+                        transport,
                         effects: Default::default(),
                         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                         list_timeout: DEFAULT_LIST_TIMEOUT,

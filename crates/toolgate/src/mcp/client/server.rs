@@ -8,8 +8,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indexmap::IndexMap;
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
@@ -21,6 +24,7 @@ use super::breaker::{AfterFailure, Breaker, RestartPolicy};
 use super::config::{ServerConfig, Transport};
 use super::handler::Handler;
 use super::process::ServerProcess;
+use super::relay::Relay;
 use super::result::call_outcome;
 use super::tool::{RemoteTool, remote_tool};
 use super::{ServerState, UpstreamEvent};
@@ -88,6 +92,8 @@ pub struct Server {
     shutdown: CancellationToken,
     events: broadcast::Sender<UpstreamEvent>,
     supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Served calls running on the server, for passing its notifications on.
+    relay: Arc<Relay>,
 }
 
 impl Server {
@@ -118,6 +124,7 @@ impl Server {
             shutdown: CancellationToken::new(),
             events,
             supervisor: Mutex::new(None),
+            relay: Arc::default(),
         })
     }
 
@@ -286,6 +293,7 @@ impl Server {
             self.refresh.clone(),
             self.events.clone(),
             self.config.scrubber.clone(),
+            self.relay.clone(),
         );
         let connect = humantime::format_duration(self.config.connect_timeout);
         let label = &self.label;
@@ -625,7 +633,7 @@ impl Server {
             None => self.config.call_timeout,
         };
         let answer = tokio::select! {
-            answer = tokio::time::timeout(limit, peer.call_tool(params)) => answer,
+            answer = tokio::time::timeout(limit, self.send_call(&peer, params)) => answer,
             _ = ctx.cancellation().cancelled() => {
                 return Err(ToolError::permanent("the call was cancelled; the server was told to stop it"));
             }
@@ -666,6 +674,35 @@ impl Server {
                 "{label} failed the call: {}",
                 self.config.scrubber.scrub(&other.to_string())
             ))),
+        }
+    }
+
+    /// Sends one `tools/call`. While it runs, the server's progress on it, its log
+    /// messages and its requests go to the MCP client whose call this is, if any
+    /// (see `relay.rs`). Dropped before the answer (a timeout, a cancellation), it
+    /// tells the server to stop.
+    async fn send_call(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+    ) -> Result<CallToolResult, ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await?;
+        let _registered = crate::mcp::server::Downstream::current().map(|downstream| {
+            self.relay
+                .register(handle.progress_token.clone(), downstream)
+        });
+        let mut abandoned = CancelOnDrop {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
+        let answer = handle.await_response().await;
+        abandoned.peer = None;
+        match answer? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            _ => Err(ServiceError::UnexpectedResponse),
         }
     }
 
@@ -771,4 +808,26 @@ fn stderr_words(stderr: &super::process::StderrTail) -> String {
         .summary(3)
         .map(|s| format!("; its last words on stderr: {s}"))
         .unwrap_or_default()
+}
+
+/// Tells the server to stop a request whose answer nobody waits for any more.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let (Some(peer), Ok(runtime)) = (self.peer.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let notice = CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("toolgate stopped waiting for the answer".into()),
+        );
+        runtime.spawn(async move {
+            let _ = peer.notify_cancelled(notice).await;
+        });
+    }
 }

@@ -2,12 +2,16 @@
 //!
 //! Each MCP session is its own conversation in the gate: its own state, call
 //! history and flow position. `tools/list` shows the tools the served principal
-//! may use (denied tools are left out), with annotations read off their effects;
+//! may use (denied tools are left out; with a flow, those it offers the
+//! conversation now, and the client hears when a call changes them), with
+//! annotations read off their effects;
 //! `tools/call` runs through the gate, so validation errors, refusals and tool
 //! failures come back as `isError` results the model can act on. A call that
 //! needs a person's approval asks the client's user through MCP elicitation when
 //! the client can show a form, and otherwise says how to approve it
-//! (`toolgate approvals approve ID`).
+//! (`toolgate approvals approve ID`). Prompts and resources of upstream MCP
+//! servers are passed on under their namespace ([`McpServerBuilder::forward`]); a
+//! tool reaches the client of the call it serves through [`Downstream`].
 //!
 //! Shutting down (the `shutdown` future of [`McpServer::serve_stdio`] and
 //! [`McpServer::serve_http`] resolving, e.g. on [`shutdown_signal`]) stops taking
@@ -33,6 +37,7 @@
 
 mod approval;
 mod downstream;
+mod forward;
 mod http;
 mod inflight;
 mod result;
@@ -49,11 +54,13 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::{Principal, planner_digest};
 
 pub use downstream::Downstream;
+pub use forward::PeerLookup;
 pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, check_path};
 pub use inflight::DrainReport;
 pub use result::{content_blocks, content_value};
 
 use crate::Gate;
+use forward::{Forwarded, Offers};
 use inflight::InFlight;
 use session::Session;
 use tools::ToolList;
@@ -148,8 +155,14 @@ pub(crate) struct Shared {
     principal: Principal,
     tools: ToolList,
     instructions: Option<String>,
+    /// Tools the owner keeps out of `tools/list`.
+    withheld: Vec<String>,
     /// A fixed conversation id for every session (else one per session).
     session: Option<String>,
+    /// Upstream servers whose prompts and resources are passed on.
+    forwarded: Option<Forwarded>,
+    /// What they offered when the server was built.
+    offers: Offers,
     options: ServeOptions,
     inflight: Arc<InFlight>,
 }
@@ -160,6 +173,7 @@ pub struct McpServerBuilder {
     principal: Principal,
     session: Option<String>,
     withheld: Vec<String>,
+    forwarded: Option<Forwarded>,
     options: ServeOptions,
 }
 
@@ -180,6 +194,20 @@ impl McpServerBuilder {
     /// call still reaches the gate, where the tool refuses it with its reason.
     pub fn withhold(mut self, tools: impl IntoIterator<Item = String>) -> Self {
         self.withheld.extend(tools);
+        self
+    }
+
+    /// Pass on the prompts and resources of these upstream servers, by namespace,
+    /// reached through `peer` (e.g. `move |ns| upstreams.peer(ns)`).
+    pub fn forward(
+        mut self,
+        namespaces: impl IntoIterator<Item = String>,
+        peer: impl Fn(&str) -> Option<rmcp::Peer<rmcp::RoleClient>> + Send + Sync + 'static,
+    ) -> Self {
+        self.forwarded = Some(Forwarded::new(
+            namespaces.into_iter().collect(),
+            Arc::new(peer),
+        ));
         self
     }
 
@@ -205,13 +233,21 @@ impl McpServerBuilder {
             self.gate.policy(),
             &self.principal,
         ));
+        let offers = self
+            .forwarded
+            .as_ref()
+            .map(Forwarded::offers)
+            .unwrap_or_default();
         McpServer {
             shared: Arc::new(Shared {
                 gate: self.gate,
                 principal: self.principal,
                 tools,
                 instructions,
+                withheld: self.withheld,
                 session: self.session,
+                forwarded: self.forwarded,
+                offers,
                 options: self.options,
                 inflight: Arc::default(),
             }),
@@ -232,6 +268,7 @@ impl McpServer {
             principal: Principal::operator(),
             session: None,
             withheld: Vec::new(),
+            forwarded: None,
             options: ServeOptions::default(),
         }
     }

@@ -36,8 +36,8 @@ pub fn content_blocks(value: &Value) -> Option<Vec<ContentBlock>> {
         .collect()
 }
 
-/// The result of a call that ran or was refused. A pending approval is answered
-/// by its caller, who knows whether the client can be asked.
+/// The result of a call that ran or was refused (a call still waiting for a
+/// person says how to approve it).
 pub(crate) fn call_result(outcome: &Outcome, tool: Option<&dyn DynTool>) -> CallToolResult {
     match outcome {
         Outcome::Ok {
@@ -68,6 +68,10 @@ pub(crate) fn call_result(outcome: &Outcome, tool: Option<&dyn DynTool>) -> Call
             .filter(Value::is_object);
             result
         }
+        Outcome::PendingApproval {
+            approval_id,
+            reason,
+        } => error_result(super::approval::pending_message(approval_id, reason, None)),
         refused => error_result(refused.message_for_model()),
     }
 }

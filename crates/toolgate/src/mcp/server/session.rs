@@ -6,12 +6,15 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -20,8 +23,9 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::approval::{self, Answer};
 use super::downstream::{Downstream, LogLevel};
+use super::forward::Forwarded;
 use super::result::{call_result, error_result};
-use super::tools::arguments;
+use super::tools::{ToolList, arguments};
 use crate::{Outcome, ToolCall};
 
 /// The header that carries the session id on the streamable HTTP transport.
@@ -38,6 +42,8 @@ pub(crate) struct Session {
     /// The gate's conversation id, fixed by the first call.
     id: Arc<OnceLock<String>>,
     log_level: LogLevel,
+    /// The tool names last listed to the client, to tell it when they change.
+    listed: Arc<Mutex<Option<Vec<String>>>>,
 }
 
 impl Session {
@@ -46,6 +52,55 @@ impl Session {
             shared,
             id: Arc::default(),
             log_level: LogLevel::default(),
+            listed: Arc::default(),
+        }
+    }
+
+    /// The tools this session's client is offered now: with a flow, as the flow
+    /// offers them in this conversation.
+    fn offered(&self, context: &RequestContext<RoleServer>) -> ToolList {
+        let shared = &self.shared;
+        let session = self.conversation(context);
+        let descriptors = shared.gate.visible_tools(session).unwrap_or_else(|e| {
+            tracing::warn!(
+                session,
+                "cannot read the conversation's flow ({e}); offering every tool"
+            );
+            shared
+                .gate
+                .catalog()
+                .iter()
+                .map(|tool| tool.descriptor().clone())
+                .collect()
+        });
+        ToolList::of(
+            &shared.gate,
+            &shared.principal,
+            &shared.withheld,
+            descriptors,
+        )
+    }
+
+    /// Tells the client when a call changed the tools it is offered (a flow
+    /// opened or closed some), once it has listed them.
+    async fn tell_if_tools_changed(&self, context: &RequestContext<RoleServer>) {
+        if self
+            .listed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+        {
+            return;
+        }
+        let now = self.offered(context).names();
+        let changed = {
+            let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+            let changed = listed.as_ref() != Some(&now);
+            *listed = Some(now);
+            changed
+        };
+        if changed {
+            let _ = context.peer.notify_tool_list_changed().await;
         }
     }
 
@@ -95,6 +150,36 @@ impl Session {
         }
     }
 
+    /// Asks the client's user to approve a pending call and records the answer.
+    /// `None` when they answered (the call is decided: run it again); otherwise
+    /// why nobody answered.
+    async fn ask(
+        &self,
+        context: &RequestContext<RoleServer>,
+        downstream: &Downstream,
+        approval_id: &str,
+        reason: &str,
+    ) -> Option<String> {
+        if !downstream.supports_elicitation() {
+            return Some("the MCP client cannot ask its user".to_owned());
+        }
+        let shared = &self.shared;
+        let answer = approval::ask(
+            &context.peer,
+            &shared.gate,
+            approval_id,
+            reason,
+            shared.options.approval_timeout,
+            shared.inflight.cancellation(),
+        )
+        .await;
+        approval::record(&shared.gate, approval_id, &answer);
+        match answer {
+            Answer::None(why) => Some(why),
+            Answer::Approve | Answer::Deny => None,
+        }
+    }
+
     async fn call(
         &self,
         request: CallToolRequestParams,
@@ -130,65 +215,52 @@ impl Session {
             reason,
         } = &outcome
         {
-            let (approval_id, reason) = (approval_id.clone(), reason.clone());
-            let why = if !downstream.supports_elicitation() {
-                Some("the MCP client cannot ask its user".to_owned())
-            } else {
-                let cancel = shared.inflight.cancellation();
-                let answer = approval::ask(
-                    &context.peer,
-                    &shared.gate,
-                    &approval_id,
-                    &reason,
-                    shared.options.approval_timeout,
-                    cancel,
-                )
-                .await;
-                approval::record(&shared.gate, &approval_id, &answer);
-                match answer {
-                    Answer::None(why) => Some(why),
-                    Answer::Approve | Answer::Deny => {
-                        outcome = self.run(&session, call, &downstream, &context.ct).await;
-                        None
-                    }
+            match self.ask(&context, &downstream, approval_id, reason).await {
+                Some(why) => {
+                    let message = approval::pending_message(approval_id, reason, Some(&why));
+                    return Ok(error_result(message));
                 }
-            };
-            if let Some(why) = why {
-                return Ok(error_result(approval::pending_message(
-                    &approval_id,
-                    &reason,
-                    Some(&why),
-                )));
-            }
-            if let Outcome::PendingApproval {
-                approval_id,
-                reason,
-            } = &outcome
-            {
-                return Ok(error_result(approval::pending_message(
-                    approval_id,
-                    reason,
-                    None,
-                )));
+                None => outcome = self.run(&session, call, &downstream, &context.ct).await,
             }
         }
+        self.tell_if_tools_changed(&context).await;
         let tool = shared.gate.catalog().get(&name).ok().map(|t| t.as_ref());
         Ok(call_result(&outcome, tool))
     }
 }
 
+impl Session {
+    /// The upstream servers whose prompts (`prompts`) or resources are passed on.
+    fn forwarded(&self, prompts: bool) -> Option<&Forwarded> {
+        let offers = self.shared.offers;
+        self.shared.forwarded.as_ref().filter(|_| {
+            if prompts {
+                offers.prompts
+            } else {
+                offers.resources
+            }
+        })
+    }
+}
+
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .build(),
-        )
-        .with_server_info(
-            Implementation::new("toolgate", env!("CARGO_PKG_VERSION")).with_title("toolgate"),
-        )
-        .with_protocol_version(NEWEST_PROTOCOL);
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .build();
+        if self.shared.offers.prompts {
+            capabilities.prompts = Some(Default::default());
+        }
+        if self.shared.offers.resources {
+            capabilities.resources = Some(Default::default());
+        }
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("toolgate", env!("CARGO_PKG_VERSION")).with_title("toolgate"),
+            )
+            .with_protocol_version(NEWEST_PROTOCOL);
         if let Some(instructions) = &self.shared.instructions {
             config = config.with_instructions(instructions.clone());
         }
@@ -202,10 +274,12 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let offered = self.offered(&context);
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(offered.names());
         Ok(ListToolsResult::with_all_items(
-            self.shared.tools.tools.as_ref().clone(),
+            offered.tools.as_ref().clone(),
         ))
     }
 
@@ -217,6 +291,75 @@ impl ServerHandler for Session {
         self.call(request, context)
             .await
             .map(CallToolResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let forwarded = self
+            .forwarded(true)
+            .ok_or_else(McpError::method_not_found::<ListPromptsRequestMethod>)?;
+        Ok(ListPromptsResult::with_all_items(
+            forwarded.list_prompts(&self.shared.principal).await,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let forwarded = self
+            .forwarded(true)
+            .ok_or_else(McpError::method_not_found::<GetPromptRequestMethod>)?;
+        forwarded
+            .get_prompt(&self.shared.principal, request)
+            .await
+            .map(GetPromptResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let forwarded = self
+            .forwarded(false)
+            .ok_or_else(McpError::method_not_found::<ListResourcesRequestMethod>)?;
+        Ok(ListResourcesResult::with_all_items(
+            forwarded.list_resources(&self.shared.principal).await,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let forwarded = self
+            .forwarded(false)
+            .ok_or_else(McpError::method_not_found::<ListResourceTemplatesRequestMethod>)?;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            forwarded
+                .list_resource_templates(&self.shared.principal)
+                .await,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let forwarded = self
+            .forwarded(false)
+            .ok_or_else(McpError::method_not_found::<ReadResourceRequestMethod>)?;
+        forwarded
+            .read_resource(&self.shared.principal, request)
+            .await
+            .map(ReadResourceResponse::from)
     }
 
     async fn set_level(

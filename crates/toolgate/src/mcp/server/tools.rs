@@ -1,5 +1,7 @@
-//! What `tools/list` shows a principal: every tool the policy does not deny it
-//! (and the owner does not withhold), rendered by the MCP wire format (annotations read off each tool's effect).
+//! What `tools/list` shows a principal: every tool the policy does not deny it and
+//! the owner does not withhold — in a conversation with a flow, as the flow offers
+//! them now — rendered by the MCP wire format (annotations read off each tool's
+//! effect).
 
 use std::sync::Arc;
 
@@ -10,8 +12,7 @@ use toolgate_core::{Decision, Principal, SanitizeOptions, ToolDescriptor, saniti
 
 use crate::Gate;
 
-/// The tools one principal sees, and the map from their wire names back to the
-/// catalog's.
+/// Tools rendered for MCP, and the map from their wire names back to the catalog's.
 pub(crate) struct ToolList {
     pub(crate) tools: Arc<Vec<Tool>>,
     pub(crate) reader: CallReader,
@@ -20,17 +21,34 @@ pub(crate) struct ToolList {
 }
 
 impl ToolList {
+    /// The whole catalog as `principal` may see it.
     pub(crate) fn build(gate: &Gate, principal: &Principal, withheld: &[String]) -> Self {
-        let visible: Vec<ToolDescriptor> = gate
+        let descriptors = gate
             .catalog()
             .iter()
-            .filter(|tool| !withheld.iter().any(|w| w == tool.name()))
-            .filter(|tool| {
-                gate.policy().decide(tool.descriptor(), principal).decision != Decision::Deny
-            })
-            .map(|tool| {
-                let mut descriptor = tool.descriptor().clone();
-                if !tool.trusted() {
+            .map(|tool| tool.descriptor().clone())
+            .collect();
+        Self::of(gate, principal, withheld, descriptors)
+    }
+
+    /// `descriptors` (the catalog's, or a flow's view of them) as `principal` may
+    /// see them.
+    pub(crate) fn of(
+        gate: &Gate,
+        principal: &Principal,
+        withheld: &[String],
+        descriptors: Vec<ToolDescriptor>,
+    ) -> Self {
+        let visible: Vec<ToolDescriptor> = descriptors
+            .into_iter()
+            .filter(|d| !withheld.contains(&d.name))
+            .filter(|d| gate.policy().decide(d, principal).decision != Decision::Deny)
+            .map(|mut descriptor| {
+                let trusted = gate
+                    .catalog()
+                    .get(&descriptor.name)
+                    .is_ok_and(|tool| tool.trusted());
+                if !trusted {
                     descriptor.description = sanitize_description(
                         &descriptor.description,
                         &SanitizeOptions::for_description(),
@@ -69,6 +87,14 @@ impl ToolList {
     /// The catalog name of the tool called as `wire`.
     pub(crate) fn canonical<'a>(&'a self, wire: &'a str) -> &'a str {
         self.reader.names.canonical(wire).unwrap_or(wire)
+    }
+
+    /// The wire names, in order.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .collect()
     }
 }
 
