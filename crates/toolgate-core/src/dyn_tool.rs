@@ -28,6 +28,14 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the tool can run now. A tool that cannot (an upstream tool quarantined
+    /// by its pin, or behind an open circuit) says why; the gate refuses the call
+    /// before validating or authorizing it, so nobody is asked to approve a call that
+    /// could not run.
+    fn available(&self) -> Result<(), ToolError> {
+        Ok(())
+    }
+
     /// Whether the tool's output may reach a model as it is. Output from untrusted
     /// sources (MCP servers, HTTP endpoints) is sanitized and fenced as data first.
     fn trusted(&self) -> bool {

@@ -303,6 +303,9 @@ impl Gate {
                 Outcome::error(format!("`{}` is not ready", call.name), true),
             );
         };
+        if let Err(error) = tool.available() {
+            return self.refuse(entry, "unavailable", tool_error(&call.name, error));
+        }
         // Validate.
         let arguments = match tool_entry.arguments.check(&call.arguments) {
             Ok(arguments) => arguments,

@@ -89,6 +89,7 @@ impl rmcp::ClientHandler for Handler {
         if let Some(downstream) = self.relay.for_progress(&params.progress_token) {
             downstream.forward_progress(&params).await;
         }
+        self.relay.passed_on();
         let _ = self.events.send(UpstreamEvent::Progress {
             server: self.server.clone(),
             params,
@@ -105,6 +106,7 @@ impl rmcp::ClientHandler for Handler {
         if let Some(downstream) = self.relay.latest() {
             downstream.forward_log(&params).await;
         }
+        self.relay.passed_on();
         let _ = self.events.send(UpstreamEvent::Log {
             server: self.server.clone(),
             params,

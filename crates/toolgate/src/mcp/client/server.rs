@@ -14,6 +14,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, watch};
@@ -24,7 +25,7 @@ use super::breaker::{AfterFailure, Breaker, RestartPolicy};
 use super::config::{ServerConfig, Transport};
 use super::handler::Handler;
 use super::process::ServerProcess;
-use super::relay::Relay;
+use super::relay::{Relay, Sequenced};
 use super::result::call_outcome;
 use super::tool::{RemoteTool, remote_tool};
 use super::{ServerState, UpstreamEvent};
@@ -309,7 +310,11 @@ impl Server {
                                 program.display()
                             )
                         })?;
-                let handshake = handler.serve_with_ct((pipes.stdout, pipes.stdin), ct.clone());
+                let transport = Sequenced::new(
+                    AsyncRwTransport::new_client(pipes.stdout, pipes.stdin),
+                    self.relay.clone(),
+                );
+                let handshake = handler.serve_with_ct(transport, ct.clone());
                 match tokio::time::timeout(self.config.connect_timeout, handshake).await {
                     Ok(Ok(running)) => {
                         self.shared().process = Some(process);
@@ -347,7 +352,10 @@ impl Server {
                 }
                 let config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = Sequenced::new(
+                    StreamableHttpClientTransport::from_config(config),
+                    self.relay.clone(),
+                );
                 match tokio::time::timeout(
                     self.config.connect_timeout,
                     handler.serve_with_ct(transport, ct.clone()),
@@ -603,6 +611,31 @@ impl Server {
         )))
     }
 
+    /// Refuses a call while the server's circuit is open (see [`Self::ready_peer`]).
+    pub fn check_circuit(&self) -> Result<(), ToolError> {
+        match self.state() {
+            ServerState::Unavailable {
+                reason,
+                failures,
+                until,
+            } => Err(self.circuit_open(&reason, failures, until)),
+            _ => Ok(()),
+        }
+    }
+
+    fn circuit_open(&self, reason: &str, failures: u32, until: Instant) -> ToolError {
+        let left = until.saturating_duration_since(Instant::now());
+        ToolError::Retryable {
+            message: format!(
+                "{} is unavailable after {failures} failures in a row (the last: {reason}); \
+                 toolgate tries it again in {}",
+                self.label,
+                humantime::format_duration(Duration::from_secs(left.as_secs().max(1)))
+            ),
+            retry_after: Some(left),
+        }
+    }
+
     /// Calls `remote` with `input`, under the server's call timeout and the call's
     /// deadline.
     pub async fn call(
@@ -690,7 +723,7 @@ impl Server {
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await?;
-        let _registered = crate::mcp::server::Downstream::current().map(|downstream| {
+        let registered = crate::mcp::server::Downstream::current().map(|downstream| {
             self.relay
                 .register(handle.progress_token.clone(), downstream)
         });
@@ -700,6 +733,9 @@ impl Server {
         };
         let answer = handle.await_response().await;
         abandoned.peer = None;
+        if registered.is_some() {
+            self.relay.caught_up().await;
+        }
         match answer? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err(ServiceError::UnexpectedResponse),
@@ -748,17 +784,7 @@ impl Server {
                     reason,
                     failures,
                     until,
-                } => {
-                    let left = until.saturating_duration_since(Instant::now());
-                    return Err(ToolError::Retryable {
-                        message: format!(
-                            "{label} is unavailable after {failures} failures in a row (the last: {reason}); \
-                             toolgate tries it again in {}",
-                            humantime::format_duration(Duration::from_secs(left.as_secs().max(1)))
-                        ),
-                        retry_after: Some(left),
-                    });
-                }
+                } => return Err(self.circuit_open(&reason, failures, until)),
                 ServerState::Misconfigured { reason } => return Err(ToolError::permanent(reason)),
                 ServerState::Stopped => {
                     return Err(ToolError::permanent(format!("{label} has been stopped")));

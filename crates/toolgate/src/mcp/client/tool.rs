@@ -119,6 +119,12 @@ impl DynTool for UpstreamTool {
         })
     }
 
+    fn available(&self) -> Result<(), ToolError> {
+        self.server
+            .check_tool(&self.remote, &self.descriptor.name)?;
+        self.server.check_circuit()
+    }
+
     fn trusted(&self) -> bool {
         false
     }
