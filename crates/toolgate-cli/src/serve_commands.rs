@@ -7,12 +7,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolgate::mcp::client::{UpstreamOptions, Upstreams};
+use tokio::sync::broadcast::error::RecvError;
+use toolgate::mcp::client::{UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
     DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, McpServer, ServeOptions, check_path,
     shutdown_signal,
 };
-use toolgate::{Gate, PinStore};
+use toolgate::search::Exclusion;
+use toolgate::spec::SpecFile;
+use toolgate::{Gate, PinStore, SearchTools, SqliteStore, spec_catalog};
 
 use crate::commands::{CommandResult, load, open_store, principal};
 use crate::{SpecArgs, StateArgs};
@@ -39,6 +42,10 @@ pub struct ServeArgs {
     /// How long running calls may take to finish after SIGINT or SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     grace: Duration,
+    /// Offer a few tools plus search: `tools/list` shows `search_tools` and the
+    /// tools marked `always_loaded: true`; a session lists the tools its searches found.
+    #[arg(long)]
+    search: bool,
     /// How long to wait for a person to answer an approval asked in the client.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
     approval_timeout: Duration,
@@ -82,20 +89,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     if let Some(upstreams) = &upstreams {
         report(upstreams);
     }
-    let gate = Gate::from_spec(
-        &spec,
-        &source.path.display().to_string(),
-        &upstreams
-            .as_deref()
-            .map(Upstreams::catalog)
-            .unwrap_or_default(),
-        store,
-    )
-    .map_err(|e| e.to_string())?;
-    let withheld = upstreams
-        .as_ref()
-        .map(|u| u.withheld().into_iter().map(|w| w.tool).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let file = source.path.display().to_string();
+    let (gate, withheld) = served_gate(&spec, &file, upstreams.as_deref(), &store, args.search)?;
     let mut builder = McpServer::builder(Arc::new(gate))
         .principal(principal.clone())
         .withhold(withheld)
@@ -103,6 +98,10 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             grace: args.grace,
             approval_timeout: args.approval_timeout,
         });
+    if args.search {
+        let always = spec.tools.iter().filter(|t| t.always_loaded);
+        builder = builder.search(always.map(|t| t.name.clone()));
+    }
     if let Some(upstreams) = &upstreams {
         let upstreams = upstreams.clone();
         builder = builder.forward(spec.mcp_servers.keys().cloned(), move |ns| {
@@ -110,6 +109,17 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         });
     }
     let server = builder.build();
+    if let Some(upstreams) = &upstreams {
+        let _guard = runtime.enter();
+        follow_upstreams(
+            &server,
+            upstreams.clone(),
+            spec.clone(),
+            file,
+            store,
+            args.search,
+        );
+    }
     let shown = server.tool_names();
     for (tool, why) in server.left_out() {
         eprintln!("warning: `{tool}` is not served: {why}");
@@ -163,6 +173,70 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     runtime.shutdown_timeout(Duration::from_millis(500));
     eprintln!("toolgate: {}", report?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The gate `serve` runs calls through: the spec file's tools, the upstream servers'
+/// and, with `search`, `search_tools` over all of them; and the quarantined tools to
+/// withhold from `tools/list`.
+fn served_gate(
+    spec: &SpecFile,
+    file: &str,
+    upstreams: Option<&Upstreams>,
+    store: &Arc<SqliteStore>,
+    search: bool,
+) -> Result<(Gate, Vec<String>), String> {
+    let natives = upstreams.map(Upstreams::catalog).unwrap_or_default();
+    let mut catalog = spec_catalog(spec, file, &natives).map_err(|e| e.to_string())?;
+    let withheld: Vec<String> = upstreams
+        .map(|u| u.withheld().into_iter().map(|w| w.tool).collect())
+        .unwrap_or_default();
+    if search {
+        let quarantined = withheld.clone();
+        let search = SearchTools::new(&catalog)
+            .with_policy(spec.policy.clone())
+            .with_filter(move |_, tool| {
+                quarantined
+                    .contains(&tool.name)
+                    .then_some(Exclusion::Quarantined)
+            });
+        catalog
+            .register(Arc::new(search))
+            .map_err(|e| e.to_string())?;
+    }
+    let gate = Gate::builder(catalog)
+        .spec(spec)
+        .store(store.clone())
+        .build();
+    Ok((gate, withheld))
+}
+
+/// Serves a new gate whenever an upstream server's tools change (`list_changed`, a
+/// restart, a quarantine), so clients see tools come, go and be withheld.
+fn follow_upstreams(
+    server: &McpServer,
+    upstreams: Arc<Upstreams>,
+    spec: SpecFile,
+    file: String,
+    store: Arc<SqliteStore>,
+    search: bool,
+) {
+    let server = server.clone();
+    let mut events = upstreams.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(UpstreamEvent::ToolsChanged { .. }) | Err(RecvError::Lagged(_)) => {}
+                Ok(_) => continue,
+                Err(RecvError::Closed) => break,
+            }
+            match served_gate(&spec, &file, Some(&upstreams), &store, search) {
+                Ok((gate, withheld)) => server.replace_gate(Arc::new(gate), withheld),
+                Err(e) => eprintln!(
+                    "warning: the upstream tools changed, but the new catalog cannot be served ({e}); serving the old one"
+                ),
+            }
+        }
+    });
 }
 
 /// Upstream servers that are not ready, tools left out and quarantined tools, on stderr.

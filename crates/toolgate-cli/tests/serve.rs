@@ -145,7 +145,7 @@ fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-async fn names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
+async fn names(client: &rmcp::Peer<RoleClient>) -> Vec<String> {
     let mut names: Vec<String> = client
         .list_all_tools()
         .await
@@ -370,4 +370,123 @@ async fn serve_offers_an_upstream_server_s_tools_under_its_namespace_through_the
             && r["outcome"] == "ok"),
         "{outer:?}"
     );
+}
+
+/// A client that counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct ListListener(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for ListListener {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn when_an_upstream_server_s_tools_change_the_served_list_follows_and_clients_hear() {
+    let desk = Desk::new();
+    // The upstream is `toolgate serve` with a flow: once `verify` has run, it offers
+    // `whoami` instead, and says so with `tools/list_changed`.
+    std::fs::write(
+        desk.path().join("inner.yaml"),
+        "tools:\n\
+         \x20 - {name: verify, description: Verify the customer., effect: read, set_state: {verified: true}}\n\
+         \x20 - {name: whoami, description: Say who the customer is., effect: read, response: ada}\n\
+         state:\n  verified: {type: boolean, default: false}\n\
+         flow:\n  steps:\n\
+         \x20   - {id: identify, allow: [verify], done: {called_ok: verify}}\n\
+         \x20   - {id: assist, after: [identify], allow: [whoami]}\n",
+    )
+    .unwrap();
+    let inner_state = desk.path().join("inner-state");
+    std::fs::write(
+        desk.path().join("outer.yaml"),
+        format!(
+            "mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n    effects: {{verify: read, whoami: read}}\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            inner_state.display()
+        ),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
+        .args(["serve", "--stdio", "-f", "outer.yaml"])
+        .current_dir(desk.path())
+        .env_remove("TOOLGATE_STATE_DIR");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let listener = ListListener::default();
+    let client = listener.clone().serve(transport).await.unwrap();
+    assert_eq!(names(&client).await, ["inner.verify"]);
+    let result = client
+        .call_tool(call("inner.verify", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while names(&client).await != ["inner.whoami"] {
+        assert!(
+            Instant::now() < deadline,
+            "still listed: {:?}",
+            names(&client).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(listener.0.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    let result = client
+        .call_tool(call("inner.whoami", json!({})))
+        .await
+        .unwrap();
+    assert!(text(&result).contains("ada"), "{}", text(&result));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn serve_with_search_lists_search_and_always_loaded_tools_and_reveals_what_is_found() {
+    let desk = Desk::new();
+    std::fs::write(
+        desk.path().join("search.yaml"),
+        "tools:\n\
+         \x20 - {name: help, description: Explain what this assistant can do., effect: read, response: ask me, always_loaded: true}\n\
+         \x20 - {name: refund_order, description: Refund a customer's order in full., effect: read, response: refunded}\n\
+         \x20 - {name: track_parcel, description: Track where a parcel is now., effect: read, response: in transit}\n",
+    )
+    .unwrap();
+    let listener = ListListener::default();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
+        .args(["serve", "--stdio", "--search", "-f", "search.yaml"])
+        .current_dir(desk.path())
+        .env_remove("TOOLGATE_STATE_DIR");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = listener.clone().serve(transport).await.unwrap();
+    assert_eq!(names(&client).await, ["help", "search_tools"]);
+    let found = client
+        .call_tool(call(
+            "search_tools",
+            json!({"query": "where is my parcel", "k": 1}),
+        ))
+        .await
+        .unwrap();
+    assert!(text(&found).contains("track_parcel"), "{}", text(&found));
+    assert_eq!(
+        names(&client).await,
+        ["help", "search_tools", "track_parcel"]
+    );
+    // Notifications are handled on tasks of their own: give this one a moment.
+    let heard = || listener.0.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..50 {
+        if heard() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(heard(), 1);
+    client.cancel().await.unwrap();
 }

@@ -873,6 +873,99 @@ async fn tools_list_follows_the_conversation_s_flow_and_the_client_hears_when_it
 }
 
 #[tokio::test]
+async fn a_replaced_gate_is_listed_and_called_and_every_client_hears_of_it() {
+    let store = Arc::new(MemoryGateStore::default());
+    let first = Gate::builder(Catalog::new().with_native(LookupOrder).unwrap())
+        .store(store.clone())
+        .build();
+    let server = McpServer::builder(Arc::new(first)).build();
+    let client = Client::default();
+    let session = over_pipe(server.clone(), client.clone()).await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    assert_eq!(
+        names(session.client.list_all_tools().await.unwrap()),
+        ["lookup_order"]
+    );
+
+    // The catalog changed (as when an upstream server's tools change): a new gate,
+    // with one tool withheld (as a quarantined one would be).
+    let second = Gate::builder(catalog()).store(store).build();
+    server.replace_gate(
+        Arc::new(second),
+        vec!["relay".to_owned(), "slow".to_owned()],
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*client.tools_changed.lock().unwrap(), 1);
+    assert_eq!(
+        names(session.client.list_all_tools().await.unwrap()),
+        ["lookup_order", "delete_account", "export_report"]
+    );
+    let result = session
+        .client
+        .call_tool(call("export_report", json!({})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+}
+
+fn search_catalog() -> (Catalog, Arc<toolgate::SearchTools>) {
+    let mut catalog = catalog();
+    let search = toolgate::SearchTools::register_in(&mut catalog).unwrap();
+    (catalog, search)
+}
+
+#[tokio::test]
+async fn with_search_a_session_lists_search_and_always_loaded_tools_then_what_it_found() {
+    let (catalog, _) = search_catalog();
+    let gate = Gate::builder(catalog)
+        .store(Arc::new(MemoryGateStore::default()))
+        .build();
+    let server = McpServer::builder(Arc::new(gate))
+        .search(["lookup_order".to_owned()])
+        .build();
+    assert_eq!(server.tool_names(), ["lookup_order", "search_tools"]);
+    let client = Client::default();
+    let session = over_pipe(server.clone(), client.clone()).await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    assert_eq!(
+        names(session.client.list_all_tools().await.unwrap()),
+        ["lookup_order", "search_tools"]
+    );
+    let found = session
+        .client
+        .call_tool(call(
+            "search_tools",
+            json!({"query": "export a report", "k": 1}),
+        ))
+        .await
+        .unwrap();
+    assert!(text(&found).contains("export_report"), "{}", text(&found));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*client.tools_changed.lock().unwrap(), 1);
+    assert_eq!(
+        names(session.client.list_all_tools().await.unwrap()),
+        ["lookup_order", "export_report", "search_tools"]
+    );
+
+    // Another session starts over; a tool not listed can still be called (the gate decides).
+    let other = over_pipe(server, Client::default()).await;
+    assert_eq!(
+        names(other.client.list_all_tools().await.unwrap()),
+        ["lookup_order", "search_tools"]
+    );
+    let direct = other
+        .client
+        .call_tool(call("export_report", json!({})))
+        .await
+        .unwrap();
+    assert_ne!(direct.is_error, Some(true), "{direct:?}");
+}
+
+#[tokio::test]
 async fn http_requests_without_the_bearer_token_get_401() {
     let server = McpServer::builder(gate(Arc::default())).build();
     let http = over_http(server, HttpAccess::bearer("s3cret-token").unwrap()).await;

@@ -40,18 +40,21 @@ mod downstream;
 mod forward;
 mod http;
 mod inflight;
+mod offering;
 mod result;
 mod session;
 mod tools;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use toolgate_core::{Principal, planner_digest};
+use toolgate_core::Principal;
 
 pub use downstream::Downstream;
 pub use forward::PeerLookup;
@@ -62,8 +65,8 @@ pub use result::{content_blocks, content_value};
 use crate::Gate;
 use forward::{Forwarded, Offers};
 use inflight::InFlight;
+use offering::Offering;
 use session::Session;
-use tools::ToolList;
 
 /// How long running calls get to finish after shutdown begins, by default.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
@@ -151,12 +154,13 @@ impl fmt::Display for ServeReport {
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
-    gate: Arc<Gate>,
+    offering: RwLock<Arc<Offering>>,
+    /// Counts replaced offerings; sessions watch it to tell their clients.
+    generation: watch::Sender<u64>,
     principal: Principal,
-    tools: ToolList,
-    instructions: Option<String>,
-    /// Tools the owner keeps out of `tools/list`.
-    withheld: Vec<String>,
+    /// With search: the tools every session lists from the start (besides
+    /// `search_tools`); others are listed once a search in that session found them.
+    search: Option<BTreeSet<String>>,
     /// A fixed conversation id for every session (else one per session).
     session: Option<String>,
     /// Upstream servers whose prompts and resources are passed on.
@@ -167,12 +171,23 @@ pub(crate) struct Shared {
     inflight: Arc<InFlight>,
 }
 
+impl Shared {
+    /// What the server offers now.
+    pub(crate) fn offering(&self) -> Arc<Offering> {
+        self.offering
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// Builds an [`McpServer`].
 pub struct McpServerBuilder {
     gate: Arc<Gate>,
     principal: Principal,
     session: Option<String>,
     withheld: Vec<String>,
+    search: Option<BTreeSet<String>>,
     forwarded: Option<Forwarded>,
     options: ServeOptions,
 }
@@ -197,6 +212,17 @@ impl McpServerBuilder {
         self
     }
 
+    /// Offer the catalog as "a few always-loaded tools plus search": `tools/list`
+    /// shows `search_tools` (which the gate's catalog must hold, see
+    /// [`SearchTools::register_in`](crate::SearchTools::register_in)) and
+    /// `always_loaded`; the tools a search returns are listed for that session from
+    /// then on, and its client is told the list changed. Every call still goes
+    /// through the gate, listed or not.
+    pub fn search(mut self, always_loaded: impl IntoIterator<Item = String>) -> Self {
+        self.search = Some(always_loaded.into_iter().collect());
+        self
+    }
+
     /// Pass on the prompts and resources of these upstream servers, by namespace,
     /// reached through `peer` (e.g. `move |ns| upstreams.peer(ns)`).
     pub fn forward(
@@ -217,22 +243,7 @@ impl McpServerBuilder {
     }
 
     pub fn build(self) -> McpServer {
-        let tools = ToolList::build(&self.gate, &self.principal, &self.withheld);
-        for (tool, why) in &tools.left_out {
-            tracing::warn!(tool = tool.as_str(), "not served over MCP: {why}");
-        }
-        let descriptors: Vec<_> = self
-            .gate
-            .catalog()
-            .iter()
-            .filter(|tool| !self.withheld.iter().any(|w| w == tool.name()))
-            .map(|tool| tool.descriptor())
-            .collect();
-        let instructions = Some(planner_digest(
-            descriptors,
-            self.gate.policy(),
-            &self.principal,
-        ));
+        let offering = Offering::new(self.gate, &self.principal, self.withheld);
         let offers = self
             .forwarded
             .as_ref()
@@ -240,11 +251,10 @@ impl McpServerBuilder {
             .unwrap_or_default();
         McpServer {
             shared: Arc::new(Shared {
-                gate: self.gate,
+                offering: RwLock::new(Arc::new(offering)),
+                generation: watch::Sender::new(0),
                 principal: self.principal,
-                tools,
-                instructions,
-                withheld: self.withheld,
+                search: self.search,
                 session: self.session,
                 forwarded: self.forwarded,
                 offers,
@@ -268,24 +278,45 @@ impl McpServer {
             principal: Principal::operator(),
             session: None,
             withheld: Vec::new(),
+            search: None,
             forwarded: None,
             options: ServeOptions::default(),
         }
     }
 
-    /// The names of the tools `tools/list` shows.
+    /// The names of the tools `tools/list` shows a new session.
     pub fn tool_names(&self) -> Vec<String> {
-        self.shared
-            .tools
-            .tools
-            .iter()
-            .map(|tool| tool.name.to_string())
-            .collect()
+        let offering = self.shared.offering();
+        let listed = offering.tools.names();
+        match &self.shared.search {
+            None => listed,
+            Some(always) => listed
+                .into_iter()
+                .filter(|name| {
+                    let name = offering.tools.canonical(name);
+                    name == toolgate_core::search::SEARCH_TOOLS || always.contains(name)
+                })
+                .collect(),
+        }
     }
 
     /// Tools the principal may use that MCP cannot carry, each with the reason.
-    pub fn left_out(&self) -> &[(String, String)] {
-        &self.shared.tools.left_out
+    pub fn left_out(&self) -> Vec<(String, String)> {
+        self.shared.offering().tools.left_out.clone()
+    }
+
+    /// Serves `gate` from now on (its catalog changed: an upstream server's tools
+    /// came, went or were quarantined), withholding `withheld`; every connected
+    /// client is told the tool list changed. Calls already running finish on the
+    /// gate they started with.
+    pub fn replace_gate(&self, gate: Arc<Gate>, withheld: Vec<String>) {
+        let offering = Arc::new(Offering::new(gate, &self.shared.principal, withheld));
+        *self
+            .shared
+            .offering
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = offering;
+        self.shared.generation.send_modify(|g| *g += 1);
     }
 
     /// Serves one session over standard input and output until the client

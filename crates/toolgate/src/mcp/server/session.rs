@@ -16,17 +16,19 @@ use rmcp::model::{
     ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
+use toolgate_core::search::{ListedTools, SEARCH_TOOLS, found_tool_names};
 
 use super::Shared;
 use super::approval::{self, Answer};
 use super::downstream::{Downstream, LogLevel};
 use super::forward::Forwarded;
+use super::offering::Offering;
 use super::result::{call_result, error_result};
 use super::tools::{ToolList, arguments};
-use crate::{Outcome, ToolCall};
+use crate::{Gate, Outcome, ToolCall};
 
 /// The header that carries the session id on the streamable HTTP transport.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -44,46 +46,71 @@ pub(crate) struct Session {
     log_level: LogLevel,
     /// The tool names last listed to the client, to tell it when they change.
     listed: Arc<Mutex<Option<Vec<String>>>>,
+    /// With search: the tools this session lists (see [`Shared::search`](super::Shared)).
+    searched: Arc<Mutex<ListedTools>>,
 }
 
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Session {
-            shared,
             id: Arc::default(),
             log_level: LogLevel::default(),
+            searched: Arc::new(Mutex::new(ListedTools::new(
+                shared.search.iter().flatten().cloned(),
+            ))),
             listed: Arc::default(),
+            shared,
         }
     }
 
     /// The tools this session's client is offered now: with a flow, as the flow
-    /// offers them in this conversation.
-    fn offered(&self, context: &RequestContext<RoleServer>) -> ToolList {
-        let shared = &self.shared;
+    /// offers them in this conversation; with search, those listed in this session.
+    fn offered(&self, offering: &Offering, context: &RequestContext<RoleServer>) -> ToolList {
+        let gate = &offering.gate;
         let session = self.conversation(context);
-        let descriptors = shared.gate.visible_tools(session).unwrap_or_else(|e| {
+        let mut descriptors = gate.visible_tools(session).unwrap_or_else(|e| {
             tracing::warn!(
                 session,
                 "cannot read the conversation's flow ({e}); offering every tool"
             );
-            shared
-                .gate
-                .catalog()
+            gate.catalog()
                 .iter()
                 .map(|tool| tool.descriptor().clone())
                 .collect()
         });
+        if self.shared.search.is_some() {
+            let searched = self.searched.lock().unwrap_or_else(PoisonError::into_inner);
+            descriptors.retain(|d| searched.is_listed(&d.name));
+        }
         ToolList::of(
-            &shared.gate,
-            &shared.principal,
-            &shared.withheld,
+            gate,
+            &self.shared.principal,
+            &offering.withheld,
             descriptors,
         )
     }
 
+    /// Lists for this session the tools a `search_tools` call found.
+    fn reveal_found(&self, tool: &str, outcome: &Outcome) {
+        if self.shared.search.is_none() || tool != SEARCH_TOOLS {
+            return;
+        }
+        if let Outcome::Ok { value, .. } = outcome {
+            let found = found_tool_names(value);
+            self.searched
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .reveal(found.iter().map(String::as_str));
+        }
+    }
+
     /// Tells the client when a call changed the tools it is offered (a flow
     /// opened or closed some), once it has listed them.
-    async fn tell_if_tools_changed(&self, context: &RequestContext<RoleServer>) {
+    async fn tell_if_tools_changed(
+        &self,
+        offering: &Offering,
+        context: &RequestContext<RoleServer>,
+    ) {
         if self
             .listed
             .lock()
@@ -92,7 +119,7 @@ impl Session {
         {
             return;
         }
-        let now = self.offered(context).names();
+        let now = self.offered(offering, context).names();
         let changed = {
             let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
             let changed = listed.as_ref() != Some(&now);
@@ -126,6 +153,7 @@ impl Session {
     /// the client cancels the request or the server's grace period ends.
     async fn run(
         &self,
+        gate: &Gate,
         session: &str,
         call: ToolCall,
         downstream: &Downstream,
@@ -133,12 +161,10 @@ impl Session {
     ) -> Outcome {
         let shared = &self.shared;
         let cancel = shared.inflight.cancellation().child_token();
-        let gate_call = downstream.clone().scope(shared.gate.call_with(
-            session,
-            call,
-            &shared.principal,
-            &cancel,
-        ));
+        let gate_call =
+            downstream
+                .clone()
+                .scope(gate.call_with(session, call, &shared.principal, &cancel));
         tokio::pin!(gate_call);
         tokio::select! {
             biased;
@@ -155,6 +181,7 @@ impl Session {
     /// why nobody answered.
     async fn ask(
         &self,
+        gate: &Gate,
         context: &RequestContext<RoleServer>,
         downstream: &Downstream,
         approval_id: &str,
@@ -166,14 +193,14 @@ impl Session {
         let shared = &self.shared;
         let answer = approval::ask(
             &context.peer,
-            &shared.gate,
+            gate,
             approval_id,
             reason,
             shared.options.approval_timeout,
             shared.inflight.cancellation(),
         )
         .await;
-        approval::record(&shared.gate, approval_id, &answer);
+        approval::record(gate, approval_id, &answer);
         match answer {
             Answer::None(why) => Some(why),
             Answer::Approve | Answer::Deny => None,
@@ -186,7 +213,9 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let shared = self.shared.clone();
-        let name = shared.tools.canonical(&request.name).to_owned();
+        let offering = shared.offering();
+        let gate = &offering.gate;
+        let name = offering.tools.canonical(&request.name).to_owned();
         let Some(_guard) = shared.inflight.enter() else {
             return Ok(error_result(
                 "the server is shutting down and takes no new calls; call again once it is back",
@@ -203,9 +232,9 @@ impl Session {
             context.meta.get_progress_token(),
             self.log_level.clone(),
         );
-        let known = shared.gate.catalog().contains(&name);
+        let known = gate.catalog().contains(&name);
         let mut outcome = self
-            .run(&session, call.clone(), &downstream, &context.ct)
+            .run(gate, &session, call.clone(), &downstream, &context.ct)
             .await;
         if !known {
             return Err(McpError::invalid_params(outcome.message_for_model(), None));
@@ -215,16 +244,24 @@ impl Session {
             reason,
         } = &outcome
         {
-            match self.ask(&context, &downstream, approval_id, reason).await {
+            match self
+                .ask(gate, &context, &downstream, approval_id, reason)
+                .await
+            {
                 Some(why) => {
                     let message = approval::pending_message(approval_id, reason, Some(&why));
                     return Ok(error_result(message));
                 }
-                None => outcome = self.run(&session, call, &downstream, &context.ct).await,
+                None => {
+                    outcome = self
+                        .run(gate, &session, call, &downstream, &context.ct)
+                        .await;
+                }
             }
         }
-        self.tell_if_tools_changed(&context).await;
-        let tool = shared.gate.catalog().get(&name).ok().map(|t| t.as_ref());
+        self.reveal_found(&name, &outcome);
+        self.tell_if_tools_changed(&offering, &context).await;
+        let tool = gate.catalog().get(&name).ok().map(|t| t.as_ref());
         Ok(call_result(&outcome, tool))
     }
 }
@@ -261,7 +298,7 @@ impl ServerHandler for Session {
                 Implementation::new("toolgate", env!("CARGO_PKG_VERSION")).with_title("toolgate"),
             )
             .with_protocol_version(NEWEST_PROTOCOL);
-        if let Some(instructions) = &self.shared.instructions {
+        if let Some(instructions) = &self.shared.offering().instructions {
             config = config.with_instructions(instructions.clone());
         }
         config
@@ -276,11 +313,25 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let offered = self.offered(&context);
+        let offered = self.offered(&self.shared.offering(), &context);
         *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(offered.names());
         Ok(ListToolsResult::with_all_items(
             offered.tools.as_ref().clone(),
         ))
+    }
+
+    /// Tells the client whenever the server's catalog is replaced, for as long as
+    /// the session lasts.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut generation = self.shared.generation.subscribe();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            while generation.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
     }
 
     async fn call_tool(
