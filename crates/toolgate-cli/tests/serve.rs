@@ -115,6 +115,15 @@ async fn http_client(url: &str, token: Option<&str>) -> RunningService<RoleClien
 }
 
 async fn stdio_client(desk: &Desk, args: &[&str]) -> RunningService<RoleClient, ()> {
+    stdio_client_with(desk, args, ()).await
+}
+
+/// `toolgate serve --stdio ARGS` in the desk, driven by `handler`.
+async fn stdio_client_with<H: rmcp::ClientHandler>(
+    desk: &Desk,
+    args: &[&str],
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     command
         .arg("serve")
@@ -126,7 +135,7 @@ async fn stdio_client(desk: &Desk, args: &[&str]) -> RunningService<RoleClient, 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    ().serve(transport).await.unwrap()
+    handler.serve(transport).await.unwrap()
 }
 
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {
@@ -408,17 +417,8 @@ async fn when_an_upstream_server_s_tools_change_the_served_list_follows_and_clie
         ),
     )
     .unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    command
-        .args(["serve", "--stdio", "-f", "outer.yaml"])
-        .current_dir(desk.path())
-        .env_remove("TOOLGATE_STATE_DIR");
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     let listener = ListListener::default();
-    let client = listener.clone().serve(transport).await.unwrap();
+    let client = stdio_client_with(&desk, &["-f", "outer.yaml"], listener.clone()).await;
     assert_eq!(names(&client).await, ["inner.verify"]);
     let result = client
         .call_tool(call("inner.verify", json!({})))
@@ -456,16 +456,8 @@ async fn serve_with_search_lists_search_and_always_loaded_tools_and_reveals_what
     )
     .unwrap();
     let listener = ListListener::default();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    command
-        .args(["serve", "--stdio", "--search", "-f", "search.yaml"])
-        .current_dir(desk.path())
-        .env_remove("TOOLGATE_STATE_DIR");
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = listener.clone().serve(transport).await.unwrap();
+    let args = ["--search", "-f", "search.yaml"];
+    let client = stdio_client_with(&desk, &args, listener.clone()).await;
     assert_eq!(names(&client).await, ["help", "search_tools"]);
     let found = client
         .call_tool(call(

@@ -300,6 +300,12 @@ async fn http_client(
         .unwrap()
 }
 
+/// The names `tools/list` shows the client, in order.
+async fn listed(client: &rmcp::Peer<RoleClient>) -> Vec<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
@@ -845,13 +851,7 @@ async fn tools_list_follows_the_conversation_s_flow_and_the_client_hears_when_it
     let server = McpServer::builder(Arc::new(gate)).build();
     let client = Client::default();
     let session = over_pipe(server, client.clone()).await;
-    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
-        tools.into_iter().map(|t| t.name.to_string()).collect()
-    };
-    assert_eq!(
-        names(session.client.list_all_tools().await.unwrap()),
-        ["verify"]
-    );
+    assert_eq!(listed(&session.client).await, ["verify"]);
     session
         .client
         .call_tool(call("verify", json!({})))
@@ -859,10 +859,7 @@ async fn tools_list_follows_the_conversation_s_flow_and_the_client_hears_when_it
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(*client.tools_changed.lock().unwrap(), 1);
-    assert_eq!(
-        names(session.client.list_all_tools().await.unwrap()),
-        ["whoami"]
-    );
+    assert_eq!(listed(&session.client).await, ["whoami"]);
     session
         .client
         .call_tool(call("whoami", json!({})))
@@ -881,13 +878,7 @@ async fn a_replaced_gate_is_listed_and_called_and_every_client_hears_of_it() {
     let server = McpServer::builder(Arc::new(first)).build();
     let client = Client::default();
     let session = over_pipe(server.clone(), client.clone()).await;
-    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
-        tools.into_iter().map(|t| t.name.to_string()).collect()
-    };
-    assert_eq!(
-        names(session.client.list_all_tools().await.unwrap()),
-        ["lookup_order"]
-    );
+    assert_eq!(listed(&session.client).await, ["lookup_order"]);
 
     // The catalog changed (as when an upstream server's tools change): a new gate,
     // with one tool withheld (as a quarantined one would be).
@@ -899,7 +890,7 @@ async fn a_replaced_gate_is_listed_and_called_and_every_client_hears_of_it() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(*client.tools_changed.lock().unwrap(), 1);
     assert_eq!(
-        names(session.client.list_all_tools().await.unwrap()),
+        listed(&session.client).await,
         ["lookup_order", "delete_account", "export_report"]
     );
     let result = session
@@ -928,11 +919,8 @@ async fn with_search_a_session_lists_search_and_always_loaded_tools_then_what_it
     assert_eq!(server.tool_names(), ["lookup_order", "search_tools"]);
     let client = Client::default();
     let session = over_pipe(server.clone(), client.clone()).await;
-    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
-        tools.into_iter().map(|t| t.name.to_string()).collect()
-    };
     assert_eq!(
-        names(session.client.list_all_tools().await.unwrap()),
+        listed(&session.client).await,
         ["lookup_order", "search_tools"]
     );
     let found = session
@@ -947,14 +935,14 @@ async fn with_search_a_session_lists_search_and_always_loaded_tools_then_what_it
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(*client.tools_changed.lock().unwrap(), 1);
     assert_eq!(
-        names(session.client.list_all_tools().await.unwrap()),
+        listed(&session.client).await,
         ["lookup_order", "export_report", "search_tools"]
     );
 
     // Another session starts over; a tool not listed can still be called (the gate decides).
     let other = over_pipe(server, Client::default()).await;
     assert_eq!(
-        names(other.client.list_all_tools().await.unwrap()),
+        listed(&other.client).await,
         ["lookup_order", "search_tools"]
     );
     let direct = other
