@@ -3,7 +3,7 @@
 //! toolgate offers sampling and elicitation, but has neither a model nor a user of
 //! its own: it passes such a request on to the MCP client whose call is running on
 //! the server (`toolgate serve`, see [`Relay`]) when that client can answer it, and
-//! otherwise declines. Progress and log notifications go to that client too. Values
+//! otherwise refuses sampling and cancels elicitation (no answer). Progress and log notifications go to that client too. Values
 //! read from the environment are scrubbed from everything passed on or logged.
 
 // Sampling and logging are deprecated by the 2026-07-28 revision, and current in the
@@ -142,7 +142,9 @@ impl rmcp::ClientHandler for Handler {
                 .create_elicitation(request)
                 .await
                 .map_err(passed_on),
-            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            // Nobody here can answer: neither yes nor no, so the asking server
+            // leaves its question open rather than taking a refusal.
+            _ => Ok(ElicitResult::new(ElicitationAction::Cancel)),
         }
     }
 

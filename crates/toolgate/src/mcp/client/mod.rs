@@ -39,7 +39,7 @@
 //! - **Passing on.** During a call served by `toolgate serve`, the server's progress
 //!   and log notifications and its sampling and elicitation requests go to the MCP
 //!   client that made the call ([`crate::mcp::server::Downstream`]); without one,
-//!   sampling is refused and elicitation declined.
+//!   sampling is refused and elicitation cancelled (left unanswered, not refused).
 //! - **Secrets.** `${env.NAME}` values are held apart from everything shown, and
 //!   scrubbed from server messages and stderr before they reach logs or the audit log.
 //!
