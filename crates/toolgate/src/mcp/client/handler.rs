@@ -3,8 +3,9 @@
 //! toolgate offers sampling and elicitation, but has neither a model nor a user of
 //! its own: it passes such a request on to the MCP client whose call is running on
 //! the server (`toolgate serve`, see [`Relay`]) when that client can answer it, and
-//! otherwise refuses sampling and cancels elicitation (no answer). Progress and log notifications go to that client too. Values
-//! read from the environment are scrubbed from everything passed on or logged.
+//! otherwise refuses sampling and cancels elicitation (no answer). Progress and log
+//! notifications go to that client too. Values read from the environment are
+//! scrubbed from everything passed on or logged.
 
 // Sampling and logging are deprecated by the 2026-07-28 revision, and current in the
 // revisions servers speak today.
