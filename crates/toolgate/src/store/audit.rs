@@ -12,12 +12,13 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 use toolgate_core::{
     AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind, VerifyReport,
     verify_chain,
 };
 
+use super::group_commit::Write;
 use super::{SqliteStore, StoreError};
 
 /// An append-only, hash-chained record of every call the gate handled.
@@ -118,7 +119,7 @@ impl SqliteStore {
 /// Appends `entry` as the next record of the chain, inside an open IMMEDIATE
 /// transaction (which holds the write lock, so the head cannot move meanwhile).
 pub(super) fn append_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     entry: AuditEntry,
 ) -> rusqlite::Result<AuditRecord> {
     let head: Option<(i64, String)> = tx
@@ -140,17 +141,11 @@ pub(super) fn append_in(
 }
 
 impl AuditLog for SqliteStore {
+    /// Committed with any other writes waiting (see `group_commit.rs`). The
+    /// IMMEDIATE transaction takes the write lock before the head is read, so another
+    /// process appending at the same time waits and then chains onto this record.
     fn append(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
-        let error = self.error("appending to the audit log");
-        let mut conn = self.conn();
-        // IMMEDIATE takes the write lock before the head is read, so another process
-        // appending at the same time waits and then chains onto this record.
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        let record = append_in(&tx, entry).map_err(&error)?;
-        tx.commit().map_err(&error)?;
-        Ok(record)
+        self.commit_write(Write::Append(entry))
     }
 
     fn tail(&self, n: usize) -> Result<Vec<AuditRecord>, StoreError> {

@@ -103,7 +103,7 @@ pub(super) fn completed_call(entry: &AuditEntry) -> (&str, bool, &str) {
 
 /// Appends a call inside an open transaction.
 pub(super) fn record_call_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     session: &str,
     tool: &str,
     ok: bool,

@@ -6,11 +6,8 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 use toolgate_core::{AuditEntry, AuditRecord, VerifyReport};
 
-use rusqlite::TransactionBehavior;
-
-use super::audit::append_in;
-use super::calls::{completed_call, record_call_in};
-use super::sqlite::write_state;
+use super::calls::completed_call;
+use super::group_commit::Write;
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
     MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
@@ -55,17 +52,11 @@ impl GateStore for SqliteStore {
         writes: &[(String, Value)],
         entry: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        let error = self.error("recording a call's completion and state");
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        write_state(&tx, session, writes).map_err(&error)?;
-        let (tool, ok, time) = completed_call(&entry);
-        record_call_in(&tx, session, tool, ok, time).map_err(&error)?;
-        let record = append_in(&tx, entry).map_err(&error)?;
-        tx.commit().map_err(&error)?;
-        Ok(record)
+        self.commit_write(Write::Complete {
+            session: session.to_owned(),
+            writes: writes.to_vec(),
+            entry,
+        })
     }
 }
 

@@ -16,6 +16,7 @@ mod audit;
 mod calls;
 mod error;
 mod gate_store;
+mod group_commit;
 mod memory;
 mod pins;
 mod sqlite;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use rusqlite::{Connection, TransactionBehavior, params};
 use serde_json::{Map, Value};
 
+use super::group_commit::WriteQueue;
 use super::{STATE_DB_FILE, StateStore, StoreError};
 
 /// How long a connection waits for another process's lock before giving up.
@@ -104,6 +105,8 @@ const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Audit appends and completions waiting to be committed together.
+    pub(super) queue: WriteQueue,
     path: Option<PathBuf>,
     /// The path as shown in error messages, or `:memory:`.
     location: String,
@@ -164,6 +167,7 @@ impl SqliteStore {
         migrate(&mut conn, &location)?;
         Ok(Self {
             conn: Mutex::new(conn),
+            queue: WriteQueue::default(),
             path,
             location,
         })
@@ -234,7 +238,7 @@ fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
 
 /// Upserts state keys inside an open transaction.
 pub(super) fn write_state(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     session: &str,
     writes: &[(String, Value)],
 ) -> rusqlite::Result<()> {
