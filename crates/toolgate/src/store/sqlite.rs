@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior, params};
 use serde_json::{Map, Value};
 
@@ -164,6 +165,12 @@ impl SqliteStore {
         path: Option<PathBuf>,
         location: String,
     ) -> Result<Self, StoreError> {
+        // The bundled SQLite plans with STAT4, which makes every statement that
+        // binds a new value to an indexed column expire and be compiled again on its
+        // next run; toolgate never runs ANALYZE, so those plans gain nothing. The
+        // query planner stability guarantee keeps each cached statement's plan.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .map_err(|e| open_error(&location, e))?;
         migrate(&mut conn, &location)?;
         Ok(Self {
             conn: Mutex::new(conn),
