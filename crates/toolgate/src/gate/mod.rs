@@ -3,7 +3,9 @@
 //! resolve ▶ validate ▶ admit (flow) ▶ authorize (policy, approvals) ▶ record
 //! intent ▶ execute (deadline, retries, cancellation) ▶ apply state ▶ check output
 //! ▶ sanitize ▶ record completion. Each stage that refuses a call produces an
-//! [`Outcome`] the model can act on; nothing panics and no call is dropped.
+//! [`Outcome`] the model can act on; nothing panics and no call is dropped. A
+//! read's intent is committed together with its completion (one transaction
+//! instead of two; a read that dies half-way has nothing to reconcile).
 
 mod arguments;
 mod outcome;
@@ -20,7 +22,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::spec::{SpecFile, template};
 use toolgate_core::{
-    AuditEntry, Catalog, CatalogError, Decision, DynTool, Policy, Principal, RecordKind,
+    AuditEntry, Catalog, CatalogError, Decision, DynTool, Effect, Policy, Principal, RecordKind,
     SanitizeOptions, ToolCtx, ToolError, content_hash, redact_arguments, sanitize_description,
     sanitize_output,
 };
@@ -381,9 +383,17 @@ impl Gate {
             self.run_prefix,
             self.runs.fetch_add(1, Ordering::Relaxed)
         );
-        if let Err(e) = self.store.append(entry.clone()) {
-            return store_failure("the audit log", e);
-        }
+        // A read leaves nothing to reconcile if the process dies while it runs, so
+        // its intent is committed with its completion; any other call's intent is
+        // committed before it runs.
+        let intent = if tool.effect() == Effect::Read {
+            Some(entry.clone())
+        } else {
+            if let Err(e) = self.store.append(entry.clone()) {
+                return store_failure("the audit log", e);
+            }
+            None
+        };
         // Execute.
         let state = match self.state(session) {
             Ok(state) => state,
@@ -441,7 +451,7 @@ impl Gate {
         entry.message = (!outcome.is_ok()).then(|| outcome.message_for_model());
         entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         entry.attempts = Some(attempts);
-        match self.store.complete(session, &writes, entry) {
+        match self.store.complete(session, &writes, intent, entry) {
             Ok(_) => outcome,
             Err(e) => Outcome::error(
                 format!(

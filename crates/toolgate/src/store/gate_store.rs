@@ -17,20 +17,25 @@ use super::{
 /// The gate's persistence.
 pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory {
     /// Applies a call's state writes, adds it to the session's call history and
-    /// appends its completion record, as one transaction where the store has them:
-    /// after a crash, all or nothing.
+    /// appends its completion record — after its intent record, when that was not
+    /// appended before the call ran — as one transaction where the store has them:
+    /// after a crash, all or nothing. Returns the completion record.
     fn complete(
         &self,
         session: &str,
         writes: &[(String, Value)],
-        entry: AuditEntry,
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
         if !writes.is_empty() {
             self.apply(session, writes)?;
         }
-        let (tool, ok, time) = completed_call(&entry);
+        let (tool, ok, time) = completed_call(&completion);
         self.record_call(session, tool, ok, time)?;
-        self.append(entry)
+        if let Some(intent) = intent {
+            self.append(intent)?;
+        }
+        self.append(completion)
     }
 }
 
@@ -50,12 +55,14 @@ impl GateStore for SqliteStore {
         &self,
         session: &str,
         writes: &[(String, Value)],
-        entry: AuditEntry,
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
         self.commit_write(Write::Complete {
             session: session.to_owned(),
             writes: writes.to_vec(),
-            entry,
+            intent,
+            completion,
         })
     }
 }

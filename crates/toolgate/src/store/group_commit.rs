@@ -6,8 +6,9 @@
 //! which is most of what a commit costs. Each writer still returns only once its
 //! write is committed.
 //!
-//! If any write of a batch fails, the batch is rolled back and its writes are
-//! committed one by one, so one bad write cannot take the others with it.
+//! A batch commits whole or not at all. Its writes are plain inserts and upserts
+//! that no other write can conflict with, so what fails one (a full disk, a lock
+//! held too long) fails them all, and each writer gets that error.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -24,11 +25,13 @@ use super::{SqliteStore, StoreError};
 pub(super) enum Write {
     /// An audit record on its own (an intent, a refusal, a decision).
     Append(AuditEntry),
-    /// A call's state writes, its place in the call history and its completion record.
+    /// A call's state writes, its place in the call history and its completion
+    /// record, after its intent record if that was not appended before.
     Complete {
         session: String,
         writes: Vec<(String, Value)>,
-        entry: AuditEntry,
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
     },
 }
 
@@ -42,18 +45,22 @@ impl Write {
 
     /// Applies the write inside an open IMMEDIATE transaction (which holds the write
     /// lock, so the audit chain's head cannot move meanwhile).
-    fn apply(&self, tx: &Connection) -> rusqlite::Result<AuditRecord> {
+    fn apply(self, tx: &Connection) -> rusqlite::Result<AuditRecord> {
         match self {
-            Write::Append(entry) => append_in(tx, entry.clone()),
+            Write::Append(entry) => append_in(tx, entry),
             Write::Complete {
                 session,
                 writes,
-                entry,
+                intent,
+                completion,
             } => {
-                write_state(tx, session, writes)?;
-                let (tool, ok, time) = completed_call(entry);
-                record_call_in(tx, session, tool, ok, time)?;
-                append_in(tx, entry.clone())
+                write_state(tx, &session, &writes)?;
+                let (tool, ok, time) = completed_call(&completion);
+                record_call_in(tx, &session, tool, ok, time)?;
+                if let Some(intent) = intent {
+                    append_in(tx, intent)?;
+                }
+                append_in(tx, completion)
             }
         }
     }
@@ -90,45 +97,50 @@ impl SqliteStore {
             return result;
         }
         let batch = std::mem::take(&mut *lock(&self.queue.pending));
-        self.commit_batch(&mut conn, batch);
+        let (writes, slots): (Vec<Write>, Vec<Slot>) = batch.into_iter().unzip();
+        let actions: Vec<&'static str> = writes.iter().map(Write::action).collect();
+        match commit(&mut conn, writes) {
+            Ok(records) => {
+                for (slot, record) in slots.iter().zip(records) {
+                    *lock(slot) = Some(Ok(record));
+                }
+            }
+            Err(e) => {
+                for (slot, action) in slots.iter().zip(actions) {
+                    *lock(slot) = Some(Err(self.error(action)(copy_error(&e))));
+                }
+            }
+        }
         drop(conn);
         // The batch just committed held this write, so its slot is filled.
         lock(&slot)
             .take()
             .unwrap_or_else(|| Err(self.error(action)(rusqlite::Error::InvalidQuery)))
     }
+}
 
-    fn commit_batch(&self, conn: &mut Connection, batch: Vec<(Write, Slot)>) {
-        if batch.len() > 1
-            && let Ok(records) = Self::commit_together(conn, batch.iter().map(|(w, _)| w))
-        {
-            for ((_, slot), record) in batch.iter().zip(records) {
-                *lock(slot) = Some(Ok(record));
-            }
-            return;
-        }
-        // One write, or a batch that was rolled back: each alone, with its own outcome.
-        for (write, slot) in &batch {
-            let result = Self::commit_together(conn, [write])
-                .map(|mut records| records.remove(0))
-                .map_err(self.error(write.action()));
-            *lock(slot) = Some(result);
-        }
-    }
+/// Applies `writes` in one IMMEDIATE transaction and commits it; on any error,
+/// nothing is committed.
+fn commit(conn: &mut Connection, writes: Vec<Write>) -> rusqlite::Result<Vec<AuditRecord>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let records = writes
+        .into_iter()
+        .map(|write| write.apply(&tx))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    tx.commit()?;
+    Ok(records)
+}
 
-    /// Applies `writes` in one IMMEDIATE transaction and commits it; on any error,
-    /// nothing is committed.
-    fn commit_together<'a>(
-        conn: &mut Connection,
-        writes: impl IntoIterator<Item = &'a Write>,
-    ) -> rusqlite::Result<Vec<AuditRecord>> {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let records = writes
-            .into_iter()
-            .map(|write| write.apply(&tx))
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        tx.commit()?;
-        Ok(records)
+/// The same error again, for the next writer of a failed batch.
+fn copy_error(error: &rusqlite::Error) -> rusqlite::Error {
+    match error {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
     }
 }
 
@@ -173,12 +185,24 @@ mod tests {
                     let mut seqs = Vec::new();
                     for i in 0..100 {
                         let run = w * 1000 + i;
-                        let intent = store.append(entry(RecordKind::Intent, run)).unwrap();
                         let session = format!("s{}", run % 3);
                         let writes = [("last".to_owned(), json!(run))];
-                        let done = store
-                            .complete(&session, &writes, entry(RecordKind::Completion, run))
-                            .unwrap();
+                        let completion = entry(RecordKind::Completion, run);
+                        // Every other call's intent goes in with its completion.
+                        let (intent, done) = if i % 2 == 0 {
+                            let intent = store.append(entry(RecordKind::Intent, run)).unwrap();
+                            let done = store.complete(&session, &writes, None, completion);
+                            (intent, done.unwrap())
+                        } else {
+                            let intent = Some(entry(RecordKind::Intent, run));
+                            let done = store.complete(&session, &writes, intent, completion);
+                            let done = done.unwrap();
+                            let intent = store.tail(usize::MAX).unwrap();
+                            let intent = intent.iter().find(|r| {
+                                r.seq == done.seq - 1 && r.entry.run_id == done.entry.run_id
+                            });
+                            (intent.cloned().expect("the intent just before"), done)
+                        };
                         assert_eq!(intent.entry.run_id, done.entry.run_id);
                         seqs.extend([intent.seq, done.seq]);
                     }
