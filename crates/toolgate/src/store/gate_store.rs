@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use toolgate_core::{AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
-use super::group_commit::Write;
+use super::group_commit::{Completion, Write};
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
     MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
@@ -58,12 +58,12 @@ impl GateStore for SqliteStore {
         intent: Option<AuditEntry>,
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        self.commit_write(Write::Complete {
+        self.commit_write(Write::Complete(Completion {
             session: session.to_owned(),
             writes: writes.to_vec(),
             intent,
             completion,
-        })
+        }))
     }
 }
 

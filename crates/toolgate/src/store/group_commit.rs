@@ -22,24 +22,30 @@ use super::sqlite::write_state;
 use super::{SqliteStore, StoreError};
 
 /// A write that ends with an audit record.
+// A write waits in the queue for microseconds; boxing the larger variant would add
+// an allocation to every call's completion instead.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Write {
     /// An audit record on its own (an intent, a refusal, a decision).
     Append(AuditEntry),
-    /// A call's state writes, its place in the call history and its completion
-    /// record, after its intent record if that was not appended before.
-    Complete {
-        session: String,
-        writes: Vec<(String, Value)>,
-        intent: Option<AuditEntry>,
-        completion: AuditEntry,
-    },
+    /// A call's completion.
+    Complete(Completion),
+}
+
+/// A call's state writes, its place in the call history and its completion record,
+/// after its intent record if that was not appended before.
+pub(super) struct Completion {
+    pub(super) session: String,
+    pub(super) writes: Vec<(String, Value)>,
+    pub(super) intent: Option<AuditEntry>,
+    pub(super) completion: AuditEntry,
 }
 
 impl Write {
     fn action(&self) -> &'static str {
         match self {
             Write::Append(_) => "appending to the audit log",
-            Write::Complete { .. } => "recording a call's completion and state",
+            Write::Complete(_) => "recording a call's completion and state",
         }
     }
 
@@ -48,12 +54,12 @@ impl Write {
     fn apply(self, tx: &Connection) -> rusqlite::Result<AuditRecord> {
         match self {
             Write::Append(entry) => append_in(tx, entry),
-            Write::Complete {
+            Write::Complete(Completion {
                 session,
                 writes,
                 intent,
                 completion,
-            } => {
+            }) => {
                 write_state(tx, &session, &writes)?;
                 let (tool, ok, time) = completed_call(&completion);
                 record_call_in(tx, &session, tool, ok, time)?;
