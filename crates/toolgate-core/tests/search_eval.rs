@@ -14,10 +14,12 @@ use toolgate_core::search::{SearchIndex, SearchRequest};
 const POOL: &str = include_str!("../../../tests/data/bfcl/functions.jsonl");
 const QUERIES: &str = include_str!("../../../tests/data/bfcl/search-eval.jsonl");
 
-/// Achieved on the development set: recall@1 0.8052, recall@5 0.8983, MRR 0.8673.
-const RECALL_AT_1: f64 = 0.8052;
-const RECALL_AT_5: f64 = 0.8983;
-const MRR: f64 = 0.8673;
+/// Achieved on the development set: recall@1 0.8087, recall@5 0.9191, MRR 0.8695
+/// (before requests of several parts were searched part by part: 0.8052, 0.8983,
+/// 0.8673; parallel_multiple's recall@5 rose from 0.665 to 0.785).
+const RECALL_AT_1: f64 = 0.8087;
+const RECALL_AT_5: f64 = 0.9191;
+const MRR: f64 = 0.8695;
 /// How far a figure may fall (about six queries in 1,150) before the test fails.
 const MARGIN: f64 = 0.005;
 

@@ -364,6 +364,16 @@ impl SearchIndex {
         bytes
     }
 
+    /// How many tool slots there are, live or free: one more than the highest slot.
+    pub(crate) fn slots(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether some tool holds `term`.
+    pub(crate) fn knows(&self, term: &str) -> bool {
+        self.lookup.contains_key(term)
+    }
+
     /// How many distinct terms are indexed.
     pub fn term_count(&self) -> usize {
         self.lookup.len()

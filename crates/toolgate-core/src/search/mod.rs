@@ -18,11 +18,18 @@
 //! ([`search_tools_descriptor`], [`found_tools`]), a session's list of tools when
 //! tools are loaded on demand ([`ListedTools`]), and measurement ([`eval`]).
 //!
+//! A request that asks for several things ("get the weather in Paris, then convert
+//! 30 USD to EUR") is split into its parts at sentence ends and words like `then`
+//! and `also`; each part is searched too, and the first hits make room for every
+//! part's best tool, so one part's near-duplicates cannot fill them all. A tool
+//! named outright in a request (`sort_list`, `math.gcd`) ranks at the top.
+//!
 //! Limits: matching is lexical. A query must share a word (after
 //! [`tokenize`]'s splitting and light stemming) with a tool to find it; synonyms
 //! and paraphrase need a [`Scorer`].
 
 mod builtin;
+mod clauses;
 pub mod eval;
 mod fields;
 mod fusion;
