@@ -1,6 +1,7 @@
 //! `toolgate serve`: the spec file's catalog as an MCP server, over stdio or
 //! streamable HTTP, every call through the gate.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -15,7 +16,7 @@ use toolgate::mcp::server::{
 };
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
-use toolgate::{Gate, PinStore, SearchTools, SqliteStore, spec_catalog};
+use toolgate::{DynTool, Gate, PinStore, SearchTools, SqliteStore, ToolError, spec_catalog};
 
 use crate::commands::{CommandResult, load, open_store, principal};
 use crate::{SpecArgs, StateArgs};
@@ -191,13 +192,24 @@ fn served_gate(
         .map(|u| u.withheld().into_iter().map(|w| w.tool).collect())
         .unwrap_or_default();
     if search {
+        // Searches leave out what cannot run now: quarantined tools, and upstream
+        // tools behind an open circuit or gone from their server's list.
         let quarantined = withheld.clone();
+        let tools: HashMap<String, Arc<dyn DynTool>> = catalog
+            .iter()
+            .map(|tool| (tool.name().to_owned(), tool.clone()))
+            .collect();
         let search = SearchTools::new(&catalog)
             .with_policy(spec.policy.clone())
             .with_filter(move |_, tool| {
-                quarantined
-                    .contains(&tool.name)
-                    .then_some(Exclusion::Quarantined)
+                if quarantined.contains(&tool.name) {
+                    return Some(Exclusion::Quarantined);
+                }
+                match tools.get(&tool.name)?.available() {
+                    Ok(()) => None,
+                    Err(ToolError::Retryable { .. }) => Some(Exclusion::BreakerOpen),
+                    Err(e) => Some(Exclusion::Other(e.to_string())),
+                }
             });
         catalog
             .register(Arc::new(search))
