@@ -411,7 +411,7 @@ mod tests {
     use crate::{Effect, ToolDescriptor, ToolSource};
 
     fn index() -> SearchIndex {
-        let tools: Vec<ToolDescriptor> = [
+        catalog(&[
             (
                 "users.reset_password",
                 "Reset a user's password and email a link.",
@@ -419,19 +419,7 @@ mod tests {
             ("admin.reset_database", "Reset the whole database to empty."),
             ("users.change_email", "Change a user's email address."),
             ("weather.now", "The weather now."),
-        ]
-        .into_iter()
-        .map(|(n, d)| {
-            ToolDescriptor::new(
-                n,
-                d,
-                json!({"type": "object"}),
-                Effect::Read,
-                ToolSource::Builtin,
-            )
-        })
-        .collect();
-        SearchIndex::from_tools(&tools)
+        ])
     }
 
     fn names(hits: &[Hit]) -> Vec<&str> {
