@@ -5,7 +5,8 @@ are the nearest thing to the real APIs that runs offline. This check:
 
 1. imports the BFCL corpus with `toolgate import --from bfcl` and renders it with
    `toolgate render` for every target, with and without `--strict` (and with
-   `--json-schema` for Gemini and Vertex), then validates every rendered tool against
+   `--json-schema` for Gemini and Vertex, and `--defer` for the APIs with their own
+   deferred loading: OpenAI Responses and Anthropic), then validates every rendered tool against
    the SDK's request types, eagerly and with unknown keys refused, plus the API rules
    the SDKs do not enforce (name patterns, strict-mode schema rules, request limits);
 2. renders small specs with provider-hosted tools and validates those too;
@@ -512,6 +513,8 @@ def main() -> int:
         if ok:
             for target in TARGETS:
                 variants = [[], ["--strict"]] + ([["--json-schema"]] if target in ("gemini", "vertex") else [])
+                # The APIs' own deferred loading: tools marked for it plus the API's tool search.
+                variants += [["--defer"]] if target in ("openai-responses", "anthropic") else []
                 for options in variants:
                     decls = check_render(report, tg, spec, target, options, canonical)
                     if not options:
