@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
 use toolgate::{
-    Catalog, Gate, Outcome, Principal, SpecSource, SqliteStore, StateStore, ToolCall,
+    CallHistory, Catalog, Gate, Outcome, Principal, SpecSource, SqliteStore, StateStore, ToolCall,
     resolve_state_dir,
 };
 
@@ -301,7 +301,11 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
                 .apply(session, &[(key, value)])
                 .map_err(|e| e.to_string())?;
         }
-        Some(StateAction::Reset) => store.reset(session).map_err(|e| e.to_string())?,
+        Some(StateAction::Reset) => {
+            // The conversation starts over: its flow too, which reads the calls.
+            store.reset(session).map_err(|e| e.to_string())?;
+            store.forget_calls(session).map_err(|e| e.to_string())?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -245,7 +245,7 @@ enum StateAction {
     Get { key: String },
     /// Set one key to a JSON value.
     Set { key: String, value: String },
-    /// Remove every key of the session.
+    /// Remove every key of the session and forget its calls (its flow starts over).
     Reset,
 }
 

@@ -258,6 +258,37 @@ fn a_session_carries_the_flow_across_invocations() {
 }
 
 #[test]
+fn state_reset_starts_the_conversation_over_flow_included() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    let verify = r#"{"email": "ada@example.com", "last4": "4242"}"#;
+    let out = toolgate(
+        dir.path(),
+        &["call", "verify_customer", verify, "--session", "ada"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lookup = ["call", "lookup_order", r#"{"order_id": "ORD-10422"}"#];
+    let out = toolgate(dir.path(), &[&lookup[..], &["--session", "ada"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = toolgate(dir.path(), &["state", "reset", "--session", "ada"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = toolgate(dir.path(), &[&lookup[..], &["--session", "ada"]].concat());
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let printed = stdout(&toolgate(
+        dir.path(),
+        &["flow", "status", "--session", "ada"],
+    ));
+    assert!(
+        printed.starts_with(
+            "active   identify
+"
+        ),
+        "{printed}"
+    );
+}
+
+#[test]
 fn check_reports_flow_mistakes_with_their_place_and_a_suggestion() {
     let dir = tempfile::tempdir().unwrap();
     let broken = HELPDESK
