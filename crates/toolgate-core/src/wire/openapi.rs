@@ -713,6 +713,13 @@ impl Transform<'_> {
             Union::One(branch) => {
                 // The branch gives the shape; the union's own annotations stay on top.
                 let mut merged = branch;
+                // A `null` type beside the union is one more option (`nullable`, set
+                // above), not the shape: the branch's type stays.
+                if out.get("type").and_then(Value::as_str) == Some("NULL")
+                    && merged.contains_key("type")
+                {
+                    out.remove("type");
+                }
                 for (key, value) in out {
                     merged.insert(key, value);
                 }
@@ -1246,6 +1253,20 @@ mod tests {
             out.schema,
             json!({"type": "OBJECT", "properties": {"id": {"type": "STRING"}, "extra": {"type": "BOOLEAN"}}, "required": ["id", "extra"]})
         );
+    }
+
+    #[test]
+    fn a_nullable_multi_type_all_of_with_a_const_union_keeps_the_const_s_type() {
+        let out = convert(json!({
+            "type": "object",
+            "properties": {"value": {"allOf": [
+                {"type": ["string", "integer", "null"], "pattern": "^a"},
+                {"anyOf": [{"const": "fixed"}]}
+            ]}}
+        }));
+        let value = &out.schema["properties"]["value"];
+        assert_eq!(value["type"], "STRING", "{value}");
+        assert_eq!(value["enum"], json!(["fixed"]), "{value}");
     }
 
     #[test]
