@@ -245,7 +245,7 @@ impl Transform<'_> {
                     Some(branch) => conflicts.extend(merge(raw, &branch, Prefer::Base)),
                     None => self.change(
                         format!("{all_src}/{i}"),
-                        "this `allOf` branch cannot be merged; dropped",
+                        "this `allOf` branch cannot be merged (its `$ref` is recursive, unresolvable or past the expansion limit); dropped",
                     ),
                 }
             }
@@ -262,15 +262,24 @@ impl Transform<'_> {
         }
     }
 
-    /// A branch as a plain object, following `$ref` chains (without recursion control:
-    /// the result is merged once, never expanded).
-    fn resolve_raw(&self, branch: &Value) -> Option<Map<String, Value>> {
+    /// A branch as a plain object, following `$ref` chains. A reference to the root
+    /// or to a schema being expanded is recursion that merging cannot flatten (each
+    /// merge would bring the reference back), so such a branch is `None`; every
+    /// reference followed counts against [`MAX_EXPANSIONS`].
+    fn resolve_raw(&mut self, branch: &Value) -> Option<Map<String, Value>> {
         let mut current = branch.as_object()?.clone();
         for _ in 0..16 {
             let Some(reference) = current.remove("$ref") else {
                 return Some(current);
             };
             let pointer = reference.as_str()?.strip_prefix('#').map(percent_decode)?;
+            if pointer.is_empty() || self.refs.contains(&pointer) {
+                return None;
+            }
+            self.expansions += 1;
+            if self.expansions > MAX_EXPANSIONS {
+                return None;
+            }
             let mut target = self.root.pointer(&pointer)?.as_object()?.clone();
             merge(&mut target, &current, Prefer::Extra);
             current = target;
@@ -1267,6 +1276,27 @@ mod tests {
         let value = &out.schema["properties"]["value"];
         assert_eq!(value["type"], "STRING", "{value}");
         assert_eq!(value["enum"], json!(["fixed"]), "{value}");
+    }
+
+    #[test]
+    fn a_recursive_ref_in_all_of_is_dropped_not_expanded_without_end() {
+        // Found by the property test: merging the root into a union branch of itself
+        // grew without bound.
+        let out = convert(json!({
+            "type": "object",
+            "properties": {"value": {"allOf": [
+                {"oneOf": [{"type": "integer"}, {}, {"type": "object", "properties": {"x": {"type": "string"}}}]},
+                {"allOf": [{"$ref": "#"}, {"type": "string", "minLength": 1}]}
+            ]}}
+        }));
+        assert!(
+            out.changes
+                .iter()
+                .any(|c| c.1.contains("its `$ref` is recursive")),
+            "{:?}",
+            out.changes
+        );
+        assert!(out.schema.to_string().len() < 2_000, "{}", out.schema);
     }
 
     #[test]
