@@ -563,8 +563,9 @@ async fn gone_within(pids: &[u32], limit: Duration) -> bool {
     false
 }
 
-#[tokio::test]
-async fn a_server_and_its_children_are_gone_once_upstreams_are_dropped() {
+/// The fixture server started with a grandchild: the upstreams, and the server's
+/// and the grandchild's process ids.
+async fn with_grandchild() -> (Upstreams, Vec<u32>) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pids");
     let spec = fixture_spec(
@@ -573,10 +574,16 @@ async fn a_server_and_its_children_are_gone_once_upstreams_are_dropped() {
     );
     let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
     let text = std::fs::read_to_string(&pidfile).unwrap();
-    let pids: Vec<u32> = text
+    let pids = text
         .split_whitespace()
         .map(|p| p.parse().unwrap())
         .collect();
+    (upstreams, pids)
+}
+
+#[tokio::test]
+async fn a_server_and_its_children_are_gone_once_upstreams_are_dropped() {
+    let (upstreams, pids) = with_grandchild().await;
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|p| alive(*p)));
     drop(upstreams);
@@ -588,18 +595,7 @@ async fn a_server_and_its_children_are_gone_once_upstreams_are_dropped() {
 
 #[tokio::test]
 async fn an_orderly_shutdown_stops_the_server_and_its_children() {
-    let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("pids");
-    let spec = fixture_spec(
-        "fx",
-        &format!("    args: [--spawn-grandchild, {}]\n", pidfile.display()),
-    );
-    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
-    let text = std::fs::read_to_string(&pidfile).unwrap();
-    let pids: Vec<u32> = text
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
+    let (upstreams, pids) = with_grandchild().await;
     upstreams.shutdown().await;
     assert!(
         gone_within(&pids, Duration::from_secs(3)).await,

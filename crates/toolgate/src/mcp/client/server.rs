@@ -587,7 +587,12 @@ impl Server {
     /// Refuses a call to a tool that is quarantined or no longer listed. A quarantined
     /// tool whose change was accepted since (perhaps by another process) is released.
     pub fn check_tool(&self, remote: &str, catalog_name: &str) -> Result<(), ToolError> {
-        let listed = self.shared().tools.get(remote).cloned();
+        // Only a quarantined tool's listing is needed past the lock; most calls
+        // clone nothing.
+        let listed = match self.shared().tools.get(remote) {
+            Some(listed) if listed.quarantine.is_none() => return Ok(()),
+            other => other.cloned(),
+        };
         let Some(listed) = listed else {
             let state = self.state();
             if matches!(state, ServerState::Ready) {

@@ -45,7 +45,6 @@ mod result;
 mod session;
 mod tools;
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -55,6 +54,7 @@ use rmcp::ServiceExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::Principal;
+use toolgate_core::search::ListedTools;
 
 pub use downstream::Downstream;
 pub use forward::PeerLookup;
@@ -158,9 +158,9 @@ pub(crate) struct Shared {
     /// Counts replaced offerings; sessions watch it to tell their clients.
     generation: watch::Sender<u64>,
     principal: Principal,
-    /// With search: the tools every session lists from the start (besides
-    /// `search_tools`); others are listed once a search in that session found them.
-    search: Option<BTreeSet<String>>,
+    /// With search: what every session lists from the start (`search_tools` and the
+    /// always-loaded tools); others are listed once a search in that session found them.
+    search: Option<ListedTools>,
     /// A fixed conversation id for every session (else one per session).
     session: Option<String>,
     /// Upstream servers whose prompts and resources are passed on.
@@ -187,7 +187,7 @@ pub struct McpServerBuilder {
     principal: Principal,
     session: Option<String>,
     withheld: Vec<String>,
-    search: Option<BTreeSet<String>>,
+    search: Option<ListedTools>,
     forwarded: Option<Forwarded>,
     options: ServeOptions,
 }
@@ -219,7 +219,7 @@ impl McpServerBuilder {
     /// then on, and its client is told the list changed. Every call still goes
     /// through the gate, listed or not.
     pub fn search(mut self, always_loaded: impl IntoIterator<Item = String>) -> Self {
-        self.search = Some(always_loaded.into_iter().collect());
+        self.search = Some(ListedTools::new(always_loaded));
         self
     }
 
@@ -290,12 +290,9 @@ impl McpServer {
         let listed = offering.tools.names();
         match &self.shared.search {
             None => listed,
-            Some(always) => listed
+            Some(first) => listed
                 .into_iter()
-                .filter(|name| {
-                    let name = offering.tools.canonical(name);
-                    name == toolgate_core::search::SEARCH_TOOLS || always.contains(name)
-                })
+                .filter(|name| first.is_listed(offering.tools.canonical(name)))
                 .collect(),
         }
     }

@@ -19,6 +19,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
+use toolgate_core::ToolDescriptor;
 use toolgate_core::search::{ListedTools, SEARCH_TOOLS, found_tool_names};
 
 use super::Shared;
@@ -27,7 +28,7 @@ use super::downstream::{Downstream, LogLevel};
 use super::forward::Forwarded;
 use super::offering::Offering;
 use super::result::{call_result, error_result};
-use super::tools::{ToolList, arguments};
+use super::tools::{ToolList, arguments, shown_names};
 use crate::{Gate, Outcome, ToolCall};
 
 /// The header that carries the session id on the streamable HTTP transport.
@@ -55,17 +56,20 @@ impl Session {
         Session {
             id: Arc::default(),
             log_level: LogLevel::default(),
-            searched: Arc::new(Mutex::new(ListedTools::new(
-                shared.search.iter().flatten().cloned(),
-            ))),
+            searched: Arc::new(Mutex::new(shared.search.clone().unwrap_or_default())),
             listed: Arc::default(),
             shared,
         }
     }
 
-    /// The tools this session's client is offered now: with a flow, as the flow
-    /// offers them in this conversation; with search, those listed in this session.
-    fn offered(&self, offering: &Offering, context: &RequestContext<RoleServer>) -> ToolList {
+    /// The tools this session's client is offered now, before the principal's
+    /// filter: with a flow, as the flow offers them in this conversation; with
+    /// search, those listed in this session.
+    fn offered(
+        &self,
+        offering: &Offering,
+        context: &RequestContext<RoleServer>,
+    ) -> Vec<ToolDescriptor> {
         let gate = &offering.gate;
         let session = self.conversation(context);
         let mut descriptors = gate.visible_tools(session).unwrap_or_else(|e| {
@@ -82,8 +86,13 @@ impl Session {
             let searched = self.searched.lock().unwrap_or_else(PoisonError::into_inner);
             descriptors.retain(|d| searched.is_listed(&d.name));
         }
-        ToolList::of(
-            gate,
+        descriptors
+    }
+
+    /// The catalog names of `descriptors` the client is shown.
+    fn shown_names(&self, offering: &Offering, descriptors: &[ToolDescriptor]) -> Vec<String> {
+        shown_names(
+            &offering.gate,
             &self.shared.principal,
             &offering.withheld,
             descriptors,
@@ -119,7 +128,7 @@ impl Session {
         {
             return;
         }
-        let now = self.offered(offering, context).names();
+        let now = self.shown_names(offering, &self.offered(offering, context));
         let changed = {
             let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
             let changed = listed.as_ref() != Some(&now);
@@ -313,8 +322,16 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let offered = self.offered(&self.shared.offering(), &context);
-        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(offered.names());
+        let offering = self.shared.offering();
+        let descriptors = self.offered(&offering, &context);
+        let names = self.shown_names(&offering, &descriptors);
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
+        let offered = ToolList::of(
+            &offering.gate,
+            &self.shared.principal,
+            &offering.withheld,
+            descriptors,
+        );
         Ok(ListToolsResult::with_all_items(
             offered.tools.as_ref().clone(),
         ))

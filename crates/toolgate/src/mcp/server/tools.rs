@@ -41,8 +41,7 @@ impl ToolList {
     ) -> Self {
         let visible: Vec<ToolDescriptor> = descriptors
             .into_iter()
-            .filter(|d| !withheld.contains(&d.name))
-            .filter(|d| gate.policy().decide(d, principal).decision != Decision::Deny)
+            .filter(|d| shown(gate, principal, withheld, d))
             .map(|mut descriptor| {
                 let trusted = gate
                     .catalog()
@@ -96,6 +95,32 @@ impl ToolList {
             .map(|tool| tool.name.to_string())
             .collect()
     }
+}
+
+/// Whether `tools/list` shows `descriptor` to `principal`: not withheld, not denied.
+fn shown(
+    gate: &Gate,
+    principal: &Principal,
+    withheld: &[String],
+    descriptor: &ToolDescriptor,
+) -> bool {
+    !withheld.contains(&descriptor.name)
+        && gate.policy().decide(descriptor, principal).decision != Decision::Deny
+}
+
+/// The catalog names of the `descriptors` that [`ToolList::of`] would list, without
+/// rendering them: enough to tell whether a session's list changed.
+pub(crate) fn shown_names(
+    gate: &Gate,
+    principal: &Principal,
+    withheld: &[String],
+    descriptors: &[ToolDescriptor],
+) -> Vec<String> {
+    descriptors
+        .iter()
+        .filter(|d| shown(gate, principal, withheld, d))
+        .map(|d| d.name.clone())
+        .collect()
 }
 
 /// The arguments of a `tools/call` as the gate takes them: absent means `{}`.
