@@ -7,9 +7,11 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::Principal;
+use crate::flow::FlowView;
 
 /// The context of one call: its id, its caller, its deadline and cancellation, its
-/// idempotency key, a read-only view of the conversation's state and a tracing span.
+/// idempotency key, a read-only view of the conversation's state (and, for tools that
+/// ask, of its flow) and a tracing span.
 ///
 /// Fields are private so the context can grow; build one with [`ToolCtx::new`] and the
 /// `with_*` methods.
@@ -21,6 +23,7 @@ pub struct ToolCtx {
     cancel: CancellationToken,
     idempotency_key: Option<String>,
     state: Arc<Map<String, Value>>,
+    flow: Option<Arc<FlowView>>,
     span: tracing::Span,
 }
 
@@ -35,6 +38,7 @@ impl ToolCtx {
             cancel: CancellationToken::new(),
             idempotency_key: None,
             state: Arc::default(),
+            flow: None,
             span: tracing::Span::none(),
         }
     }
@@ -56,6 +60,13 @@ impl ToolCtx {
 
     pub fn with_state(mut self, state: Arc<Map<String, Value>>) -> Self {
         self.state = state;
+        self
+    }
+
+    /// Where the conversation's flow stands; the gate sets it for tools that
+    /// [read the flow](crate::DynTool::reads_flow).
+    pub fn with_flow_view(mut self, view: Arc<FlowView>) -> Self {
+        self.flow = Some(view);
         self
     }
 
@@ -97,6 +108,12 @@ impl ToolCtx {
     /// The whole conversation state, read-only.
     pub fn state_map(&self) -> &Map<String, Value> {
         &self.state
+    }
+
+    /// Where the conversation's flow stands (every step, every tool's status), when
+    /// the gate has a flow and the tool [reads it](crate::DynTool::reads_flow).
+    pub fn flow_view(&self) -> Option<&FlowView> {
+        self.flow.as_deref()
     }
 
     /// The span this call runs in.

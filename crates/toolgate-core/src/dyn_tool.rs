@@ -36,6 +36,13 @@ pub trait DynTool: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the tool answers about the other tools as the conversation stands
+    /// (search does): the gate then puts its flow's view in the call's
+    /// [`ToolCtx::flow_view`], so that the answer leaves out what the flow blocks now.
+    fn reads_flow(&self) -> bool {
+        false
+    }
+
     /// Whether the tool's output may reach a model as it is. Output from untrusted
     /// sources (MCP servers, HTTP endpoints) is sanitized and fenced as data first.
     fn trusted(&self) -> bool {

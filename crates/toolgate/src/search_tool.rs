@@ -5,8 +5,9 @@
 //! It keeps its own [`SearchIndex`] of the catalog; when tools come and go (an MCP
 //! server's list changes), [`SearchTools::insert`] and [`SearchTools::remove`]
 //! update it in place, through a shared reference. What the caller may not use
-//! is left out: tools the policy denies the call's principal, and whatever a
-//! host filter excludes (flow, quarantine, open breaker).
+//! is left out: tools the policy denies the call's principal, tools the
+//! conversation's flow blocks now, and whatever a host filter excludes
+//! (quarantine, open breaker).
 //!
 //! A server that lists tools on demand (MCP `serve --search`) keeps one
 //! [`ListedTools`](toolgate_core::search::ListedTools) per session and reveals the
@@ -18,6 +19,7 @@ use std::sync::{Arc, RwLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
+use toolgate_core::flow::{FlowView, ToolStatus};
 use toolgate_core::search::{
     Exclusion, Hit, SEARCH_TOOLS, SearchIndex, SearchRequest, SearchToolsInput, found_tools,
     search_tools_descriptor,
@@ -130,6 +132,19 @@ impl SearchTools {
 
     /// Why `principal` may not see `tool` in results, if it may not.
     pub fn exclusion(&self, principal: &Principal, tool: &ToolDescriptor) -> Option<Exclusion> {
+        self.exclusion_in(principal, None, tool)
+    }
+
+    /// [`exclusion`](Self::exclusion) in a conversation whose flow stands at `flow`.
+    fn exclusion_in(
+        &self,
+        principal: &Principal,
+        flow: Option<&FlowView>,
+        tool: &ToolDescriptor,
+    ) -> Option<Exclusion> {
+        if let Some(ToolStatus::Blocked { .. }) = flow.and_then(|view| view.tools.get(&tool.name)) {
+            return Some(Exclusion::FlowBlocked);
+        }
         if let Some(policy) = &self.policy
             && policy.decide(tool, principal).decision == Decision::Deny
         {
@@ -147,12 +162,25 @@ impl SearchTools {
         k: usize,
         include_excluded: bool,
     ) -> Vec<Hit> {
+        self.search_in(principal, None, query, k, include_excluded)
+    }
+
+    /// [`search`](Self::search) in a conversation whose flow stands at `flow`: the
+    /// tools it blocks now are left out too.
+    pub fn search_in(
+        &self,
+        principal: &Principal,
+        flow: Option<&FlowView>,
+        query: &str,
+        k: usize,
+        include_excluded: bool,
+    ) -> Vec<Hit> {
         let indexed = self.read();
         let filter = |name: &str| {
             indexed
                 .tools
                 .get(name)
-                .and_then(|tool| self.exclusion(principal, tool))
+                .and_then(|tool| self.exclusion_in(principal, flow, tool))
         };
         indexed.index.search(
             &SearchRequest::new(query)
@@ -165,7 +193,18 @@ impl SearchTools {
     /// What the tool returns for `query`: the found tools' names, descriptions and
     /// usage guidance.
     pub fn find(&self, principal: &Principal, query: &str, k: usize) -> Value {
-        let hits = self.search(principal, query, k, false);
+        self.find_in(principal, None, query, k)
+    }
+
+    /// [`find`](Self::find) in a conversation whose flow stands at `flow`.
+    pub fn find_in(
+        &self,
+        principal: &Principal,
+        flow: Option<&FlowView>,
+        query: &str,
+        k: usize,
+    ) -> Value {
+        let hits = self.search_in(principal, flow, query, k, false);
         let indexed = self.read();
         found_tools(&hits, |name| indexed.tools.get(name))
     }
@@ -200,8 +239,12 @@ impl DynTool for SearchTools {
                     "`query` is empty; say in a few words what you want to do",
                 ));
             }
-            Ok(self.find(ctx.principal(), &input.query, input.k()))
+            Ok(self.find_in(ctx.principal(), ctx.flow_view(), &input.query, input.k()))
         })
+    }
+
+    fn reads_flow(&self) -> bool {
+        true
     }
 }
 

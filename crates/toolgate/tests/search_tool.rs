@@ -140,6 +140,47 @@ async fn tools_the_caller_may_not_use_are_left_out() {
     assert_eq!(found(&outcome), ["admin.delete_customer"]);
 }
 
+#[tokio::test]
+async fn tools_the_flow_blocks_now_are_left_out_until_it_allows_them() {
+    let spec: toolgate::spec::SpecFile = serde_json::from_value(
+        toolgate::spec::Document::parse(
+            "flow:
+  steps:
+    - id: verify
+      allow: [orders.lookup]
+      done: {called_ok: orders.lookup}
+    - id: serve
+      after: [verify]
+      allow: [orders.refund]
+",
+        )
+        .unwrap()
+        .value,
+    )
+    .unwrap();
+    let mut catalog = catalog();
+    SearchTools::register_in(&mut catalog).unwrap();
+    let gate = Gate::builder(catalog).spec(&spec).build();
+    let operator = Principal::operator();
+    let query = json!({"query": "refund an order", "k": 5});
+    let before = found(&search(&gate, &operator, query.clone()).await);
+    assert!(
+        !before.contains(&"orders.refund".to_owned()),
+        "refund waits for the verify step: {before:?}"
+    );
+    assert!(before.contains(&"orders.lookup".to_owned()));
+    let lookup = gate
+        .call(
+            "s1",
+            ToolCall::new("c2", "orders.lookup", json!({})),
+            &operator,
+        )
+        .await;
+    assert!(lookup.is_ok(), "{lookup:?}");
+    let after = found(&search(&gate, &operator, query).await);
+    assert_eq!(after.first().map(String::as_str), Some("orders.refund"));
+}
+
 #[test]
 fn operators_can_see_what_was_left_out_and_why() {
     let catalog = catalog();

@@ -412,6 +412,13 @@ impl Gate {
         if let Some(key) = tool.idempotency_key(&arguments) {
             ctx = ctx.with_idempotency_key(key);
         }
+        if tool.reads_flow() {
+            match self.flow_view(session) {
+                Ok(Some(view)) => ctx = ctx.with_flow_view(Arc::new(view)),
+                Ok(None) => {}
+                Err(e) => return store_failure("the state store", e),
+            }
+        }
         let (end, attempts) = run(tool.as_ref(), &ctx, &arguments, limits, cancel).await;
         let (status, outcome) = match end {
             RunEnd::Done(Ok(value)) => ("ok", self.finish_ok(tool.as_ref(), tool_entry, value)),
