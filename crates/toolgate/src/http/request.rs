@@ -5,7 +5,7 @@
 //! request.
 
 use serde_json::{Map, Value};
-use toolgate_core::spec::{HttpBinding, HttpMethod, template};
+use toolgate_core::spec::{HttpBinding, HttpMethod, env_references, template};
 use toolgate_core::{ToolError, is_secret_header, is_secret_key};
 use url::Url;
 
@@ -92,25 +92,29 @@ fn header_value(
     {
         return Ok(None);
     }
+    // Argument and state placeholders are filled between the `${env.NAME}`
+    // references, so a value from the model cannot spell a reference.
     let mut out = String::new();
-    let mut from_env = false;
-    let mut rest = template;
-    while let Some(start) = rest.find("${env.") {
-        let Some(len) = rest[start..].find('}') else {
-            break;
-        };
-        out.push_str(&fill(&rest[..start], args, state, str::to_owned));
-        let var = &rest[start + 6..start + len];
+    let references = env_references(template);
+    let from_env = !references.is_empty();
+    let mut at = 0;
+    for reference in references {
+        out.push_str(&fill(
+            &template[at..reference.range.start],
+            args,
+            state,
+            str::to_owned,
+        ));
+        let var = &reference.name;
         let value = env(var).ok_or_else(|| {
             ToolError::permanent(format!(
                 "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
             ))
         })?;
         out.push_str(&value);
-        from_env = true;
-        rest = &rest[start + len + 1..];
+        at = reference.range.end;
     }
-    out.push_str(&fill(rest, args, state, str::to_owned));
+    out.push_str(&fill(&template[at..], args, state, str::to_owned));
     if out
         .chars()
         .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
