@@ -91,7 +91,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         report(upstreams);
     }
     let file = source.path.display().to_string();
-    let (gate, withheld) = served_gate(&spec, &file, upstreams.as_deref(), &store, args.search)?;
+    let (gate, withheld) = served_gate(
+        &spec,
+        &file,
+        upstreams.as_deref(),
+        &store,
+        args.search,
+        None,
+    )?;
     let mut builder = McpServer::builder(Arc::new(gate))
         .principal(principal.clone())
         .withhold(withheld)
@@ -178,13 +185,15 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
 
 /// The gate `serve` runs calls through: the spec file's tools, the upstream servers'
 /// and, with `search`, `search_tools` over all of them; and the quarantined tools to
-/// withhold from `tools/list`.
+/// withhold from `tools/list`. A gate that replaces the `previous` one takes turns
+/// with it in each conversation.
 fn served_gate(
     spec: &SpecFile,
     file: &str,
     upstreams: Option<&Upstreams>,
     store: &Arc<SqliteStore>,
     search: bool,
+    previous: Option<&Gate>,
 ) -> Result<(Gate, Vec<String>), String> {
     let natives = upstreams.map(Upstreams::catalog).unwrap_or_default();
     let mut catalog = spec_catalog(spec, file, &natives).map_err(|e| e.to_string())?;
@@ -215,11 +224,11 @@ fn served_gate(
             .register(Arc::new(search))
             .map_err(|e| e.to_string())?;
     }
-    let gate = Gate::builder(catalog)
-        .spec(spec)
-        .store(store.clone())
-        .build();
-    Ok((gate, withheld))
+    let mut builder = Gate::builder(catalog).spec(spec).store(store.clone());
+    if let Some(previous) = previous {
+        builder = builder.succeeding(previous);
+    }
+    Ok((builder.build(), withheld))
 }
 
 /// Serves a new gate whenever an upstream server's tools change (`list_changed`, a
@@ -241,7 +250,15 @@ fn follow_upstreams(
                 Ok(_) => continue,
                 Err(RecvError::Closed) => break,
             }
-            match served_gate(&spec, &file, Some(&upstreams), &store, search) {
+            let serving = server.gate();
+            match served_gate(
+                &spec,
+                &file,
+                Some(&upstreams),
+                &store,
+                search,
+                Some(&serving),
+            ) {
                 Ok((gate, withheld)) => server.replace_gate(Arc::new(gate), withheld),
                 Err(e) => eprintln!(
                     "warning: the upstream tools changed, but the new catalog cannot be served ({e}); serving the old one"

@@ -336,6 +336,34 @@ async fn parallel_calls_of_a_once_tool_run_once() {
 }
 
 #[tokio::test]
+async fn a_once_tool_runs_once_across_a_gate_and_the_gate_that_replaces_it() {
+    let store: Arc<dyn GateStore> = Arc::new(MemoryGateStore::default());
+    let old = desk(store.clone());
+    call(&old.gate, "s", "verify_identity", verify()).await;
+    let catalog = Catalog::new()
+        .with_native(VerifyIdentity(Runs::default()))
+        .unwrap()
+        .with_native(RefundOrder(old.refund.clone()))
+        .unwrap();
+    let new = Gate::builder(catalog)
+        .spec(&spec())
+        .store(store)
+        .succeeding(&old.gate)
+        .build();
+    // A call still running on the old gate while the same conversation calls the new one.
+    let (on_old, on_new) = tokio::join!(
+        call(&old.gate, "s", "refund_order", refund(100)),
+        call(&new, "s", "refund_order", refund(100)),
+    );
+    assert_eq!(
+        [on_old.is_ok(), on_new.is_ok()],
+        [true, false],
+        "{on_old:?} {on_new:?}"
+    );
+    assert_eq!(old.refund.count(), 1);
+}
+
+#[tokio::test]
 async fn a_model_is_shown_blocked_tools_hidden_or_marked_and_the_steps_instructions() {
     let hidden = desk(Arc::new(MemoryGateStore::default()));
     let names: Vec<String> = hidden

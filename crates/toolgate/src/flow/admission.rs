@@ -19,8 +19,12 @@ pub(crate) struct FlowGate {
     visibility: FlowVisibility,
     /// One turn per session: a governed call holds it from admission to completion,
     /// so two calls of one conversation cannot both pass `once` in one process.
-    turns: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    turns: Arc<Turns>,
 }
+
+/// Each conversation's turn, by session; shared by a gate and its successors.
+#[derive(Default)]
+pub(crate) struct Turns(Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>);
 
 /// A call the flow let through.
 pub(crate) struct Admitted {
@@ -37,12 +41,18 @@ pub(crate) struct Refusal {
 }
 
 impl FlowGate {
-    pub fn new(flow: Option<Flow>, visibility: FlowVisibility) -> Self {
+    /// A flow gate that takes turns with the holders of `turns` (a gate it
+    /// succeeds), or with nobody else.
+    pub fn new(flow: Option<Flow>, visibility: FlowVisibility, turns: Option<Arc<Turns>>) -> Self {
         FlowGate {
             flow,
             visibility,
-            turns: Mutex::new(HashMap::new()),
+            turns: turns.unwrap_or_default(),
         }
+    }
+
+    pub fn turns(&self) -> &Arc<Turns> {
+        &self.turns
     }
 
     pub fn flow(&self) -> Option<&Flow> {
@@ -88,7 +98,7 @@ impl FlowGate {
     }
 
     fn turn(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut turns = self.turns.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(turn) = turns.get(session).and_then(Weak::upgrade) {
             return turn;
         }

@@ -118,6 +118,7 @@ pub struct GateBuilder {
     options: GateOptions,
     clock: Clock,
     flow_visibility: toolgate_core::flow::FlowVisibility,
+    turns: Option<Arc<crate::flow::Turns>>,
 }
 
 impl GateBuilder {
@@ -156,9 +157,17 @@ impl GateBuilder {
         self
     }
 
+    /// Builds the gate that replaces `previous` (its catalog changed while it
+    /// served): a conversation's calls take turns across both, so a flow's `once`
+    /// still holds while calls on the old gate finish.
+    pub fn succeeding(mut self, previous: &Gate) -> Self {
+        self.turns = Some(previous.flow.turns().clone());
+        self
+    }
+
     pub fn build(self) -> Gate {
         let spec = self.spec.unwrap_or_default();
-        let flow = crate::flow::FlowGate::new(spec.flow.clone(), self.flow_visibility);
+        let flow = crate::flow::FlowGate::new(spec.flow.clone(), self.flow_visibility, self.turns);
         let declared: HashMap<&str, &toolgate_core::spec::ToolSpec> =
             spec.tools.iter().map(|t| (t.name.as_str(), t)).collect();
         let entries = self
@@ -220,6 +229,7 @@ impl Gate {
             options: GateOptions::default(),
             clock: Arc::new(SystemTime::now),
             flow_visibility: Default::default(),
+            turns: None,
         }
     }
 

@@ -302,6 +302,11 @@ impl McpServer {
         self.shared.offering().tools.left_out.clone()
     }
 
+    /// The gate serving calls now.
+    pub fn gate(&self) -> Arc<Gate> {
+        self.shared.offering().gate.clone()
+    }
+
     /// Serves `gate` from now on (its catalog changed: an upstream server's tools
     /// came, went or were quarantined), withholding `withheld`; every connected
     /// client is told the tool list changed. Calls already running finish on the
