@@ -136,7 +136,7 @@ impl CallHistory for SqliteStore {
 
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
         let error = self.error("reading a session's calls");
-        let conn = self.conn();
+        let conn = self.reader();
         let mut stmt = conn
             .prepare_cached("SELECT seq, tool, ok, time FROM calls WHERE session = ?1 ORDER BY seq")
             .map_err(&error)?;

@@ -14,6 +14,7 @@
 mod approvals;
 mod audit;
 mod calls;
+mod checkpoint;
 mod error;
 mod gate_store;
 mod group_commit;

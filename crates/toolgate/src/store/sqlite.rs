@@ -3,7 +3,9 @@
 //!
 //! Values are stored as JSON text, one row per (session, key). The file runs in WAL
 //! mode so readers never block the writer, and a busy timeout makes a second process
-//! wait for the lock instead of failing. `PRAGMA user_version` records the schema
+//! wait for the lock instead of failing. A store opened on a file reads through a
+//! connection of its own, so a call's reads never wait for another call's commit,
+//! and checkpoints the log on a thread of its own (see `checkpoint`). `PRAGMA user_version` records the schema
 //! version, so a later toolgate can migrate an older file in place.
 
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior, params};
 use serde_json::{Map, Value};
 
+use super::checkpoint::checkpoint_in_background;
 use super::group_commit::WriteQueue;
 use super::{STATE_DB_FILE, StateStore, StoreError};
 
@@ -106,6 +109,8 @@ const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// A second connection to the same file, for reads (none in memory).
+    reader: Option<Mutex<Connection>>,
     /// Audit appends and completions waiting to be committed together.
     pub(super) queue: WriteQueue,
     path: Option<PathBuf>,
@@ -126,7 +131,7 @@ impl SqliteStore {
             })?;
         }
         let open_error = |source| open_error(&location, source);
-        let conn = Connection::open(path).map_err(open_error)?;
+        let mut conn = Connection::open(path).map_err(open_error)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
         // WAL lets readers in other processes go on while one writes. The reply is
         // the mode in force; a filesystem without WAL support keeps the old journal,
@@ -139,7 +144,19 @@ impl SqliteStore {
         // fsync to each.
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(open_error)?;
-        Self::with_connection(conn, Some(path.to_path_buf()), location)
+        checkpoint_in_background(&mut conn, path, BUSY_TIMEOUT).map_err(open_error)?;
+        let mut store = Self::with_connection(conn, Some(path.to_path_buf()), location.clone())?;
+        // A second connection for the reads every call makes (its conversation's
+        // state and call history): in WAL mode it reads the last commit while the
+        // first connection writes, so a call never waits for another's commit.
+        let reader = Connection::open(path).map_err(open_error)?;
+        reader.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        reader
+            .pragma_update(None, "query_only", true)
+            .map_err(open_error)?;
+        plan_stably(&reader).map_err(open_error)?;
+        store.reader = Some(Mutex::new(reader));
+        Ok(store)
     }
 
     /// Opens `state.db` inside `dir` (see [`resolve_state_dir`](crate::resolve_state_dir)).
@@ -165,15 +182,11 @@ impl SqliteStore {
         path: Option<PathBuf>,
         location: String,
     ) -> Result<Self, StoreError> {
-        // The bundled SQLite plans with STAT4, which makes every statement that
-        // binds a new value to an indexed column expire and be compiled again on its
-        // next run; toolgate never runs ANALYZE, so those plans gain nothing. The
-        // query planner stability guarantee keeps each cached statement's plan.
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-            .map_err(|e| open_error(&location, e))?;
+        plan_stably(&conn).map_err(|e| open_error(&location, e))?;
         migrate(&mut conn, &location)?;
         Ok(Self {
             conn: Mutex::new(conn),
+            reader: None,
             queue: WriteQueue::default(),
             path,
             location,
@@ -184,6 +197,15 @@ impl SqliteStore {
         // A panic while the lock was held dropped any open transaction, which rolls
         // it back, so the connection behind a poisoned lock is still usable.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection for reads that must not wait for a commit in progress: the
+    /// reader, where the store has one.
+    pub(super) fn reader(&self) -> MutexGuard<'_, Connection> {
+        match &self.reader {
+            Some(reader) => reader.lock().unwrap_or_else(PoisonError::into_inner),
+            None => self.conn(),
+        }
     }
 
     pub(super) fn error(
@@ -203,6 +225,14 @@ impl SqliteStore {
             }
         })
     }
+}
+
+/// The bundled SQLite plans with STAT4, which makes every statement that binds a
+/// new value to an indexed column expire and be compiled again on its next run;
+/// toolgate never runs ANALYZE, so those plans gain nothing. The query planner
+/// stability guarantee keeps each cached statement's plan.
+fn plan_stably(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
 }
 
 fn open_error(location: &str, source: rusqlite::Error) -> StoreError {
@@ -263,7 +293,7 @@ pub(super) fn write_state(
 impl StateStore for SqliteStore {
     fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
         let error = self.error("loading a session");
-        let conn = self.conn();
+        let conn = self.reader();
         // Casting to BLOB reads the stored bytes whatever their type, so a bad row
         // surfaces as a JSON error naming its key rather than a type error.
         let mut stmt = conn
@@ -284,7 +314,7 @@ impl StateStore for SqliteStore {
 
     fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError> {
         let error = self.error("reading a key");
-        let conn = self.conn();
+        let conn = self.reader();
         let mut stmt = conn
             .prepare_cached("SELECT CAST(value AS BLOB) FROM state WHERE session = ?1 AND key = ?2")
             .map_err(&error)?;

@@ -1,0 +1,101 @@
+//! Checkpoints of the write-ahead log, off the path of every commit.
+//!
+//! In WAL mode a commit appends pages to the log, and a checkpoint copies them back
+//! into the database file and syncs both files. SQLite's own checkpoint runs inside
+//! the commit that crosses its threshold, so every thousandth or so commit also
+//! waits for two fsyncs, and with it every call waiting for the connection.
+//! A store that serves calls checkpoints on a thread of its own instead: the
+//! committing connection only tells it how long the log has grown. A passive
+//! checkpoint never blocks a writer or a reader.
+
+use std::path::Path;
+use std::sync::mpsc::sync_channel;
+
+use rusqlite::Connection;
+use rusqlite::wal::CheckpointMode;
+
+/// How many pages the log holds before a checkpoint starts (SQLite's default).
+const CHECKPOINT_PAGES: i32 = 1000;
+
+/// Hands `writer`'s checkpoints to a thread with its own connection to `path`,
+/// which ends when `writer` is closed.
+pub(super) fn checkpoint_in_background(
+    writer: &mut Connection,
+    path: &Path,
+    busy_timeout: std::time::Duration,
+) -> rusqlite::Result<()> {
+    let checkpointer = Connection::open(path)?;
+    checkpointer.busy_timeout(busy_timeout)?;
+    let (wake, woken) = sync_channel::<()>(1);
+    let spawned = std::thread::Builder::new()
+        .name("toolgate-checkpoint".into())
+        .spawn(move || {
+            while woken.recv().is_ok() {
+                // A failed checkpoint (another process holds the lock, say) is tried
+                // again after the next commits; the log keeps every page meanwhile.
+                if let Err(e) = checkpoint(&checkpointer) {
+                    tracing::debug!("a checkpoint of the state store did not finish: {e}");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        // Without a thread of its own, SQLite checkpoints inside commits, as usual.
+        tracing::warn!("the state store checkpoints inside commits: no thread for it ({e})");
+        return Ok(());
+    }
+    // Setting a WAL hook turns SQLite's automatic checkpoints off for this connection.
+    writer.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+        if pages >= CHECKPOINT_PAGES {
+            // Full: a wake-up is waiting already. Disconnected: cannot happen while
+            // the hook lives, as the thread ends only when its sender is dropped.
+            let _ = wake.try_send(());
+        }
+        Ok(())
+    }))
+}
+
+/// A passive checkpoint of `conn`'s database.
+fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    // A connection that has not read the database yet does not know it is in WAL
+    // mode, and its checkpoint would do nothing; reading the mode opens it.
+    conn.pragma_query_value(None, "journal_mode", |row| row.get::<_, String>(0))?;
+    conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+
+    use crate::{SqliteStore, StateStore};
+
+    #[test]
+    fn the_log_is_copied_into_the_database_file_while_commits_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open_in_dir(dir.path()).unwrap();
+        let db = store.path().unwrap().to_path_buf();
+        let size = || std::fs::metadata(&db).map_or(0, |m| m.len());
+        let before = size();
+        // Each write dirties a page of its own: a new session's row, 2 KiB long.
+        let filler = "x".repeat(2048);
+        for i in 0..1500 {
+            let session = format!("s{i}");
+            store
+                .apply(&session, &[("note".into(), json!(filler))])
+                .unwrap();
+        }
+        // Without checkpoints every page would stay in the log and the file would
+        // not grow; the checkpointer copies them in without a commit waiting for it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while size() < before + 1_000_000 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            size() >= before + 1_000_000,
+            "the database file holds {} bytes after 3 MB of commits",
+            size()
+        );
+    }
+}
