@@ -344,6 +344,21 @@ async fn serve_stops_cleanly_on_sigterm_and_reports_what_it_served() {
     drop(client);
 }
 
+/// Writes `outer.yaml`, whose upstream server `inner` is `toolgate serve` over stdio
+/// on `inner.yaml` (with a state directory of its own), its entry ending with `more`.
+fn write_outer(desk: &Desk, more: &str) {
+    let inner_state = desk.path().join("inner-state");
+    std::fs::write(
+        desk.path().join("outer.yaml"),
+        format!(
+            "mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n{more}",
+            env!("CARGO_BIN_EXE_toolgate"),
+            inner_state.display()
+        ),
+    )
+    .unwrap();
+}
+
 #[tokio::test]
 async fn serve_offers_an_upstream_server_s_tools_under_its_namespace_through_the_gate() {
     let desk = Desk::new();
@@ -353,16 +368,7 @@ async fn serve_offers_an_upstream_server_s_tools_under_its_namespace_through_the
         "tools:\n  - name: ping\n    description: Answer pong.\n    effect: read\n    response: pong\n",
     )
     .unwrap();
-    let inner_state = desk.path().join("inner-state");
-    std::fs::write(
-        desk.path().join("outer.yaml"),
-        format!(
-            "mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n    effects: {{ping: read}}\n",
-            env!("CARGO_BIN_EXE_toolgate"),
-            inner_state.display()
-        ),
-    )
-    .unwrap();
+    write_outer(&desk, "    effects: {ping: read}\n");
     let client = stdio_client(&desk, &["-f", "outer.yaml"]).await;
     assert_eq!(names(&client).await, ["inner.ping"]);
     let result = client
@@ -407,16 +413,7 @@ async fn when_an_upstream_server_s_tools_change_the_served_list_follows_and_clie
          \x20   - {id: assist, after: [identify], allow: [whoami]}\n",
     )
     .unwrap();
-    let inner_state = desk.path().join("inner-state");
-    std::fs::write(
-        desk.path().join("outer.yaml"),
-        format!(
-            "mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n    effects: {{verify: read, whoami: read}}\n",
-            env!("CARGO_BIN_EXE_toolgate"),
-            inner_state.display()
-        ),
-    )
-    .unwrap();
+    write_outer(&desk, "    effects: {verify: read, whoami: read}\n");
     let listener = ListListener::default();
     let client = stdio_client_with(&desk, &["-f", "outer.yaml"], listener.clone()).await;
     assert_eq!(names(&client).await, ["inner.verify"]);
@@ -497,16 +494,7 @@ async fn with_search_a_quarantined_upstream_tool_is_neither_listed_nor_found() {
         )
         .unwrap();
     };
-    let inner_state = desk.path().join("inner-state");
-    std::fs::write(
-        desk.path().join("outer.yaml"),
-        format!(
-            "mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n",
-            env!("CARGO_BIN_EXE_toolgate"),
-            inner_state.display()
-        ),
-    )
-    .unwrap();
+    write_outer(&desk, "");
     inner("Answer a ping with pong.");
     let first = desk.run(&["list", "-f", "outer.yaml"]);
     assert!(

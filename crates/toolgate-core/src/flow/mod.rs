@@ -30,7 +30,7 @@ pub use model::{
 };
 pub use monitor::{FlowView, Monitor, Requirement, StepStatus, StepView, ToolStatus};
 pub use script::{Approval, CallEvent, Event, Expect, ExpectedOutcome, TestScript};
-pub use visibility::{FlowVisibility, NOT_AVAILABLE_YET, visible_tools};
+pub use visibility::{FlowVisibility, NOT_AVAILABLE_YET, is_visible, visible_tools};
 
 /// What a guard says, in words: `lookup_order has succeeded`, `` `verified` is true ``.
 pub fn describe_guard(guard: &Guard) -> String {

@@ -22,6 +22,15 @@ pub enum FlowVisibility {
 /// The first words of a marked tool's description.
 pub const NOT_AVAILABLE_YET: &str = "Not available yet";
 
+/// Whether a tool the flow gives `status` is shown at all: a blocked tool is hidden
+/// or marked, as `visibility` says; every other tool is shown.
+pub fn is_visible(status: &ToolStatus, visibility: FlowVisibility) -> bool {
+    !matches!(
+        (status, visibility),
+        (ToolStatus::Blocked { .. }, FlowVisibility::Hide)
+    )
+}
+
 /// `tools` as a model should see them now: blocked ones hidden or marked, and
 /// tools that ask for confirmation saying so.
 pub fn visible_tools(
@@ -31,24 +40,25 @@ pub fn visible_tools(
 ) -> Vec<ToolDescriptor> {
     tools
         .iter()
-        .filter_map(|tool| match view.status(&tool.name) {
-            ToolStatus::Allowed { confirm: None } => Some(tool.clone()),
-            ToolStatus::Allowed {
-                confirm: Some(confirm),
-            } => {
-                let mut tool = tool.clone();
-                tool.description = format!("{} (Before it runs, {confirm}.)", tool.description);
-                Some(tool)
+        .filter_map(|tool| {
+            let status = view.status(&tool.name);
+            if !is_visible(&status, visibility) {
+                return None;
             }
-            ToolStatus::Blocked { reason, .. } => match visibility {
-                FlowVisibility::Hide => None,
-                FlowVisibility::Mark => {
-                    let mut tool = tool.clone();
+            let mut tool = tool.clone();
+            match status {
+                ToolStatus::Allowed { confirm: None } => {}
+                ToolStatus::Allowed {
+                    confirm: Some(confirm),
+                } => {
+                    tool.description = format!("{} (Before it runs, {confirm}.)", tool.description)
+                }
+                ToolStatus::Blocked { reason, .. } => {
                     tool.description =
                         format!("[{NOT_AVAILABLE_YET}: {reason}.] {}", tool.description);
-                    Some(tool)
                 }
-            },
+            }
+            Some(tool)
         })
         .collect()
 }

@@ -60,11 +60,8 @@ pub(crate) fn fuse(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-    use crate::search::SearchRequest;
-    use crate::{Effect, ToolDescriptor, ToolSource};
+    use crate::search::{SearchRequest, index_of};
 
     struct Fixed(Vec<&'static str>);
 
@@ -75,23 +72,11 @@ mod tests {
     }
 
     fn index() -> SearchIndex {
-        let tools: Vec<ToolDescriptor> = [
+        index_of(&[
             ("cars.rent", "Rent a car for some days."),
             ("cars.buy", "Buy a car outright."),
             ("flights.book", "Book a plane ticket."),
-        ]
-        .into_iter()
-        .map(|(n, d)| {
-            ToolDescriptor::new(
-                n,
-                d,
-                json!({"type": "object"}),
-                Effect::Read,
-                ToolSource::Builtin,
-            )
-        })
-        .collect();
-        SearchIndex::from_tools(&tools)
+        ])
     }
 
     fn names(index: &SearchIndex, request: &SearchRequest<'_>) -> Vec<String> {

@@ -48,3 +48,21 @@ pub use index::SearchIndex;
 pub use listed::ListedTools;
 pub use query::{Exclusion, Filter, Hit, SearchRequest};
 pub use tokenize::{is_stop_word, stem, tokenize};
+
+/// An index of read-only tools given by name and description, for tests.
+#[cfg(test)]
+pub(crate) fn index_of(tools: &[(&str, &str)]) -> SearchIndex {
+    let tools: Vec<crate::ToolDescriptor> = tools
+        .iter()
+        .map(|(name, description)| {
+            crate::ToolDescriptor::new(
+                *name,
+                *description,
+                serde_json::json!({"type": "object"}),
+                crate::Effect::Read,
+                crate::ToolSource::Builtin,
+            )
+        })
+        .collect();
+    SearchIndex::from_tools(&tools)
+}

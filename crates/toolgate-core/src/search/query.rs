@@ -2,7 +2,7 @@
 //! second scorer) and the hits it returns.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::Range;
 
 use serde::Serialize;
@@ -304,11 +304,7 @@ impl SearchIndex {
             return top;
         };
         let mut candidates: Vec<u32> = top.iter().map(|&(slot, _)| slot).collect();
-        let mut index_of: HashMap<u32, usize> = candidates
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| (s, i))
-            .collect();
+        let mut seen: HashSet<u32> = candidates.iter().copied().collect();
         // Per part, its weight and every tool's relevance to it, by slot.
         let mut part_rels: Vec<Vec<f32>> = Vec::with_capacity(parts.len());
         let mut weights: Vec<f32> = Vec::with_capacity(parts.len());
@@ -325,10 +321,9 @@ impl SearchIndex {
             }
             part_rels.push(rel);
             for (slot, _) in best {
-                index_of.entry(slot).or_insert_with(|| {
+                if seen.insert(slot) {
                     candidates.push(slot);
-                    candidates.len() - 1
-                });
+                }
             }
         }
         // Relevance of each candidate, to the whole query then to each part.
@@ -408,10 +403,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::search::index_of;
     use crate::{Effect, ToolDescriptor, ToolSource};
 
     fn index() -> SearchIndex {
-        catalog(&[
+        index_of(&[
             (
                 "users.reset_password",
                 "Reset a user's password and email a link.",
@@ -426,25 +422,9 @@ mod tests {
         hits.iter().map(|h| h.name.as_str()).collect()
     }
 
-    fn catalog(tools: &[(&str, &str)]) -> SearchIndex {
-        let tools: Vec<ToolDescriptor> = tools
-            .iter()
-            .map(|(n, d)| {
-                ToolDescriptor::new(
-                    *n,
-                    *d,
-                    json!({"type": "object"}),
-                    Effect::Read,
-                    ToolSource::Builtin,
-                )
-            })
-            .collect();
-        SearchIndex::from_tools(&tools)
-    }
-
     /// Five weather tools that share many words, three converters, and filler.
     fn weather_and_money() -> SearchIndex {
-        catalog(&[
+        index_of(&[
             (
                 "weather.now",
                 "Current weather forecast: temperature, humidity, wind and rain in a city.",
@@ -524,7 +504,7 @@ mod tests {
 
     #[test]
     fn a_tool_named_outright_ranks_at_the_top() {
-        let index = catalog(&[
+        let index = index_of(&[
             ("sort_list", "Sort a list."),
             (
                 "list.sort_numbers",

@@ -136,12 +136,15 @@ pub(crate) fn facts(
     gate: &Gate,
     session: &str,
 ) -> Result<(Map<String, Value>, Vec<CallRecord>), StoreError> {
-    let state = gate.state(session)?;
-    let history = gate
+    Ok((gate.state(session)?, call_records(gate, session)?))
+}
+
+/// A conversation's call history, as the flow monitor reads it.
+pub(crate) fn call_records(gate: &Gate, session: &str) -> Result<Vec<CallRecord>, StoreError> {
+    Ok(gate
         .store()
         .calls(session)?
         .iter()
         .map(CallRecord::from)
-        .collect();
-    Ok((state, history))
+        .collect())
 }

@@ -1,10 +1,11 @@
 //! A governed conversation as a model and an operator see it: where it stands,
 //! the tools offered now (blocked ones hidden or marked), and the planner digest.
 
-use toolgate_core::flow::{Flow, FlowView, FlowVisibility, Monitor, visible_tools};
+use serde_json::{Map, Value};
+use toolgate_core::flow::{Flow, FlowView, FlowVisibility, Monitor, is_visible, visible_tools};
 use toolgate_core::{Principal, ToolDescriptor, planner_digest, planner_digest_in_flow};
 
-use super::admission::facts;
+use super::admission::call_records;
 use crate::gate::Gate;
 use crate::store::{RecordedCall, StoreError};
 
@@ -22,12 +23,25 @@ impl Gate {
     /// Where conversation `session` stands: active and done steps and every
     /// tool's status; `None` when the gate has no flow.
     pub fn flow_view(&self, session: &str) -> Result<Option<FlowView>, StoreError> {
+        match self.flow() {
+            Some(_) => self.flow_view_in(session, &self.state(session)?),
+            None => Ok(None),
+        }
+    }
+
+    /// [`flow_view`](Self::flow_view) of a conversation whose `state` (with the
+    /// declared defaults) is already loaded.
+    pub(crate) fn flow_view_in(
+        &self,
+        session: &str,
+        state: &Map<String, Value>,
+    ) -> Result<Option<FlowView>, StoreError> {
         let Some(flow) = self.flow() else {
             return Ok(None);
         };
-        let (state, history) = facts(self, session)?;
+        let history = call_records(self, session)?;
         Ok(Some(Monitor::new(flow).view(
-            &state,
+            state,
             &history,
             self.catalog().iter().map(|t| t.name()),
         )))
@@ -51,6 +65,23 @@ impl Gate {
         Ok(match self.flow_view(session)? {
             Some(view) => visible_tools(&tools, &view, self.flow_visibility()),
             None => tools,
+        })
+    }
+
+    /// The names of the tools [`visible_tools`](Self::visible_tools) returns, in
+    /// catalog order, without copying a descriptor: enough to tell whether what a
+    /// model is offered changed.
+    pub fn visible_tool_names(&self, session: &str) -> Result<Vec<&str>, StoreError> {
+        let names = self.catalog().iter().map(|t| t.name());
+        Ok(match self.flow_view(session)? {
+            Some(view) => names
+                .filter(|name| {
+                    view.tools
+                        .get(*name)
+                        .is_none_or(|status| is_visible(status, self.flow_visibility()))
+                })
+                .collect(),
+            None => names.collect(),
         })
     }
 

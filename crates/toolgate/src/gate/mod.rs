@@ -423,7 +423,7 @@ impl Gate {
             ctx = ctx.with_idempotency_key(key);
         }
         if tool.reads_flow() {
-            match self.flow_view(session) {
+            match self.flow_view_in(session, &state) {
                 Ok(Some(view)) => ctx = ctx.with_flow_view(Arc::new(view)),
                 Ok(None) => {}
                 Err(e) => return store_failure("the state store", e),

@@ -6,7 +6,7 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestMethod,
@@ -73,30 +73,42 @@ impl Session {
         let gate = &offering.gate;
         let session = self.conversation(context);
         let mut descriptors = gate.visible_tools(session).unwrap_or_else(|e| {
-            tracing::warn!(
-                session,
-                "cannot read the conversation's flow ({e}); offering every tool"
-            );
+            warn_flow_unreadable(session, &e);
             gate.catalog()
                 .iter()
                 .map(|tool| tool.descriptor().clone())
                 .collect()
         });
-        if self.shared.search.is_some() {
-            let searched = self.searched.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(searched) = self.searched() {
             descriptors.retain(|d| searched.is_listed(&d.name));
         }
         descriptors
     }
 
-    /// The catalog names of `descriptors` the client is shown.
-    fn shown_names(&self, offering: &Offering, descriptors: &[ToolDescriptor]) -> Vec<String> {
-        shown_names(
-            &offering.gate,
-            &self.shared.principal,
-            &offering.withheld,
-            descriptors,
-        )
+    /// The names of the tools `tools/list` would show this session's client now,
+    /// found without copying or rendering a descriptor.
+    fn shown_now(&self, offering: &Offering, context: &RequestContext<RoleServer>) -> Vec<String> {
+        let gate = &offering.gate;
+        let session = self.conversation(context);
+        let names = gate.visible_tool_names(session).unwrap_or_else(|e| {
+            warn_flow_unreadable(session, &e);
+            gate.catalog().iter().map(|tool| tool.name()).collect()
+        });
+        let searched = self.searched();
+        let offered = names
+            .into_iter()
+            .filter(|name| searched.as_ref().is_none_or(|s| s.is_listed(name)))
+            .filter_map(|name| gate.catalog().get(name).ok())
+            .map(|tool| tool.descriptor());
+        shown_names(gate, &self.shared.principal, &offering.withheld, offered)
+    }
+
+    /// With search, the tools this session lists.
+    fn searched(&self) -> Option<MutexGuard<'_, ListedTools>> {
+        self.shared
+            .search
+            .is_some()
+            .then(|| self.searched.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Lists for this session the tools a `search_tools` call found.
@@ -128,7 +140,7 @@ impl Session {
         {
             return;
         }
-        let now = self.shown_names(offering, &self.offered(offering, context));
+        let now = self.shown_now(offering, context);
         let changed = {
             let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
             let changed = listed.as_ref() != Some(&now);
@@ -289,6 +301,15 @@ impl Session {
     }
 }
 
+/// A session whose flow cannot be read is offered every tool (the gate still
+/// refuses what the flow blocks); the operator hears why.
+fn warn_flow_unreadable(session: &str, error: &crate::StoreError) {
+    tracing::warn!(
+        session,
+        "cannot read the conversation's flow ({error}); offering every tool"
+    );
+}
+
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
@@ -324,7 +345,12 @@ impl ServerHandler for Session {
     ) -> Result<ListToolsResult, McpError> {
         let offering = self.shared.offering();
         let descriptors = self.offered(&offering, &context);
-        let names = self.shown_names(&offering, &descriptors);
+        let names = shown_names(
+            &offering.gate,
+            &self.shared.principal,
+            &offering.withheld,
+            &descriptors,
+        );
         *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
         let offered = ToolList::of(
             &offering.gate,

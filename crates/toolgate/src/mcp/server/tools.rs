@@ -110,14 +110,14 @@ fn shown(
 
 /// The catalog names of the `descriptors` that [`ToolList::of`] would list, without
 /// rendering them: enough to tell whether a session's list changed.
-pub(crate) fn shown_names(
+pub(crate) fn shown_names<'a>(
     gate: &Gate,
     principal: &Principal,
     withheld: &[String],
-    descriptors: &[ToolDescriptor],
+    descriptors: impl IntoIterator<Item = &'a ToolDescriptor>,
 ) -> Vec<String> {
     descriptors
-        .iter()
+        .into_iter()
         .filter(|d| shown(gate, principal, withheld, d))
         .map(|d| d.name.clone())
         .collect()
