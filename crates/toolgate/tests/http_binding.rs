@@ -745,6 +745,76 @@ tools:
 }
 
 #[tokio::test]
+async fn a_redirect_to_another_loopback_port_is_refused_when_the_entry_names_a_port() {
+    let first = server().await;
+    let second = server().await;
+    let spec_for = |host: &str, entry: &str| {
+        spec_file(&format!(
+            r#"
+network: {{allow: ["{entry}"]}}
+tools:
+  - name: follow
+    description: Follow.
+    effect: read
+    parameters: {{type: object, properties: {{to: {{type: string}}}}}}
+    http: {{url: "http://{host}:{port}/redirect", query: {{to: "{{args.to}}"}}}}
+"#,
+            port = first.port()
+        ))
+    };
+    for host in ["127.0.0.1", "localhost"] {
+        let spec = spec_for(host, &format!("{host}:{}", first.port()));
+        let same_port = format!("http://{host}:{}/json", first.port());
+        let value = call_direct(&spec, "follow", json!({"to": same_port}))
+            .await
+            .unwrap();
+        assert_eq!(
+            value["order"], "A-1",
+            "{host}: the allowed port is followed"
+        );
+
+        let other_port = format!("http://{host}:{}/echo", second.port());
+        let err = call_direct(&spec, "follow", json!({"to": other_port}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "refused before connecting: `{host}` is allowed by `network.allow` only on port {}, not on port {}; add `{host}:{}` to `network.allow` if this port is meant to be reached",
+                first.port(),
+                second.port(),
+                second.port()
+            )
+        );
+        assert!(!err.is_retryable());
+        assert_eq!(
+            second.shared.hits("/echo"),
+            0,
+            "{host}: nothing reached the other port"
+        );
+    }
+
+    // Without a port, the entry opens every port: `check` warns, and the redirect is
+    // followed.
+    let spec = spec_for("127.0.0.1", "127.0.0.1");
+    let warnings: Vec<String> = diagnostics("network: {allow: [\"127.0.0.1\"]}\n")
+        .into_iter()
+        .map(|d| d.2)
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "`127.0.0.1` opens every port on this machine: a redirect from one allowed local service reaches all the others"
+        ]
+    );
+    let other_port = format!("http://127.0.0.1:{}/echo", second.port());
+    call_direct(&spec, "follow", json!({"to": other_port}))
+        .await
+        .unwrap();
+    assert_eq!(second.shared.hits("/echo"), 1);
+}
+
+#[tokio::test]
 async fn a_redirect_to_another_origin_drops_the_credentials() {
     let first = server().await;
     let second = server().await;

@@ -30,6 +30,9 @@ pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> V
     rules.patterns();
     rules.out.extend(check_mcp_servers(doc, spec));
     rules.network();
+    rules.out.extend(super::network_checks::check_network_use(
+        doc, spec, positions,
+    ));
     rules.out.extend(crate::flow::check_flow(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, &i) in spec.tools.iter().zip(positions) {
@@ -657,27 +660,9 @@ impl Rules<'_> {
     /// Warns about a URL whose literal host the network policy refuses: calls to it
     /// would fail before connecting.
     fn reachable(&mut self, path: &str, url: &str) {
-        let Some((_, rest)) = url.split_once("://") else {
-            return;
-        };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let host = match host_port.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or_default(),
-            None => host_port.split(':').next().unwrap_or_default(),
-        };
         let policy = super::network::NetworkPolicy::new(&self.spec.network);
-        let refusal = match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => policy.check_address(host, ip).err().map(|e| e.to_string()),
-            Err(_) if host.eq_ignore_ascii_case("localhost") && !policy.lists_host(host) => {
-                let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
-                policy
-                    .check_address(host, loopback)
-                    .err()
-                    .map(|e| e.to_string())
-            }
-            Err(_) => None,
-        };
+        let refusal = policy.refusal_for_url(url).map(|e| e.to_string());
+        let host = super::network::suggested_entry(url).unwrap_or_default();
         if let Some(message) = refusal {
             let mut d = Diagnostic::warning(path, format!("calls will be refused: {message}"));
             d.help = Some(format!(
