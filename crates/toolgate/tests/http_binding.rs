@@ -35,6 +35,8 @@ struct Shared {
     big_finished: AtomicBool,
     /// The `Authorization` header of the last request to `/echo`.
     last_authorization: Mutex<Option<String>>,
+    /// What the last request to `/echo` carried, as the server saw it.
+    last_echo: Mutex<Option<Value>>,
 }
 
 impl Shared {
@@ -92,16 +94,15 @@ async fn echo(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let body = axum::body::to_bytes(body, 1 << 20)
         .await
         .unwrap_or_default();
-    json_response(
-        StatusCode::OK,
-        json!({
-            "method": parts.method.as_str(),
-            "path": parts.uri.path(),
-            "query": parts.uri.query(),
-            "headers": headers_json(&parts.headers),
-            "body": String::from_utf8_lossy(&body),
-        }),
-    )
+    let seen = json!({
+        "method": parts.method.as_str(),
+        "path": parts.uri.path(),
+        "query": parts.uri.query(),
+        "headers": headers_json(&parts.headers),
+        "body": String::from_utf8_lossy(&body),
+    });
+    *shared.last_echo.lock().unwrap() = Some(seen.clone());
+    json_response(StatusCode::OK, seen)
 }
 
 /// A 400 whose body repeats the request headers, as careless APIs do.
@@ -177,6 +178,15 @@ async fn redirect(request: Request) -> Response {
     (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
 }
 
+/// Redirects with 307 (method and body kept) to the URL in the query.
+async fn redirect_307(request: Request) -> Response {
+    let to = url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "to")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+}
+
 async fn server() -> Server {
     let shared = Arc::new(Shared::default());
     let big = shared.clone();
@@ -219,6 +229,7 @@ async fn server() -> Server {
             get(move || async move { big_body(big_json, "application/json") }),
         )
         .route("/redirect", get(redirect))
+        .route("/redirect-307", any(redirect_307))
         .with_state(shared.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -850,6 +861,72 @@ tools:
     );
 }
 
+#[tokio::test]
+async fn a_redirect_to_another_origin_never_replays_a_body_with_credentials() {
+    let first = server().await;
+    let second = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1:{first}", "127.0.0.1:{second}"]}}
+policy: {{effects: {{write: allow}}}}
+tools:
+  - name: login
+    description: Log in.
+    parameters: {{type: object, properties: {{to: {{type: string}}, user: {{type: string}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{first}/redirect-307"
+      query: {{to: "{{args.to}}"}}
+      body: {{user: "{{args.user}}", api_key: "${{env.API_KEY}}"}}
+  - name: note
+    description: Leave a note.
+    parameters: {{type: object, properties: {{to: {{type: string}}, text: {{type: string}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{first}/redirect-307"
+      query: {{to: "{{args.to}}"}}
+      body: {{text: "{{args.text}}"}}
+"#,
+        first = first.port(),
+        second = second.port()
+    ));
+    let elsewhere = format!("http://127.0.0.1:{}/echo", second.port());
+    let err = call_direct(&spec, "login", json!({"to": elsewhere, "user": "ada"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "127.0.0.1:{} answered 307 to send the request, body included, to 127.0.0.1:{}; the body carries credentials, which are never sent to another origin, so the request was not repeated there; call that URL directly if it is meant",
+            first.port(),
+            second.port()
+        )
+    );
+    assert!(!err.is_retryable());
+    assert_eq!(
+        second.shared.hits("/echo"),
+        0,
+        "nothing reached the other origin"
+    );
+
+    // Within the origin the body follows the 307 whole.
+    let here = format!("http://127.0.0.1:{}/echo", first.port());
+    let seen = call_direct(&spec, "login", json!({"to": here, "user": "ada"}))
+        .await
+        .unwrap();
+    assert_eq!(seen["method"], "POST");
+    let sent = first.shared.last_echo.lock().unwrap().clone().unwrap();
+    let body: Value = serde_json::from_str(sent["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body, json!({"user": "ada", "api_key": SECRET_KEY}));
+
+    // A body without credentials goes on to another origin, as a 307 asks.
+    let seen = call_direct(&spec, "note", json!({"to": elsewhere, "text": "hello"}))
+        .await
+        .unwrap();
+    assert_eq!(seen["body"], r#"{"text":"hello"}"#);
+    assert_eq!(second.shared.hits("/echo"), 1);
+}
+
 // ---------------------------------------------------------------------------
 // Secrets.
 
@@ -956,6 +1033,78 @@ state:
         }
     }
 }
+
+#[tokio::test]
+async fn body_and_url_secrets_reach_the_server_and_are_masked_everywhere_else() {
+    let server = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1:{port}"]}}
+policy: {{effects: {{write: allow}}}}
+tools:
+  - name: sign_in
+    description: Sign in.
+    parameters: {{type: object, properties: {{user: {{type: string}}, note: {{type: string}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{port}/echo/${{env.SESSION}}?token=${{env.API_TOKEN}}"
+      query: {{key: "${{env.API_KEY}}"}}
+      body: {{user: "{{args.user}}", password: "{LITERAL}", api_key: "${{env.API_KEY}}", note: "{{args.note}}"}}
+"#,
+        port = server.port()
+    ));
+    let h = gate(&spec);
+    let outcome = h
+        .call(
+            "sign_in",
+            json!({"user": "ada", "note": "${env.API_TOKEN}"}),
+        )
+        .await;
+    let seen = ok_value(&outcome).clone();
+
+    // The server got every value, the environment's read where the spec file put
+    // them; an argument that spells a reference is sent as it is.
+    let sent = server.shared.last_echo.lock().unwrap().clone().unwrap();
+    assert_eq!(sent["path"], format!("/echo/{SECRET_COOKIE}"));
+    assert_eq!(
+        sent["query"],
+        format!("token={SECRET_TOKEN}&key={SECRET_KEY}")
+    );
+    let body: Value = serde_json::from_str(sent["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        body,
+        json!({"user": "ada", "password": LITERAL, "api_key": SECRET_KEY, "note": "${env.API_TOKEN}"})
+    );
+
+    // What comes back, the audit log and `describe --json` show none of them.
+    let text = match &outcome {
+        Outcome::Ok { text, .. } => text.clone(),
+        _ => unreachable!(),
+    };
+    let described = serde_json::to_string(&toolgate::mask_tool_secrets(&spec.tools[0])).unwrap();
+    let audit = serde_json::to_string(&h.store.tail(100).unwrap()).unwrap();
+    assert!(described.contains("${env.API_KEY}"), "{described}");
+    assert!(
+        seen["body"].as_str().unwrap().contains("\"user\":\"ada\""),
+        "{seen}"
+    );
+    for secret in [LITERAL, SECRET_TOKEN, SECRET_KEY, SECRET_COOKIE] {
+        for (place, shown) in [
+            ("the value", seen.to_string()),
+            ("the text for the model", text.clone()),
+            ("the audit log", audit.clone()),
+            ("describe --json", described.clone()),
+        ] {
+            assert!(
+                !shown.contains(secret),
+                "{secret} appears in {place}: {shown}"
+            );
+        }
+    }
+}
+
+/// A password written into a spec file's body.
+const LITERAL: &str = "lit-pw-4455x";
 
 // ---------------------------------------------------------------------------
 // What `check` says about bindings and the `network:` section.

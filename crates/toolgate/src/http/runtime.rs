@@ -174,6 +174,7 @@ impl HttpRuntime {
             mut url,
             mut headers,
             mut body,
+            body_has_secrets,
             secrets,
         } = prepared;
         let mut method = to_method(method);
@@ -248,13 +249,19 @@ impl HttpRuntime {
                             "{host} redirected to a location that is not a URL"
                         ))
                     })?;
-                if next.origin() != url.origin() {
-                    headers.retain(|(_, _, secret)| !secret);
-                }
                 let code = status.as_u16();
                 if code == 303 || (matches!(code, 301 | 302) && method == reqwest::Method::POST) {
                     method = reqwest::Method::GET;
                     body = None;
+                }
+                if next.origin() != url.origin() {
+                    headers.retain(|(_, _, secret)| !secret);
+                    if body.is_some() && body_has_secrets {
+                        return Err(ToolError::permanent(format!(
+                            "{host} answered {code} to send the request, body included, to {}; the body carries credentials, which are never sent to another origin, so the request was not repeated there; call that URL directly if it is meant",
+                            host_label(&next)
+                        )));
+                    }
                 }
                 tracing::debug!(tool, status = code, to = %secrets.mask(next.as_str()), "following redirect");
                 url = next;
