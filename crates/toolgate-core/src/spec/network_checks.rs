@@ -231,8 +231,16 @@ mod tests {
             let diagnostics = found(&tool(url));
             assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
             assert_eq!(
-                (diagnostics[0].0, diagnostics[0].1.as_str()),
-                (Severity::Error, "/tools/0/http/url")
+                (
+                    diagnostics[0].0,
+                    diagnostics[0].1.as_str(),
+                    diagnostics[0].2.as_str()
+                ),
+                (
+                    Severity::Error,
+                    "/tools/0/http/url",
+                    "the URL's scheme, host or port reads the environment; they must be written in the spec file, where the network policy can read them"
+                )
             );
         }
         assert!(

@@ -292,13 +292,9 @@ impl Rules<'_> {
             let close = authority[open..]
                 .find('}')
                 .map_or(authority.len(), |c| open + c + 1);
+            let (open, message, help) = origin_reference(authority, open);
             let span = self.placeholder_span(path, &authority[open..close]);
-            self.error_at(
-                path,
-                span,
-                "the URL's host comes from a placeholder; arguments and state may only fill the path and query".into(),
-                Some("write the host literally, as in `https://api.example.com/{args.path}`".into()),
-            );
+            self.error_at(path, span, message.into(), Some(help.into()));
         }
     }
 
@@ -604,6 +600,23 @@ fn suggest_name(name: &str) -> Option<String> {
         .collect();
     let out = out.trim_end_matches(['_', '.']);
     (crate::validate_name(out).is_ok()).then(|| out.to_owned())
+}
+
+/// What to say about a reference whose `{` stands at `open` in a URL's authority:
+/// where it starts (`$` included), the message and the help.
+fn origin_reference(authority: &str, open: usize) -> (usize, &'static str, &'static str) {
+    match open.checked_sub(1) {
+        Some(dollar) if authority[..open].ends_with('$') => (
+            dollar,
+            "the URL's scheme, host or port reads the environment; they must be written in the spec file, where the network policy can read them",
+            "write the host literally, as in `https://api.example.com/v1?key=${env.API_KEY}`: `${env.NAME}` may fill the path and the query",
+        ),
+        _ => (
+            open,
+            "the URL's host comes from a placeholder; arguments and state may only fill the path and query",
+            "write the host literally, as in `https://api.example.com/{args.path}`",
+        ),
+    }
 }
 
 /// The `network:` section, and binding hosts it will refuse.
