@@ -54,6 +54,15 @@ impl IpCidr {
         self.prefix == if self.addr.is_ipv4() { 32 } else { 128 }
     }
 
+    /// Whether every address of the range is a loopback address (`127.0.0.0/8` and
+    /// what it holds, `::1`).
+    pub fn is_loopback(&self) -> bool {
+        match self.addr {
+            IpAddr::V4(a) => self.prefix >= 8 && a.octets()[0] == 127,
+            IpAddr::V6(a) => self.prefix == 128 && a.is_loopback(),
+        }
+    }
+
     /// The first address of the range.
     pub fn network(&self) -> IpAddr {
         match self.addr {

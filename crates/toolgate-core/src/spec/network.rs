@@ -14,7 +14,7 @@
 //! host resolves to, and connects only to addresses that passed.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -176,7 +176,8 @@ impl AllowEntry {
     }
 
     /// Whether the entry opens every port of an address on this machine: a loopback
-    /// address or range, or the name `localhost`, without a port.
+    /// address or a range of loopback addresses only, or the name `localhost`,
+    /// without a port. (A wide range such as `0.0.0.0/0` is a choice of its own.)
     pub fn opens_every_loopback_port(&self) -> bool {
         if self.port.is_some() {
             return false;
@@ -184,10 +185,7 @@ impl AllowEntry {
         match &self.target {
             AllowTarget::Host(h) => h == "localhost" || h.ends_with(".localhost"),
             AllowTarget::Subdomains(suffix) => suffix == "localhost",
-            AllowTarget::Range(cidr) => {
-                cidr.contains(IpAddr::V4(Ipv4Addr::LOCALHOST))
-                    || cidr.contains(IpAddr::V6(Ipv6Addr::LOCALHOST))
-            }
+            AllowTarget::Range(cidr) => cidr.is_loopback(),
         }
     }
 }
@@ -728,7 +726,7 @@ mod tests {
             ("::1", true),
             ("localhost", true),
             ("127.0.0.0/8", true),
-            ("0.0.0.0/0", true),
+            ("0.0.0.0/0", false),
             ("127.0.0.1:8080", false),
             ("localhost:8080", false),
             ("10.0.0.1", false),
@@ -852,6 +850,25 @@ mod tests {
             let policy = policy(&[&entry.to_string()], false);
             prop_assert!(policy.check_address("h", IpAddr::V4(v4), port).is_ok());
             prop_assert_eq!(policy.check_address("h", IpAddr::V4(v4), other).is_ok(), other == port);
+        }
+
+        #[test]
+        fn a_bracketed_ipv6_address_with_a_port_round_trips(a in any::<u128>(), port in 1u16..) {
+            let v6 = std::net::Ipv6Addr::from(a);
+            let text = format!("[{v6}]:{port}");
+            let entry = AllowEntry::parse(&text).unwrap();
+            prop_assert_eq!(entry.port, Some(port));
+            let policy = policy(&[&text], false);
+            prop_assert!(policy.check_address("h", IpAddr::V6(v6), port).is_ok());
+            if v6.to_ipv4_mapped().is_none() {
+                prop_assert_eq!(entry.to_string(), text);
+            }
+        }
+
+        #[test]
+        fn parsing_any_text_never_panics(text in "\\PC{0,40}") {
+            let _ = AllowEntry::parse(&text);
+            let _ = literal_authority(&text);
         }
     }
 }
