@@ -13,7 +13,7 @@ use toolgate_core::spec::{HttpBinding, HttpMethod, env_references, template};
 use toolgate_core::{ToolError, is_secret_header, is_secret_key};
 use url::Url;
 
-use super::fill::{UrlProblem, build_url, fill, fill_env, lookup};
+use super::fill::{UrlProblem, build_url, fill_env, lookup};
 use super::secrets::Secrets;
 
 /// Reads an environment variable for `${env.NAME}`.
@@ -182,27 +182,13 @@ fn header_value(
     }
     // Argument and state placeholders are filled between the `${env.NAME}`
     // references, so a value from the model cannot spell a reference.
-    let mut out = String::new();
-    let references = env_references(template);
-    let from_env = !references.is_empty();
-    let mut at = 0;
-    for reference in references {
-        out.push_str(&fill(
-            &template[at..reference.range.start],
-            args,
-            state,
-            str::to_owned,
-        ));
-        let var = &reference.name;
-        let value = env(var).ok_or_else(|| {
-            ToolError::permanent(format!(
-                "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
-            ))
-        })?;
-        out.push_str(&value);
-        at = reference.range.end;
-    }
-    out.push_str(&fill(&template[at..], args, state, str::to_owned));
+    let mut read = Vec::new();
+    let out = fill_env(template, args, state, str::to_owned, env, &mut read).map_err(|var| {
+        ToolError::permanent(format!(
+            "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
+        ))
+    })?;
+    let from_env = !env_references(template).is_empty();
     if out
         .chars()
         .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
