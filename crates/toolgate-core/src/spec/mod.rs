@@ -6,6 +6,7 @@
 //! placeholders) are checked once the structure is sound.
 
 mod address;
+mod allow_entry;
 mod diagnostic;
 mod document;
 mod mcp_servers;

@@ -55,6 +55,7 @@ mod binding;
 mod breaker;
 mod config;
 mod handler;
+mod http_client;
 mod process;
 mod relay;
 mod result;
