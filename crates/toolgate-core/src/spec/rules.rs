@@ -628,7 +628,7 @@ impl Rules<'_> {
                     &format!("/network/allow/{i}"),
                     message,
                     Some(
-                        "write a host name (`api.internal`), `*.domain`, an address (`10.0.0.5`) or a CIDR range (`10.20.0.0/16`)"
+                        "write a host name (`api.internal`), `*.domain`, an address (`10.0.0.5`) or a CIDR range (`10.20.0.0/16`); a host or address may name one port (`127.0.0.1:8080`, `[::1]:8080`)"
                             .into(),
                     ),
                 );
