@@ -64,6 +64,21 @@ impl SpecTool {
         self
     }
 
+    /// Puts the `mcp:` binding's server under `network` (the spec file's `network:`
+    /// section) instead of the default policy, public addresses only. (`http:`
+    /// bindings take theirs from the [`crate::HttpRuntime`].)
+    pub fn with_network(
+        #[cfg_attr(not(feature = "mcp"), allow(unused_mut))] mut self,
+        #[cfg_attr(not(feature = "mcp"), allow(unused_variables))]
+        network: &toolgate_core::spec::NetworkSection,
+    ) -> Self {
+        #[cfg(feature = "mcp")]
+        if let Some(runner) = &mut self.mcp {
+            runner.set_network(Arc::new(toolgate_core::spec::NetworkPolicy::new(network)));
+        }
+        self
+    }
+
     /// Runs the declaration with a native implementation instead of its binding.
     /// A declaration without `parameters` (or `returns`) takes the native tool's schema.
     pub fn with_native(mut self, native: Arc<dyn DynTool>) -> Self {
@@ -196,7 +211,7 @@ fn build_catalog(
 ) -> Result<Catalog, CatalogError> {
     let mut catalog = Catalog::new();
     for tool in &spec.tools {
-        let mut declared = prepare(SpecTool::new(tool.clone(), file));
+        let mut declared = prepare(SpecTool::new(tool.clone(), file).with_network(&spec.network));
         if let Ok(native) = natives.get(&tool.name) {
             declared = declared.with_native(native.clone());
         }

@@ -35,6 +35,8 @@ struct Shared {
     big_finished: AtomicBool,
     /// The `Authorization` header of the last request to `/echo`.
     last_authorization: Mutex<Option<String>>,
+    /// What the last request to `/echo` carried, as the server saw it.
+    last_echo: Mutex<Option<Value>>,
 }
 
 impl Shared {
@@ -92,16 +94,15 @@ async fn echo(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let body = axum::body::to_bytes(body, 1 << 20)
         .await
         .unwrap_or_default();
-    json_response(
-        StatusCode::OK,
-        json!({
-            "method": parts.method.as_str(),
-            "path": parts.uri.path(),
-            "query": parts.uri.query(),
-            "headers": headers_json(&parts.headers),
-            "body": String::from_utf8_lossy(&body),
-        }),
-    )
+    let seen = json!({
+        "method": parts.method.as_str(),
+        "path": parts.uri.path(),
+        "query": parts.uri.query(),
+        "headers": headers_json(&parts.headers),
+        "body": String::from_utf8_lossy(&body),
+    });
+    *shared.last_echo.lock().unwrap() = Some(seen.clone());
+    json_response(StatusCode::OK, seen)
 }
 
 /// A 400 whose body repeats the request headers, as careless APIs do.
@@ -177,6 +178,15 @@ async fn redirect(request: Request) -> Response {
     (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
 }
 
+/// Redirects with 307 (method and body kept) to the URL in the query.
+async fn redirect_307(request: Request) -> Response {
+    let to = url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "to")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+}
+
 async fn server() -> Server {
     let shared = Arc::new(Shared::default());
     let big = shared.clone();
@@ -219,6 +229,7 @@ async fn server() -> Server {
             get(move || async move { big_body(big_json, "application/json") }),
         )
         .route("/redirect", get(redirect))
+        .route("/redirect-307", any(redirect_307))
         .with_state(shared.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -745,6 +756,76 @@ tools:
 }
 
 #[tokio::test]
+async fn a_redirect_to_another_loopback_port_is_refused_when_the_entry_names_a_port() {
+    let first = server().await;
+    let second = server().await;
+    let spec_for = |host: &str, entry: &str| {
+        spec_file(&format!(
+            r#"
+network: {{allow: ["{entry}"]}}
+tools:
+  - name: follow
+    description: Follow.
+    effect: read
+    parameters: {{type: object, properties: {{to: {{type: string}}}}}}
+    http: {{url: "http://{host}:{port}/redirect", query: {{to: "{{args.to}}"}}}}
+"#,
+            port = first.port()
+        ))
+    };
+    for host in ["127.0.0.1", "localhost"] {
+        let spec = spec_for(host, &format!("{host}:{}", first.port()));
+        let same_port = format!("http://{host}:{}/json", first.port());
+        let value = call_direct(&spec, "follow", json!({"to": same_port}))
+            .await
+            .unwrap();
+        assert_eq!(
+            value["order"], "A-1",
+            "{host}: the allowed port is followed"
+        );
+
+        let other_port = format!("http://{host}:{}/echo", second.port());
+        let err = call_direct(&spec, "follow", json!({"to": other_port}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "refused before connecting: `{host}` is allowed by `network.allow` only on port {}, not on port {}; add `{host}:{}` to `network.allow` if this port is meant to be reached",
+                first.port(),
+                second.port(),
+                second.port()
+            )
+        );
+        assert!(!err.is_retryable());
+        assert_eq!(
+            second.shared.hits("/echo"),
+            0,
+            "{host}: nothing reached the other port"
+        );
+    }
+
+    // Without a port, the entry opens every port: `check` warns, and the redirect is
+    // followed.
+    let spec = spec_for("127.0.0.1", "127.0.0.1");
+    let warnings: Vec<String> = diagnostics("network: {allow: [\"127.0.0.1\"]}\n")
+        .into_iter()
+        .map(|d| d.2)
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "`127.0.0.1` opens every port on this machine: a redirect from one allowed local service reaches all the others"
+        ]
+    );
+    let other_port = format!("http://127.0.0.1:{}/echo", second.port());
+    call_direct(&spec, "follow", json!({"to": other_port}))
+        .await
+        .unwrap();
+    assert_eq!(second.shared.hits("/echo"), 1);
+}
+
+#[tokio::test]
 async fn a_redirect_to_another_origin_drops_the_credentials() {
     let first = server().await;
     let second = server().await;
@@ -778,6 +859,72 @@ tools:
         seen["headers"]["authorization"], "[redacted]",
         "same origin keeps it (masked in the value)"
     );
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_never_replays_a_body_with_credentials() {
+    let first = server().await;
+    let second = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1:{first}", "127.0.0.1:{second}"]}}
+policy: {{effects: {{write: allow}}}}
+tools:
+  - name: login
+    description: Log in.
+    parameters: {{type: object, properties: {{to: {{type: string}}, user: {{type: string}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{first}/redirect-307"
+      query: {{to: "{{args.to}}"}}
+      body: {{user: "{{args.user}}", api_key: "${{env.API_KEY}}"}}
+  - name: note
+    description: Leave a note.
+    parameters: {{type: object, properties: {{to: {{type: string}}, text: {{type: string}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{first}/redirect-307"
+      query: {{to: "{{args.to}}"}}
+      body: {{text: "{{args.text}}"}}
+"#,
+        first = first.port(),
+        second = second.port()
+    ));
+    let elsewhere = format!("http://127.0.0.1:{}/echo", second.port());
+    let err = call_direct(&spec, "login", json!({"to": elsewhere, "user": "ada"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "127.0.0.1:{} answered 307 to send the request, body included, to 127.0.0.1:{}; the body carries credentials, which are never sent to another origin, so the request was not repeated there; call that URL directly if it is meant",
+            first.port(),
+            second.port()
+        )
+    );
+    assert!(!err.is_retryable());
+    assert_eq!(
+        second.shared.hits("/echo"),
+        0,
+        "nothing reached the other origin"
+    );
+
+    // Within the origin the body follows the 307 whole.
+    let here = format!("http://127.0.0.1:{}/echo", first.port());
+    let seen = call_direct(&spec, "login", json!({"to": here, "user": "ada"}))
+        .await
+        .unwrap();
+    assert_eq!(seen["method"], "POST");
+    let sent = first.shared.last_echo.lock().unwrap().clone().unwrap();
+    let body: Value = serde_json::from_str(sent["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body, json!({"user": "ada", "api_key": SECRET_KEY}));
+
+    // A body without credentials goes on to another origin, as a 307 asks.
+    let seen = call_direct(&spec, "note", json!({"to": elsewhere, "text": "hello"}))
+        .await
+        .unwrap();
+    assert_eq!(seen["body"], r#"{"text":"hello"}"#);
+    assert_eq!(second.shared.hits("/echo"), 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -886,6 +1033,78 @@ state:
         }
     }
 }
+
+#[tokio::test]
+async fn body_and_url_secrets_reach_the_server_and_are_masked_everywhere_else() {
+    let server = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1:{port}"]}}
+policy: {{effects: {{write: allow}}}}
+tools:
+  - name: sign_in
+    description: Sign in.
+    parameters: {{type: object, properties: {{user: {{type: string}}, note: {{type: string}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{port}/echo/${{env.SESSION}}?token=${{env.API_TOKEN}}"
+      query: {{key: "${{env.API_KEY}}"}}
+      body: {{user: "{{args.user}}", password: "{LITERAL}", api_key: "${{env.API_KEY}}", note: "{{args.note}}"}}
+"#,
+        port = server.port()
+    ));
+    let h = gate(&spec);
+    let outcome = h
+        .call(
+            "sign_in",
+            json!({"user": "ada", "note": "${env.API_TOKEN}"}),
+        )
+        .await;
+    let seen = ok_value(&outcome).clone();
+
+    // The server got every value, the environment's read where the spec file put
+    // them; an argument that spells a reference is sent as it is.
+    let sent = server.shared.last_echo.lock().unwrap().clone().unwrap();
+    assert_eq!(sent["path"], format!("/echo/{SECRET_COOKIE}"));
+    assert_eq!(
+        sent["query"],
+        format!("token={SECRET_TOKEN}&key={SECRET_KEY}")
+    );
+    let body: Value = serde_json::from_str(sent["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        body,
+        json!({"user": "ada", "password": LITERAL, "api_key": SECRET_KEY, "note": "${env.API_TOKEN}"})
+    );
+
+    // What comes back, the audit log and `describe --json` show none of them.
+    let text = match &outcome {
+        Outcome::Ok { text, .. } => text.clone(),
+        _ => unreachable!(),
+    };
+    let described = serde_json::to_string(&toolgate::mask_tool_secrets(&spec.tools[0])).unwrap();
+    let audit = serde_json::to_string(&h.store.tail(100).unwrap()).unwrap();
+    assert!(described.contains("${env.API_KEY}"), "{described}");
+    assert!(
+        seen["body"].as_str().unwrap().contains("\"user\":\"ada\""),
+        "{seen}"
+    );
+    for secret in [LITERAL, SECRET_TOKEN, SECRET_KEY, SECRET_COOKIE] {
+        for (place, shown) in [
+            ("the value", seen.to_string()),
+            ("the text for the model", text.clone()),
+            ("the audit log", audit.clone()),
+            ("describe --json", described.clone()),
+        ] {
+            assert!(
+                !shown.contains(secret),
+                "{secret} appears in {place}: {shown}"
+            );
+        }
+    }
+}
+
+/// A password written into a spec file's body.
+const LITERAL: &str = "lit-pw-4455x";
 
 // ---------------------------------------------------------------------------
 // What `check` says about bindings and the `network:` section.

@@ -630,6 +630,14 @@ impl HttpFixture {
     }
 }
 
+impl HttpFixture {
+    /// `127.0.0.1:PORT`, the `network.allow` entry that opens this server only.
+    fn authority(&self) -> &str {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        rest.split('/').next().unwrap()
+    }
+}
+
 impl Drop for HttpFixture {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -641,8 +649,9 @@ impl Drop for HttpFixture {
 async fn an_http_server_gets_its_headers_with_values_from_the_environment() {
     let server = HttpFixture::start("key-0xfeed");
     let spec = spec(&format!(
-        "mcp_servers:\n  web:\n    url: {}\n    headers: {{X-Fixture-Key: \"${{env.FIXTURE_KEY_FOR_TEST}}\"}}\n{ALLOW_ALL}",
-        server.url
+        "mcp_servers:\n  web:\n    url: {}\n    headers: {{X-Fixture-Key: \"${{env.FIXTURE_KEY_FOR_TEST}}\"}}\nnetwork: {{allow: [\"{}\"]}}\n{ALLOW_ALL}",
+        server.url,
+        server.authority()
     ));
     let good = UpstreamOptions {
         env: env_of(&[("FIXTURE_KEY_FOR_TEST", "key-0xfeed")]),
@@ -669,6 +678,83 @@ async fn an_http_server_gets_its_headers_with_values_from_the_environment() {
     let reason = status.reason.as_deref().unwrap();
     assert!(reason.contains("could not be reached"), "{reason}");
     assert!(!reason.contains("key-0xbad0"), "{reason}");
+}
+
+#[tokio::test]
+async fn an_upstream_url_outside_the_network_policy_is_refused_and_one_allowed_connects() {
+    // A literal address the policy refuses is never connected to: the server is
+    // misconfigured at once, saying what to add.
+    let started = Instant::now();
+    let metadata = spec("mcp_servers:\n  meta:\n    url: http://169.254.169.254/mcp\n");
+    let upstreams = connect(&metadata, Arc::new(MemoryPins::new()), options()).await;
+    let status = &upstreams.status()[0];
+    assert_eq!(status.state.as_str(), "misconfigured", "{status:?}");
+    let reason = status.reason.as_deref().unwrap();
+    assert_eq!(
+        reason,
+        "MCP server `meta` at http://169.254.169.254/mcp: refused before connecting: 169.254.169.254 is a link-local address (where cloud metadata services such as 169.254.169.254 live); HTTP bindings and MCP servers may reach it only when the spec file's `network.allow` lists it (or a range holding it)"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A real server on loopback: refused by the default policy, by address and by a
+    // name that resolves there; reached once `network.allow` names its address and port.
+    let server = HttpFixture::start("key-0");
+    let port = server.authority().rsplit_once(':').unwrap().1.to_owned();
+    let yaml = |url: &str, network: &str| {
+        format!(
+            "mcp_servers:\n  web:\n    url: {url}\n    headers: {{X-Fixture-Key: key-0}}\n{network}{ALLOW_ALL}"
+        )
+    };
+    let by_name = format!("http://localhost:{port}/mcp");
+    for (url, needle) in [
+        (server.url.as_str(), "127.0.0.1 is a loopback address"),
+        (by_name.as_str(), "`localhost` resolves to"),
+    ] {
+        let upstreams = connect(
+            &spec(&yaml(url, "")),
+            Arc::new(MemoryPins::new()),
+            options(),
+        )
+        .await;
+        let status = &upstreams.status()[0];
+        assert_ne!(status.state, ServerState::Ready, "{url}");
+        let reason = status.reason.as_deref().unwrap();
+        assert!(reason.contains(needle), "{url}: {reason}");
+        assert!(reason.contains("network.allow"), "{url}: {reason}");
+    }
+    let other_port = yaml(&server.url, "network: {allow: [\"127.0.0.1:1\"]}\n");
+    let upstreams = connect(&spec(&other_port), Arc::new(MemoryPins::new()), options()).await;
+    let reason = upstreams.status()[0].reason.clone().unwrap();
+    assert!(
+        reason.contains(&format!("only on port 1, not on port {port}")),
+        "{reason}"
+    );
+
+    for url in [server.url.as_str(), by_name.as_str()] {
+        let allowed = yaml(
+            url,
+            &format!("network: {{allow: [\"127.0.0.1:{port}\"]}}\n"),
+        );
+        let spec = spec(&allowed);
+        let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+        assert_eq!(
+            upstreams.status()[0].state,
+            ServerState::Ready,
+            "{url}: {:?}",
+            upstreams.status()
+        );
+        let echo = call(
+            &gate(&spec, &upstreams),
+            "web.echo",
+            json!({"text": "allowed"}),
+        )
+        .await;
+        assert_eq!(echo.value(), Some(&json!("allowed")), "{url}: {echo:?}");
+    }
 }
 
 #[tokio::test]

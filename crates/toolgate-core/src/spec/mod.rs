@@ -5,11 +5,14 @@
 //! come first; semantic ones (names, schemas, responses, bindings, state keys,
 //! placeholders) are checked once the structure is sound.
 
+mod address;
+mod allow_entry;
 mod diagnostic;
 mod document;
 mod mcp_servers;
 mod model;
 mod network;
+mod network_checks;
 mod rules;
 mod shape;
 mod structure;
@@ -26,7 +29,8 @@ pub use model::{
     StateKey, StateType, ToolSpec,
 };
 pub use network::{
-    AddressClass, AllowEntry, IpCidr, NetworkPolicy, NetworkRefusal, NetworkSection, classify,
+    AddressClass, AllowEntry, AllowTarget, IpCidr, NetworkPolicy, NetworkRefusal, NetworkSection,
+    classify, default_port, literal_authority,
 };
 pub use shape::{returns_shape, schema_shape, value_shape};
 pub use structure::spec_file_schema;

@@ -182,15 +182,19 @@ pub struct HttpBinding {
     /// The request method (default GET).
     #[serde(default)]
     pub method: HttpMethod,
-    /// The absolute http(s) URL; may interpolate `{args.NAME}` and `{state.KEY}`.
+    /// The absolute http(s) URL; may interpolate `{args.NAME}` and `{state.KEY}`, and
+    /// `${env.NAME}` in its path and query (masked as a secret), never in its host.
     pub url: String,
     /// Request headers; values may also reference `${env.NAME}`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
-    /// Query parameters, percent-encoded.
+    /// Query parameters, percent-encoded; values may also reference `${env.NAME}`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub query: IndexMap<String, String>,
     /// The request body; without it, POST, PUT and PATCH send the arguments as JSON.
+    /// Strings may reference `${env.NAME}`; those values and any under a secret key
+    /// (`password`, `api_key`, ...) are masked as secrets, and such a body is never
+    /// sent to another origin on a redirect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
     /// The largest response body read, in bytes (default 1 MiB); a longer body is cut there.

@@ -30,6 +30,9 @@ pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> V
     rules.patterns();
     rules.out.extend(check_mcp_servers(doc, spec));
     rules.network();
+    rules.out.extend(super::network_checks::check_network_use(
+        doc, spec, positions,
+    ));
     rules.out.extend(crate::flow::check_flow(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, &i) in spec.tools.iter().zip(positions) {
@@ -289,13 +292,9 @@ impl Rules<'_> {
             let close = authority[open..]
                 .find('}')
                 .map_or(authority.len(), |c| open + c + 1);
+            let (open, message, help) = origin_reference(authority, open);
             let span = self.placeholder_span(path, &authority[open..close]);
-            self.error_at(
-                path,
-                span,
-                "the URL's host comes from a placeholder; arguments and state may only fill the path and query".into(),
-                Some("write the host literally, as in `https://api.example.com/{args.path}`".into()),
-            );
+            self.error_at(path, span, message.into(), Some(help.into()));
         }
     }
 
@@ -603,6 +602,23 @@ fn suggest_name(name: &str) -> Option<String> {
     (crate::validate_name(out).is_ok()).then(|| out.to_owned())
 }
 
+/// What to say about a reference whose `{` stands at `open` in a URL's authority:
+/// where it starts (`$` included), the message and the help.
+fn origin_reference(authority: &str, open: usize) -> (usize, &'static str, &'static str) {
+    match open.checked_sub(1) {
+        Some(dollar) if authority[..open].ends_with('$') => (
+            dollar,
+            "the URL's scheme, host or port reads the environment; they must be written in the spec file, where the network policy can read them",
+            "write the host literally, as in `https://api.example.com/v1?key=${env.API_KEY}`: `${env.NAME}` may fill the path and the query",
+        ),
+        _ => (
+            open,
+            "the URL's host comes from a placeholder; arguments and state may only fill the path and query",
+            "write the host literally, as in `https://api.example.com/{args.path}`",
+        ),
+    }
+}
+
 /// The `network:` section, and binding hosts it will refuse.
 impl Rules<'_> {
     fn network(&mut self) {
@@ -612,7 +628,7 @@ impl Rules<'_> {
                     &format!("/network/allow/{i}"),
                     message,
                     Some(
-                        "write a host name (`api.internal`), `*.domain`, an address (`10.0.0.5`) or a CIDR range (`10.20.0.0/16`)"
+                        "write a host name (`api.internal`), `*.domain`, an address (`10.0.0.5`) or a CIDR range (`10.20.0.0/16`); a host or address may name one port (`127.0.0.1:8080`, `[::1]:8080`)"
                             .into(),
                     ),
                 );
@@ -657,27 +673,9 @@ impl Rules<'_> {
     /// Warns about a URL whose literal host the network policy refuses: calls to it
     /// would fail before connecting.
     fn reachable(&mut self, path: &str, url: &str) {
-        let Some((_, rest)) = url.split_once("://") else {
-            return;
-        };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let host = match host_port.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or_default(),
-            None => host_port.split(':').next().unwrap_or_default(),
-        };
         let policy = super::network::NetworkPolicy::new(&self.spec.network);
-        let refusal = match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => policy.check_address(host, ip).err().map(|e| e.to_string()),
-            Err(_) if host.eq_ignore_ascii_case("localhost") && !policy.lists_host(host) => {
-                let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
-                policy
-                    .check_address(host, loopback)
-                    .err()
-                    .map(|e| e.to_string())
-            }
-            Err(_) => None,
-        };
+        let refusal = policy.refusal_for_url(url).map(|e| e.to_string());
+        let host = super::network::suggested_entry(url).unwrap_or_default();
         if let Some(message) = refusal {
             let mut d = Diagnostic::warning(path, format!("calls will be refused: {message}"));
             d.help = Some(format!(

@@ -6,17 +6,28 @@
 //! `%` and `&` in an argument stay inside it, and a segment that would read as `.` or
 //! `..` is refused rather than sent (URL parsers remove dot segments, which would let
 //! an argument climb the path).
+//!
+//! `${env.NAME}` written in the spec file's path or query is read from the
+//! environment and encoded the same way; never in the scheme, host or port, and
+//! never from text an argument supplies (arguments are filled between references).
 
 use serde_json::{Map, Value};
+use toolgate_core::spec::env_references;
 use toolgate_core::spec::template::{Placeholder, Scope, placeholders};
 use url::Url;
 
-/// Why a URL could not be built. `Input` is the model's to fix; `Spec` the operator's.
+/// Why a URL could not be built. `Input` is the model's to fix; `Spec` and `Env`
+/// the operator's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlProblem {
     Input(String),
     Spec(String),
+    /// An environment variable the URL reads is not set.
+    Env(String),
 }
+
+/// Reads one environment variable for `${env.NAME}`.
+pub(crate) type Env<'a> = &'a (dyn Fn(&str) -> Option<String> + Send + Sync);
 
 /// The value a placeholder reads; `Null` when it is absent.
 pub(crate) fn lookup(p: &Placeholder, args: &Value, state: &Map<String, Value>) -> Value {
@@ -57,6 +68,34 @@ pub(crate) fn fill(
     }
     out.push_str(&s[last..]);
     out
+}
+
+/// As [`fill`], with each `${env.NAME}` of the template replaced by `encode` of the
+/// variable's value; the values read are pushed onto `read`. The first variable not
+/// set is the error.
+pub(crate) fn fill_env(
+    s: &str,
+    args: &Value,
+    state: &Map<String, Value>,
+    encode: impl Fn(&str) -> String,
+    env: Env<'_>,
+    read: &mut Vec<String>,
+) -> Result<String, String> {
+    let references = env_references(s);
+    if references.is_empty() {
+        return Ok(fill(s, args, state, encode));
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    for reference in references {
+        out.push_str(&fill(&s[at..reference.range.start], args, state, &encode));
+        let value = env(&reference.name).ok_or_else(|| reference.name.clone())?;
+        out.push_str(&encode(&value));
+        read.push(value);
+        at = reference.range.end;
+    }
+    out.push_str(&fill(&s[at..], args, state, &encode));
+    Ok(out)
 }
 
 /// The value of a string that is exactly one placeholder.
@@ -103,19 +142,33 @@ fn split_origin(template: &str) -> Result<(&str, &str), UrlProblem> {
             "the URL `{template}` takes its host from a placeholder; write the host literally"
         )));
     }
+    if let Some(reference) = env_references(origin).first() {
+        return Err(UrlProblem::Spec(format!(
+            "the URL `{template}` takes its scheme, host or port from `${{env.{}}}`; write them literally (the environment may fill the path and query)",
+            reference.name
+        )));
+    }
     Ok((origin, &template[end..]))
 }
 
 /// Builds the request URL: the template's origin, its path and query with
-/// placeholders filled and encoded, then the `query:` entries. A query entry whose
-/// value is one placeholder reading `null` is left out; one reading a list is
-/// repeated for each item.
+/// placeholders and `${env.NAME}` filled and encoded, then the `query:` entries. A
+/// query entry whose value is one placeholder reading `null` is left out; one
+/// reading a list is repeated for each item. Values read from the environment are
+/// pushed onto `read`, to be masked as secrets.
 pub fn build_url<'q>(
     template: &str,
     query: impl IntoIterator<Item = (&'q String, &'q String)>,
     args: &Value,
     state: &Map<String, Value>,
+    env: Env<'_>,
+    read: &mut Vec<String>,
 ) -> Result<Url, UrlProblem> {
+    let missing = |name: String| {
+        UrlProblem::Env(format!(
+            "the URL needs the environment variable `{name}`, which is not set; set it where toolgate runs"
+        ))
+    };
     let (origin, rest) = split_origin(template)?;
     let base = Url::parse(origin)
         .map_err(|e| UrlProblem::Spec(format!("the URL `{template}` is not valid: {e}")))?;
@@ -136,7 +189,8 @@ pub fn build_url<'q>(
         if i > 0 {
             out.push('/');
         }
-        let filled = fill(segment, args, state, encode_component);
+        let filled =
+            fill_env(segment, args, state, encode_component, env, read).map_err(missing)?;
         if filled != segment && is_dot_segment(&filled) {
             return Err(UrlProblem::Input(format!(
                 "the URL path segment `{segment}` would be `{filled}`, which a URL cannot carry as data; pass a name other than `.` or `..`"
@@ -161,7 +215,10 @@ pub fn build_url<'q>(
                 Some(Value::Array(items)) => items
                     .iter()
                     .for_each(|v| add(&key, &encode_component(&as_text(v)))),
-                _ => add(&key, &fill(value, args, state, encode_component)),
+                _ => add(
+                    &key,
+                    &fill_env(value, args, state, encode_component, env, read).map_err(missing)?,
+                ),
             }
         }
     }
@@ -172,7 +229,10 @@ pub fn build_url<'q>(
             Some(Value::Array(items)) => items
                 .iter()
                 .for_each(|v| add(&key, &encode_component(&as_text(v)))),
-            _ => add(&key, &fill(value, args, state, encode_component)),
+            _ => add(
+                &key,
+                &fill_env(value, args, state, encode_component, env, read).map_err(missing)?,
+            ),
         }
     }
     if !pairs.is_empty() {
@@ -211,6 +271,19 @@ mod tests {
             .collect()
     }
 
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn build_url<'q>(
+        template: &str,
+        query: impl IntoIterator<Item = (&'q String, &'q String)>,
+        args: &Value,
+        state: &Map<String, Value>,
+    ) -> Result<Url, UrlProblem> {
+        super::build_url(template, query, args, state, &no_env, &mut Vec::new())
+    }
+
     fn build(template: &str, args: Value) -> Result<Url, UrlProblem> {
         build_url(
             template,
@@ -218,6 +291,61 @@ mod tests {
             &args,
             &Map::new(),
         )
+    }
+
+    #[test]
+    fn env_values_fill_the_path_and_query_encoded_and_never_the_host() {
+        let env = |name: &str| match name {
+            "TENANT" => Some("acme/eu".to_owned()),
+            "KEY" => Some("k&1=2".to_owned()),
+            _ => None,
+        };
+        let query = pairs(&[("api_key", "${env.KEY}"), ("q", "{args.q}")]);
+        let mut read = Vec::new();
+        let url = super::build_url(
+            "https://h.example/t/${env.TENANT}/x?sig=${env.KEY}",
+            query.iter().map(|(k, v)| (k, v)),
+            &json!({"q": "${env.KEY}"}),
+            &Map::new(),
+            &env,
+            &mut read,
+        )
+        .unwrap();
+        assert_eq!(url.path(), "/t/acme%2Feu/x");
+        assert_eq!(
+            url.query(),
+            Some("sig=k%261%3D2&api_key=k%261%3D2&q=%24%7Benv.KEY%7D"),
+            "an argument spelling a reference is sent as it is"
+        );
+        assert_eq!(read, ["acme/eu", "k&1=2", "k&1=2"]);
+        for template in ["https://${env.TENANT}/x", "https://h.example:${env.KEY}/x"] {
+            let err = super::build_url(
+                template,
+                NO_QUERY.iter().map(|(k, v)| (k, v)),
+                &json!({}),
+                &Map::new(),
+                &env,
+                &mut Vec::new(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&err, UrlProblem::Spec(m) if m.contains("write them literally")),
+                "{template}: {err:?}"
+            );
+        }
+        let err = super::build_url(
+            "https://h.example/${env.ABSENT}",
+            NO_QUERY.iter().map(|(k, v)| (k, v)),
+            &json!({}),
+            &Map::new(),
+            &env,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, UrlProblem::Env(m) if m.contains("`ABSENT`")),
+            "{err:?}"
+        );
     }
 
     #[test]

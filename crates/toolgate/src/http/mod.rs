@@ -6,13 +6,17 @@
 //! address and every redirect checked, and the connection made to the address that
 //! was checked); and turns the response into the tool's value or an error the gate
 //! can retry or not. Secrets from the environment and credential headers are masked
-//! out of logs, errors and results. [`sandbox`] loads someone else's spec file with
+//! out of logs, errors and results. MCP servers reached by URL connect through the
+//! same checked resolver (`resolver.rs`). [`sandbox`] loads someone else's spec file with
 //! its bindings outside an allow-list downgraded to mocks.
 
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod fill;
 #[cfg(feature = "http")]
 mod request;
+#[cfg(any(feature = "http", feature = "mcp"))]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) mod resolver;
 #[cfg(feature = "http")]
 mod response;
 #[cfg(feature = "http")]

@@ -1,15 +1,19 @@
 //! A binding filled in for one call: URL, headers, body, and the secrets they hold.
 //!
-//! `${env.NAME}` is read only where the spec file wrote it in a header value, never
-//! from text an argument supplies, so an argument cannot pull the environment into a
-//! request.
+//! `${env.NAME}` is read only where the spec file wrote it (a header value, the URL's
+//! path and query, a `query:` value, a string of the body), never from text an
+//! argument supplies, so an argument cannot pull the environment into a request.
+//! Every value read is a secret. So are values under secret keys of the body
+//! (`password`, `api_key`, ...), as values of secret headers are: they are masked
+//! wherever the request or its response shows, and a body holding any of them is
+//! never sent to another origin on a redirect.
 
 use serde_json::{Map, Value};
 use toolgate_core::spec::{HttpBinding, HttpMethod, env_references, template};
 use toolgate_core::{ToolError, is_secret_header, is_secret_key};
 use url::Url;
 
-use super::fill::{UrlProblem, build_url, fill, lookup};
+use super::fill::{UrlProblem, build_url, fill_env, lookup};
 use super::secrets::Secrets;
 
 /// Reads an environment variable for `${env.NAME}`.
@@ -24,6 +28,9 @@ pub struct Prepared {
     pub headers: Vec<(String, String, bool)>,
     /// A JSON body.
     pub body: Option<Vec<u8>>,
+    /// Whether the body carries credentials (a value from the environment, or one
+    /// under a secret key): it is not sent again to another origin.
+    pub body_has_secrets: bool,
     pub secrets: Secrets,
 }
 
@@ -35,10 +42,23 @@ pub fn prepare(
     env: &EnvLookup,
 ) -> Result<Prepared, ToolError> {
     let mut secrets = Secrets::default();
-    let url = build_url(&binding.url, &binding.query, args, state).map_err(|p| match p {
+    let mut from_env = Vec::new();
+    let url = build_url(
+        &binding.url,
+        &binding.query,
+        args,
+        state,
+        env,
+        &mut from_env,
+    )
+    .map_err(|p| match p {
         UrlProblem::Input(m) => ToolError::invalid_input(m),
         UrlProblem::Spec(m) => ToolError::permanent(format!("{m} (in the spec file)")),
+        UrlProblem::Env(m) => ToolError::permanent(m),
     })?;
+    for value in &from_env {
+        secrets.add(value);
+    }
     if let Some(password) = url.password() {
         secrets.add(password);
     }
@@ -58,11 +78,23 @@ pub fn prepare(
         }
         headers.push((name.clone(), value, secret));
     }
+    let mut body_has_secrets = false;
     let body = match (&binding.body, binding.method) {
-        (Some(body), _) => Some(template::render(body, args, state)),
+        (Some(body), _) => {
+            let mut read = Vec::new();
+            let body = render_body(body, args, state, env, &mut read)?;
+            body_has_secrets |= !read.is_empty();
+            for value in &read {
+                secrets.add(value);
+            }
+            Some(body)
+        }
         (None, HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch) => Some(args.clone()),
         (None, _) => None,
     };
+    if let Some(body) = &body {
+        body_has_secrets |= secret_values(body, false, &mut secrets);
+    }
     let body = body
         .map(|b| serde_json::to_vec(&b))
         .transpose()
@@ -72,8 +104,64 @@ pub fn prepare(
         url,
         headers,
         body,
+        body_has_secrets,
         secrets,
     })
+}
+
+/// The body template filled: placeholders as [`template::render`] fills them, and
+/// `${env.NAME}` in a string read from the environment (values pushed onto `read`).
+/// Object keys are not templates.
+fn render_body(
+    template: &Value,
+    args: &Value,
+    state: &Map<String, Value>,
+    env: &EnvLookup,
+    read: &mut Vec<String>,
+) -> Result<Value, ToolError> {
+    Ok(match template {
+        Value::String(s) if !env_references(s).is_empty() => Value::String(
+            fill_env(s, args, state, str::to_owned, env, read).map_err(|var| {
+                ToolError::permanent(format!(
+                    "the request body needs the environment variable `{var}`, which is not set; set it where toolgate runs"
+                ))
+            })?,
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| render_body(v, args, state, env, read))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), render_body(v, args, state, env, read)?)))
+                .collect::<Result<_, ToolError>>()?,
+        ),
+        other => template::render(other, args, state),
+    })
+}
+
+/// Adds every value under a secret key of `body` (at any depth) to `secrets`, as a
+/// header value (`Bearer sk-...` adds `sk-...` too); true when there was one.
+fn secret_values(body: &Value, under_secret: bool, secrets: &mut Secrets) -> bool {
+    match body {
+        Value::Object(map) => map.iter().fold(false, |found, (key, value)| {
+            secret_values(value, under_secret || is_secret_key(key), secrets) | found
+        }),
+        Value::Array(items) => items.iter().fold(false, |found, v| {
+            secret_values(v, under_secret, secrets) | found
+        }),
+        Value::String(s) if under_secret && !s.is_empty() => {
+            secrets.add_header_value(s);
+            true
+        }
+        Value::Number(n) if under_secret => {
+            secrets.add(&n.to_string());
+            true
+        }
+        _ => false,
+    }
 }
 
 /// One header's value: placeholders filled as text and `${env.NAME}` resolved.
@@ -94,27 +182,13 @@ fn header_value(
     }
     // Argument and state placeholders are filled between the `${env.NAME}`
     // references, so a value from the model cannot spell a reference.
-    let mut out = String::new();
-    let references = env_references(template);
-    let from_env = !references.is_empty();
-    let mut at = 0;
-    for reference in references {
-        out.push_str(&fill(
-            &template[at..reference.range.start],
-            args,
-            state,
-            str::to_owned,
-        ));
-        let var = &reference.name;
-        let value = env(var).ok_or_else(|| {
-            ToolError::permanent(format!(
-                "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
-            ))
-        })?;
-        out.push_str(&value);
-        at = reference.range.end;
-    }
-    out.push_str(&fill(&template[at..], args, state, str::to_owned));
+    let mut read = Vec::new();
+    let out = fill_env(template, args, state, str::to_owned, env, &mut read).map_err(|var| {
+        ToolError::permanent(format!(
+            "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
+        ))
+    })?;
+    let from_env = !env_references(template).is_empty();
     if out
         .chars()
         .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
@@ -168,6 +242,62 @@ mod tests {
         );
         assert_eq!(p.secrets.mask("Bearer tok-secret-1"), "[redacted]");
         assert_eq!(p.secrets.mask("tok-secret-1"), "[redacted]");
+    }
+
+    #[test]
+    fn the_body_reads_the_environment_and_its_secrets_are_known() {
+        let b = binding(json!({
+            "method": "POST",
+            "url": "https://h.example/login",
+            "body": {
+                "user": "{args.user}",
+                "auth": {"password": "{args.password}", "token": "Bearer ${env.TOKEN}"},
+                "note": "{args.note}",
+                "count": "{args.n}",
+            },
+        }));
+        let args =
+            json!({"user": "ada", "password": "pw-secret-9", "note": "${env.TOKEN}", "n": 3});
+        let p = prepare(&b, &args, &Map::new(), &env).unwrap();
+        let sent: Value = serde_json::from_slice(p.body.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({
+                "user": "ada",
+                "auth": {"password": "pw-secret-9", "token": "Bearer tok-secret-1"},
+                "note": "${env.TOKEN}",
+                "count": 3,
+            })
+        );
+        assert!(p.body_has_secrets);
+        assert_eq!(
+            p.secrets.mask("echo pw-secret-9 tok-secret-1 ada"),
+            "echo [redacted] [redacted] ada"
+        );
+        let plain = binding(
+            json!({"method": "POST", "url": "https://h.example/x", "body": {"q": "{args.q}"}}),
+        );
+        assert!(
+            !prepare(&plain, &json!({"q": "x"}), &Map::new(), &env)
+                .unwrap()
+                .body_has_secrets
+        );
+        let absent = binding(
+            json!({"method": "POST", "url": "https://h.example/x", "body": {"k": "${env.ABSENT}"}}),
+        );
+        let err = prepare(&absent, &json!({}), &Map::new(), &env).unwrap_err();
+        assert!(err.to_string().contains("`ABSENT`"), "{err}");
+    }
+
+    #[test]
+    fn env_values_in_the_url_are_secrets() {
+        let b = binding(json!({"url": "https://h.example/x?key=${env.TOKEN}"}));
+        let p = prepare(&b, &json!({}), &Map::new(), &env).unwrap();
+        assert_eq!(p.url.query(), Some("key=tok-secret-1"));
+        assert_eq!(
+            p.secrets.mask(p.url.as_str()),
+            "https://h.example/x?key=[redacted]"
+        );
     }
 
     #[test]

@@ -1,29 +1,27 @@
 //! Running `http:` bindings: one request per call, under the spec file's network policy.
 //!
 //! Each hop (the first request and every redirect) is checked before anything is
-//! sent: the scheme must be http(s), an IP-literal host must pass the policy, and a
-//! host name is resolved by [`PolicyResolver`], which hands the connector only the
-//! addresses that passed. The connection therefore goes to an address that was
-//! checked; a name that resolves elsewhere between two lookups (DNS rebinding) gains
-//! nothing. Redirects are followed here, not by the client, so each target is
-//! checked the same way, and secret headers are dropped when a redirect leaves the
-//! origin. No proxy from the environment is used: a proxy would resolve names itself.
+//! sent, by the checked resolver of [`super::resolver`]: the scheme must be http(s),
+//! an IP-literal host must pass the policy on the hop's port, and a host name is
+//! resolved to the addresses that pass only. Redirects are followed here, not by the
+//! client, so each target is checked the same way; when a redirect leaves the
+//! origin, secret headers are dropped, and a body that carries credentials is not
+//! sent again: the call fails instead, saying so.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use serde_json::Value;
-use toolgate_core::spec::{
-    HttpBinding, HttpMethod, NetworkPolicy, NetworkRefusal, NetworkSection, ToolSpec,
-};
+use toolgate_core::spec::{HttpBinding, HttpMethod, NetworkPolicy, NetworkSection, ToolSpec};
 use toolgate_core::{ToolCtx, ToolError, redact_headers};
-use url::{Host, Url};
+use url::Url;
 
 use super::request::{EnvLookup, Prepared, prepare};
+use super::resolver::{UrlRefusal, check_literal, checked_client, refusal_in, url_port};
 use super::response::{
     DEFAULT_MAX_RESPONSE_BYTES, error_body_limit, is_json, parse_retry_after, read_limited,
     status_error, success_value,
@@ -36,6 +34,9 @@ pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Redirects followed when a binding does not say.
 pub const DEFAULT_MAX_REDIRECTS: u32 = 5;
+/// Pooled clients kept at most (one per connect timeout and port); past it the pool
+/// starts again, so redirects through many ports cannot grow it without end.
+const MAX_CLIENTS: usize = 64;
 
 /// Runs HTTP bindings for the tools of one spec file: its network policy, the
 /// environment `${env.NAME}` reads, and pooled clients. Share one per spec file.
@@ -53,7 +54,7 @@ pub const DEFAULT_MAX_REDIRECTS: u32 = 5;
 pub struct HttpRuntime {
     policy: Arc<NetworkPolicy>,
     env: Arc<EnvLookup>,
-    clients: Mutex<HashMap<Duration, reqwest::Client>>,
+    clients: Mutex<HashMap<(Duration, u16), reqwest::Client>>,
 }
 
 impl std::fmt::Debug for HttpRuntime {
@@ -96,25 +97,9 @@ impl HttpRuntime {
     /// The addresses a request to `url` may connect to, resolving its host as the
     /// connector would; the refusal when there are none.
     pub async fn check_url(&self, url: &Url) -> Result<Vec<IpAddr>, ToolError> {
-        check_scheme(url)?;
-        match literal_host(url) {
-            Some(ip) => {
-                let host = url.host_str().unwrap_or_default();
-                self.policy
-                    .check_address(host, ip)
-                    .map(|()| vec![ip])
-                    .map_err(refused)
-            }
-            None => {
-                let host = url.host_str().unwrap_or_default();
-                resolve_checked(&self.policy, host).await.map_err(|e| {
-                    match e.downcast::<NetworkRefusal>() {
-                        Ok(refusal) => refused(*refusal),
-                        Err(e) => ToolError::retryable(format!("cannot resolve {host}: {e}")),
-                    }
-                })
-            }
-        }
+        super::resolver::check_url(&self.policy, url)
+            .await
+            .map_err(refusal_error)
     }
 
     /// Runs `tool`'s HTTP binding with `arguments`: the value of a 2xx response, or
@@ -179,7 +164,6 @@ impl HttpRuntime {
         prepared: Prepared,
         connect_timeout: Duration,
     ) -> Result<Value, ToolError> {
-        let client = self.client(connect_timeout)?;
         let limit = binding
             .max_response_bytes
             .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
@@ -190,12 +174,14 @@ impl HttpRuntime {
             mut url,
             mut headers,
             mut body,
+            body_has_secrets,
             secrets,
         } = prepared;
         let mut method = to_method(method);
         let mut redirects = 0;
         loop {
-            self.check_hop(&url)?;
+            check_literal(&self.policy, &url).map_err(refusal_error)?;
+            let client = self.client(connect_timeout, &url)?;
             let host = host_label(&url);
             let started = Instant::now();
             tracing::debug!(tool, method = %method, url = %secrets.mask(url.as_str()), "HTTP request");
@@ -263,13 +249,19 @@ impl HttpRuntime {
                             "{host} redirected to a location that is not a URL"
                         ))
                     })?;
-                if next.origin() != url.origin() {
-                    headers.retain(|(_, _, secret)| !secret);
-                }
                 let code = status.as_u16();
                 if code == 303 || (matches!(code, 301 | 302) && method == reqwest::Method::POST) {
                     method = reqwest::Method::GET;
                     body = None;
+                }
+                if next.origin() != url.origin() {
+                    headers.retain(|(_, _, secret)| !secret);
+                    if body.is_some() && body_has_secrets {
+                        return Err(ToolError::permanent(format!(
+                            "{host} answered {code} to send the request, body included, to {}; the body carries credentials, which are never sent to another origin, so the request was not repeated there; call that URL directly if it is meant",
+                            host_label(&next)
+                        )));
+                    }
                 }
                 tracing::debug!(tool, status = code, to = %secrets.mask(next.as_str()), "following redirect");
                 url = next;
@@ -312,94 +304,38 @@ impl HttpRuntime {
         }
     }
 
-    /// The checks made before a hop is sent: its scheme, and an IP-literal host
-    /// (names are checked by the resolver, where they are resolved).
-    fn check_hop(&self, url: &Url) -> Result<(), ToolError> {
-        check_scheme(url)?;
-        if let Some(ip) = literal_host(url) {
-            let host = url.host_str().unwrap_or_default();
-            self.policy.check_address(host, ip).map_err(refused)?;
-        }
-        Ok(())
-    }
-
-    /// The client for a connect timeout: built once, then shared (with its pool).
-    fn client(&self, connect_timeout: Duration) -> Result<reqwest::Client, ToolError> {
+    /// The client for a connect timeout and the port of `url`: built once, then
+    /// shared (with its pool). Its resolver checks addresses for that port.
+    fn client(&self, connect_timeout: Duration, url: &Url) -> Result<reqwest::Client, ToolError> {
+        let port = url_port(url).unwrap_or_default();
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(client) = clients.get(&connect_timeout) {
+        if let Some(client) = clients.get(&(connect_timeout, port)) {
             return Ok(client.clone());
         }
-        let client = reqwest::Client::builder()
+        let client = checked_client(self.policy.clone(), port)
             .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
             .connect_timeout(connect_timeout)
-            .dns_resolver(PolicyResolver {
-                policy: self.policy.clone(),
-            })
             .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| {
                 ToolError::permanent(format!("cannot start the HTTP client: {}", root_cause(&e)))
             })?;
-        clients.insert(connect_timeout, client.clone());
+        if clients.len() >= MAX_CLIENTS {
+            clients.clear();
+        }
+        clients.insert((connect_timeout, port), client.clone());
         Ok(client)
     }
 }
 
-/// Resolves names for the HTTP client and returns only addresses the policy allows.
-struct PolicyResolver {
-    policy: Arc<NetworkPolicy>,
-}
-
-impl reqwest::dns::Resolve for PolicyResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let policy = self.policy.clone();
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let allowed = resolve_checked(&policy, &host).await?;
-            let addrs: reqwest::dns::Addrs =
-                Box::new(allowed.into_iter().map(|ip| SocketAddr::new(ip, 0)));
-            Ok(addrs)
-        })
-    }
-}
-
-type BoxError = Box<dyn StdError + Send + Sync>;
-
-/// Resolves `host` and keeps the addresses the policy allows (all of them for a
-/// host listed by name).
-async fn resolve_checked(policy: &NetworkPolicy, host: &str) -> Result<Vec<IpAddr>, BoxError> {
-    let found: Vec<IpAddr> = tokio::net::lookup_host((host, 0))
-        .await?
-        .map(|a| a.ip())
-        .collect();
-    tracing::debug!(host, addresses = ?found, "resolved");
-    if policy.lists_host(host) {
-        if found.is_empty() {
-            return Err(Box::new(NetworkRefusal::NoAddress {
-                host: host.to_owned(),
-            }));
-        }
-        return Ok(found);
-    }
-    Ok(policy.filter_addresses(host, found)?)
-}
-
-fn check_scheme(url: &Url) -> Result<(), ToolError> {
-    match url.scheme() {
-        "http" | "https" => Ok(()),
-        other => Err(ToolError::permanent(format!(
-            "refused a `{other}:` URL; HTTP bindings speak only http and https"
-        ))),
-    }
-}
-
-/// The IP address a URL names literally, if it does.
-fn literal_host(url: &Url) -> Option<IpAddr> {
-    match url.host()? {
-        Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
-        Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
-        Host::Domain(_) => None,
+/// A refused URL as a tool error: permanent unless it was a failed lookup.
+fn refusal_error(refusal: UrlRefusal) -> ToolError {
+    match refusal {
+        UrlRefusal::Scheme(scheme) => ToolError::permanent(format!(
+            "refused a `{scheme}:` URL; HTTP bindings speak only http and https"
+        )),
+        refusal if refusal.may_pass() => ToolError::retryable(refusal.to_string()),
+        refusal => ToolError::permanent(refusal.to_string()),
     }
 }
 
@@ -410,10 +346,6 @@ fn host_label(url: &Url) -> String {
         Some(port) => format!("{host}:{port}"),
         None => host.to_owned(),
     }
-}
-
-fn refused(refusal: NetworkRefusal) -> ToolError {
-    ToolError::permanent(format!("refused before connecting: {refusal}"))
 }
 
 fn to_method(method: HttpMethod) -> reqwest::Method {
@@ -439,12 +371,8 @@ fn root_cause(error: &(dyn StdError + 'static)) -> String {
 /// A failed send as a tool error: a policy refusal from the resolver is permanent;
 /// timeouts and connection failures may pass.
 fn send_error(error: &reqwest::Error, host: &str, connect_timeout: Duration) -> ToolError {
-    let mut cause: Option<&(dyn StdError + 'static)> = Some(error);
-    while let Some(e) = cause {
-        if let Some(refusal) = e.downcast_ref::<NetworkRefusal>() {
-            return refused(refusal.clone());
-        }
-        cause = e.source();
+    if let Some(refusal) = refusal_in(error) {
+        return refusal_error(UrlRefusal::Policy(refusal));
     }
     let root = root_cause(error);
     if error.is_timeout() {

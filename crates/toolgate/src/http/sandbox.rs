@@ -9,7 +9,10 @@
 //! tool's mock. The declarations the model sees do not change.
 
 use serde::Serialize;
-use toolgate_core::spec::{BindingKind, McpBinding, NetworkPolicy, NetworkSection, SpecFile};
+use toolgate_core::spec::{
+    BindingKind, McpBinding, NetworkPolicy, NetworkSection, SpecFile, default_port,
+    literal_authority,
+};
 
 use super::secrets::{mask_binding, mask_url};
 
@@ -110,10 +113,10 @@ fn masked_url(target: &str) -> String {
 
 /// Why a binding to `url` is not kept; `None` when it is.
 fn refusal(policy: &NetworkPolicy, allow: &NetworkSection, url: &str) -> Option<String> {
-    let Some(host) = literal_host(url) else {
+    let Some((host, port)) = literal_host(url) else {
         return Some("its URL names no host the sandbox can check".into());
     };
-    if policy.allows_statically(&host) {
+    if policy.allows_statically(&host, port) {
         return None;
     }
     let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -124,18 +127,12 @@ fn refusal(policy: &NetworkPolicy, allow: &NetworkSection, url: &str) -> Option<
     Some(format!("`{host}` is not in the allow-list"))
 }
 
-/// The host a URL template names, from its literal authority.
-fn literal_host(url: &str) -> Option<String> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host_port.starts_with('[') {
-        let end = host_port.find(']')?;
-        &host_port[..=end]
-    } else {
-        host_port.split(':').next()?
-    };
-    (!host.is_empty() && !host.contains('{')).then(|| host.to_ascii_lowercase())
+/// The host a URL template names, from its literal authority, and the port it
+/// connects to.
+fn literal_host(url: &str) -> Option<(String, u16)> {
+    let (scheme, host, port) = literal_authority(url)?;
+    let port = port.or_else(|| default_port(scheme))?;
+    Some((host.to_ascii_lowercase(), port))
 }
 
 #[cfg(test)]
@@ -216,9 +213,9 @@ mod tests {
     fn hosts_are_read_from_the_literal_authority() {
         assert_eq!(
             literal_host("https://u:p@API.example.com:8443/x"),
-            Some("api.example.com".into())
+            Some(("api.example.com".into(), 8443))
         );
-        assert_eq!(literal_host("http://[::1]:80/"), Some("[::1]".into()));
+        assert_eq!(literal_host("http://[::1]/"), Some(("[::1]".into(), 80)));
         assert_eq!(literal_host("https://{args.h}/"), None);
         assert_eq!(literal_host("no-scheme"), None);
     }

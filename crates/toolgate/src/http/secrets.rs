@@ -1,15 +1,16 @@
 //! Secrets of an HTTP binding kept out of logs, errors, audit records and `describe`.
 //!
 //! At run time, [`Secrets`] holds the values that must not leave the request: every
-//! `${env.NAME}` value, the value of every secret header (`Authorization`, `Cookie`,
-//! `X-Api-Key`, anything [`is_secret_header`] names), and query values under secret
-//! keys. Text and JSON on their way out are masked with it, including the
+//! `${env.NAME}` value (in headers, URL or body), the value of every secret header
+//! (`Authorization`, `Cookie`, `X-Api-Key`, anything [`is_secret_header`] names), and
+//! query and body values under secret keys (`password`, `api_key`, ...). Text and JSON on their way out are masked with it, including the
 //! percent-encoded forms. Values shorter than four characters are not masked: they
 //! would blank out ordinary text and protect nothing.
 //!
 //! For display, [`mask_binding`] rewrites a binding as written in the spec file:
-//! literal credentials become `[redacted]`; `${env.NAME}` references and placeholders
-//! stay, since they name where a value comes from rather than holding it.
+//! literal credentials (in secret headers, and under secret keys of the query and the
+//! body) become `[redacted]`; `${env.NAME}` references and placeholders stay, since
+//! they name where a value comes from rather than holding it.
 
 use serde_json::Value;
 use toolgate_core::spec::{HttpBinding, ToolSpec};
@@ -141,8 +142,25 @@ fn mask_literal(literal: &str, at_start: bool) -> String {
     REDACTED.to_owned()
 }
 
-/// A copy of `binding` safe to show: secret headers and query values under secret
-/// keys masked, and any password in the URL.
+/// A body template with the literal text of every value under a secret key masked.
+fn mask_body(value: &Value, under_secret: bool) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), mask_body(v, under_secret || is_secret_key(k))))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| mask_body(v, under_secret)).collect())
+        }
+        Value::String(s) if under_secret => Value::String(mask_template_value(s)),
+        Value::Number(_) | Value::Bool(_) if under_secret => Value::String(REDACTED.to_owned()),
+        other => other.clone(),
+    }
+}
+
+/// A copy of `binding` safe to show: secret headers, query and body values under
+/// secret keys masked, and any password in the URL.
 pub fn mask_binding(binding: &HttpBinding) -> HttpBinding {
     let mut masked = binding.clone();
     for (name, value) in masked.headers.iter_mut() {
@@ -154,6 +172,9 @@ pub fn mask_binding(binding: &HttpBinding) -> HttpBinding {
         if is_secret_key(key) {
             *value = mask_template_value(value);
         }
+    }
+    if let Some(body) = &binding.body {
+        masked.body = Some(mask_body(body, false));
     }
     masked.url = mask_url(&binding.url);
     masked
@@ -263,6 +284,34 @@ mod tests {
         ] {
             assert_eq!(mask_template_value(value), want, "{value}");
         }
+    }
+
+    #[test]
+    fn literal_secrets_in_a_body_are_masked_and_references_kept() {
+        let binding: HttpBinding = serde_json::from_value(json!({
+            "method": "POST",
+            "url": "https://api.example.com/login",
+            "body": {
+                "user": "ada",
+                "password": "hunter22",
+                "credentials": {"pin": 1234, "key": "k-1"},
+                "api_key": "${env.KEY}",
+                "client_secret": "{args.secret}",
+                "items": [{"access_token": "Bearer tok-55"}],
+            },
+        }))
+        .unwrap();
+        assert_eq!(
+            mask_binding(&binding).body.unwrap(),
+            json!({
+                "user": "ada",
+                "password": "[redacted]",
+                "credentials": {"pin": "[redacted]", "key": "[redacted]"},
+                "api_key": "${env.KEY}",
+                "client_secret": "{args.secret}",
+                "items": [{"access_token": "Bearer [redacted]"}],
+            })
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::broadcast;
-use toolgate_core::spec::ToolSpec;
+use toolgate_core::spec::{NetworkPolicy, ToolSpec};
 use toolgate_core::{ToolCtx, ToolError};
 
 use super::breaker::RestartPolicy;
@@ -47,6 +47,14 @@ impl McpBindingRunner {
         })
     }
 
+    /// Puts the server under `network` (the spec file's `network:` section) instead
+    /// of the default policy (public addresses only), from the next start on.
+    pub fn set_network(&mut self, network: Arc<NetworkPolicy>) {
+        if let Ok(config) = &mut self.config {
+            config.network = network;
+        }
+    }
+
     /// Replaces the restart policy for servers started from now on.
     pub fn set_restart_policy(&self, policy: RestartPolicy) {
         *self.restart.lock().unwrap_or_else(PoisonError::into_inner) = policy;
@@ -80,6 +88,9 @@ impl McpBindingRunner {
         let config = self
             .config
             .as_ref()
+            .map_err(|e| ToolError::permanent(e.to_string()))?;
+        config
+            .check_network()
             .map_err(|e| ToolError::permanent(e.to_string()))?;
         let mut slot = self.server.lock().await;
         if let Some(server) = slot.as_ref()

@@ -1,6 +1,7 @@
 //! An upstream server's settings, resolved: `${env.NAME}` read, paths made absolute,
-//! durations parsed. Resolved values that came from the environment are secrets:
-//! they never reach `Debug` output, logs or messages (see [`Scrubber`]).
+//! durations parsed, and the spec file's `network:` policy that a server reached by
+//! URL must pass. Resolved values that came from the environment are secrets: they
+//! never reach `Debug` output, logs or messages (see [`Scrubber`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,9 @@ use std::time::Duration;
 
 use indexmap::IndexMap;
 use toolgate_core::Effect;
-use toolgate_core::spec::{McpBinding, McpServerRef, McpServerSpec, McpTimeouts, expand_env};
+use toolgate_core::spec::{
+    McpBinding, McpServerRef, McpServerSpec, McpTimeouts, NetworkPolicy, expand_env,
+};
 
 /// Environment variables a stdio server inherits from toolgate; everything else it
 /// gets only through its `env:` settings. The same list other MCP clients pass, so
@@ -76,6 +79,9 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// Every value read from the environment, to scrub from messages.
     pub scrubber: Scrubber,
+    /// Where a server reached by URL may be: the spec file's `network:` section
+    /// (public addresses only by default, as for `http:` bindings).
+    pub network: Arc<NetworkPolicy>,
 }
 
 /// Why a server's settings cannot be used. The operator must act.
@@ -93,6 +99,13 @@ pub enum ConfigError {
         "MCP server `{server}`: {problem}; fix it in the spec file (`toolgate check` shows where)"
     )]
     Invalid { server: String, problem: String },
+    /// The URL is outside the spec file's `network:` policy.
+    #[error("MCP server `{server}` at {url}: {reason}")]
+    Refused {
+        server: String,
+        url: String,
+        reason: String,
+    },
 }
 
 impl ServerConfig {
@@ -145,7 +158,32 @@ impl ServerConfig {
             list_timeout,
             call_timeout,
             scrubber,
+            network: Arc::new(NetworkPolicy::default()),
         })
+    }
+
+    /// The same settings under `network` (a spec file's `network:` section).
+    pub fn with_network(mut self, network: Arc<NetworkPolicy>) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Whether the server's URL passes the network policy as written: its scheme,
+    /// and an IP-literal host on its port. A host name is checked again each time it
+    /// is resolved, when connecting.
+    pub fn check_network(&self) -> Result<(), ConfigError> {
+        let Transport::Http { url, .. } = &self.transport else {
+            return Ok(());
+        };
+        let refused = |reason: String| ConfigError::Refused {
+            server: self.name.clone(),
+            url: url.clone(),
+            reason,
+        };
+        let parsed =
+            url::Url::parse(url).map_err(|e| refused(format!("the URL is not valid ({e})")))?;
+        crate::http::resolver::check_literal(&self.network, &parsed)
+            .map_err(|e| refused(e.to_string()))
     }
 
     /// Resolves the server of a declared tool's `mcp:` binding.

@@ -36,6 +36,11 @@
 //! - **Refresh.** `notifications/tools/list_changed` re-lists the tools (and checks
 //!   their pins); [`Upstreams::subscribe`] tells the owner.
 //! - **Timeouts.** Connecting, listing and calling each have one (`timeouts:`).
+//! - **Network.** A server reached by URL is under the spec file's `network:`
+//!   section, as `http:` bindings are: public addresses only unless `allow` lists
+//!   more, every resolved address checked, and redirects followed only within the
+//!   URL's origin. A URL the policy refuses as written is never connected
+//!   (`misconfigured`); a name that resolves outside it fails to connect, saying why.
 //! - **Passing on.** During a call served by `toolgate serve`, the server's progress
 //!   and log notifications and its sampling and elicitation requests go to the MCP
 //!   client that made the call ([`crate::mcp::server::Downstream`]); without one,
@@ -50,6 +55,7 @@ mod binding;
 mod breaker;
 mod config;
 mod handler;
+mod http_client;
 mod process;
 mod relay;
 mod result;
@@ -63,7 +69,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::broadcast;
-use toolgate_core::spec::SpecFile;
+use toolgate_core::spec::{NetworkPolicy, SpecFile};
 use toolgate_core::{Catalog, DynTool};
 
 pub use binding::McpBindingRunner;
@@ -282,6 +288,7 @@ impl Upstreams {
         options: UpstreamOptions,
     ) -> Upstreams {
         let (events, _) = broadcast::channel(256);
+        let network = Arc::new(NetworkPolicy::new(&spec.network));
         let mut servers = Vec::new();
         for (namespace, server_spec) in &spec.mcp_servers {
             if options
@@ -297,7 +304,9 @@ impl Upstreams {
                 server_spec,
                 options.base_dir.as_deref(),
                 &options.env,
-            );
+            )
+            .map(|config| config.with_network(network.clone()))
+            .and_then(|config| config.check_network().map(|()| config));
             let server = match config {
                 Ok(config) => Server::new(
                     config,
@@ -328,6 +337,7 @@ impl Upstreams {
                         list_timeout: DEFAULT_LIST_TIMEOUT,
                         call_timeout: DEFAULT_CALL_TIMEOUT,
                         scrubber: Default::default(),
+                        network: network.clone(),
                     };
                     let server =
                         Server::new(placeholder, label, None, options.restart, events.clone());

@@ -24,6 +24,7 @@ use toolgate_core::{ToolCtx, ToolError, content_hash};
 use super::breaker::{AfterFailure, Breaker, RestartPolicy};
 use super::config::{ServerConfig, Transport};
 use super::handler::Handler;
+use super::http_client::checked_http_client;
 use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
 use super::result::call_outcome;
@@ -350,10 +351,13 @@ impl Server {
                     value.set_sensitive(true);
                     map.insert(name, value);
                 }
+                let client = checked_http_client(&self.config.network, url)
+                    .await
+                    .map_err(|reason| format!("{label} at {url}: {reason}"))?;
                 let config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
                 let transport = Sequenced::new(
-                    StreamableHttpClientTransport::from_config(config),
+                    StreamableHttpClientTransport::with_client(client, config),
                     self.relay.clone(),
                 );
                 match tokio::time::timeout(
