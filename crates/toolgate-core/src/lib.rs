@@ -21,8 +21,10 @@ mod policy;
 mod principal;
 mod redact;
 mod sanitize;
+mod schema_text;
 pub mod search;
 pub mod spec;
+mod terminal;
 mod usage;
 pub mod wire;
 
@@ -47,6 +49,8 @@ pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
     sanitize_description, sanitize_output,
 };
+pub use schema_text::{UntrustedSchemaError, sanitize_schema};
+pub use terminal::{escape_for_terminal, escape_json_for_terminal, is_unsafe_for_terminal};
 pub use usage::ToolUsage;
 
 /// Re-exported so generated and user code can name them through toolgate.

@@ -246,7 +246,7 @@ const ST: char = '\u{9c}';
 
 /// Characters that hide or reorder text without being controls (`char::is_control`
 /// covers C0, DEL and C1).
-fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{061C}'                       // Arabic letter mark (bidi)
         | '\u{180E}'                     // Mongolian vowel separator
