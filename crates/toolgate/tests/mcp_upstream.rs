@@ -953,6 +953,6 @@ async fn an_upstream_schema_is_sanitized_at_every_depth_when_the_tool_is_loaded(
         .expect("reported as left out");
     assert_eq!(
         bad.reason,
-        "`inputSchema`: its schema's property name at `/properties/id\\u{1b}[2J` holds a control character (U+001B); a model must send it back exactly, so it cannot be cleaned, and the tool is not offered (ask the server's maintainer to change it)"
+        "`inputSchema`: its schema's property name at `/properties/id\\u{1b}[2J` holds a control character (U+001B); a model must send it back exactly, so it cannot be cleaned"
     );
 }
