@@ -197,7 +197,7 @@ pub fn call(
     let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
     let outcome = runtime.block_on(gate.call(&state.session, call, &principal));
     if args.json {
-        print_json(&outcome);
+        print_json(&for_a_model(&gate, name, &outcome));
     } else {
         match &outcome {
             Outcome::Ok { value, notes, .. } => {
@@ -220,6 +220,28 @@ pub fn call(
         Outcome::PendingApproval { .. } => 3,
         Outcome::Denied { .. } => 4,
     }))
+}
+
+/// `call --json`'s outcome, every field of it safe to hand to a model: for an
+/// untrusted tool (HTTP, MCP), `value` has its strings sanitized as `structured`
+/// has, and `text` is sanitized and fenced. The exact value is what `call`
+/// without `--json` prints, for a person.
+fn for_a_model(gate: &Gate, name: &str, outcome: &Outcome) -> Outcome {
+    let untrusted = gate.catalog().get(name).is_ok_and(|tool| !tool.trusted());
+    match outcome {
+        Outcome::Ok {
+            value,
+            structured,
+            text,
+            notes,
+        } if untrusted => Outcome::Ok {
+            value: toolgate::sanitize_value(value),
+            structured: structured.clone(),
+            text: text.clone(),
+            notes: notes.clone(),
+        },
+        other => other.clone(),
+    }
 }
 
 pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {

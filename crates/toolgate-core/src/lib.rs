@@ -47,7 +47,7 @@ pub use principal::{Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
 pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
-    sanitize_description, sanitize_output,
+    sanitize_description, sanitize_output, sanitize_value,
 };
 pub use schema_text::{UntrustedSchemaError, sanitize_schema};
 pub use terminal::{escape_for_terminal, escape_json_for_terminal, is_unsafe_for_terminal};
