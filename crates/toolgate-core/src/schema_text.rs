@@ -65,25 +65,26 @@ const SCHEMA_ONE: &[&str] = &[
 ];
 /// Keywords whose value is a list of schemas.
 const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-/// Keywords whose value is data the model (or a validator) matches exactly.
-const DATA: &[&str] = &[
-    "enum",
-    "const",
-    "required",
-    "dependentRequired",
-    "type",
-    "format",
-    "pattern",
-    "$ref",
-    "$id",
-    "$anchor",
-    "$dynamicRef",
-    "$dynamicAnchor",
-    "$schema",
-    "$vocabulary",
-    "contentEncoding",
-    "contentMediaType",
-    "discriminator",
+/// Keywords whose value is data the model (or a validator) matches exactly, and
+/// what their strings are called in a refusal.
+const DATA: &[(&str, &str)] = &[
+    ("enum", "`enum` value"),
+    ("const", "`const` value"),
+    ("required", "`required` entry"),
+    ("dependentRequired", "`dependentRequired` entry"),
+    ("type", "`type`"),
+    ("format", "`format`"),
+    ("pattern", "`pattern`"),
+    ("$ref", "`$ref`"),
+    ("$id", "`$id`"),
+    ("$anchor", "`$anchor`"),
+    ("$dynamicRef", "`$dynamicRef`"),
+    ("$dynamicAnchor", "`$dynamicAnchor`"),
+    ("$schema", "`$schema`"),
+    ("$vocabulary", "`$vocabulary`"),
+    ("contentEncoding", "`contentEncoding`"),
+    ("contentMediaType", "`contentMediaType`"),
+    ("discriminator", "`discriminator`"),
 ];
 /// Keywords holding prose (treated as every unknown keyword is, named here so that
 /// a hidden look-alike of one is not made live).
@@ -138,9 +139,10 @@ fn schema_node(node: &Value, pointer: &mut String) -> Result<Value, UntrustedSch
 }
 
 fn is_keyword(key: &str) -> bool {
-    [SCHEMA_MAPS, SCHEMA_ONE, SCHEMA_LISTS, DATA, DESCRIPTIONS]
+    [SCHEMA_MAPS, SCHEMA_ONE, SCHEMA_LISTS, DESCRIPTIONS]
         .iter()
         .any(|list| list.contains(&key))
+        || data_role(key).is_some()
         || key == "dependencies"
 }
 
@@ -193,39 +195,16 @@ fn keyword(key: &str, value: &Value, pointer: &mut String) -> Result<Value, Untr
         }
         return Ok(Value::Array(out));
     }
-    if DATA.contains(&key) {
-        return check_data(value, data_role(key), pointer);
+    if let Some(role) = data_role(key) {
+        return check_data(value, role, pointer);
     }
     Ok(prose(value))
 }
 
-/// What a [`DATA`] keyword's strings are, for the refusal.
-fn data_role(key: &str) -> &'static str {
-    DATA.iter()
-        .position(|k| *k == key)
-        .map_or("value", |i| DATA_ROLES[i])
+/// What a [`DATA`] keyword's strings are called, if `key` is one.
+fn data_role(key: &str) -> Option<&'static str> {
+    DATA.iter().find(|(k, _)| *k == key).map(|(_, role)| *role)
 }
-
-/// The roles of [`DATA`], in its order.
-const DATA_ROLES: &[&str] = &[
-    "`enum` value",
-    "`const` value",
-    "`required` entry",
-    "`dependentRequired` entry",
-    "`type`",
-    "`format`",
-    "`pattern`",
-    "`$ref`",
-    "`$id`",
-    "`$anchor`",
-    "`$dynamicRef`",
-    "`$dynamicAnchor`",
-    "`$schema`",
-    "`$vocabulary`",
-    "`contentEncoding`",
-    "`contentMediaType`",
-    "`discriminator`",
-];
 
 fn named_schemas(
     entries: &Map<String, Value>,
@@ -367,6 +346,15 @@ mod tests {
     }
 
     #[test]
+    fn a_keyword_hidden_behind_invisible_characters_is_dropped_not_made_live() {
+        let schema =
+            json!({"type": "object", "pro\u{200b}perties": {"a\u{1b}[2J": {}}, "x-a\u{200b}": 1});
+        let clean = sanitize_schema(&schema).unwrap();
+        assert_eq!(clean, json!({"type": "object", "x-a": 1}));
+        assert_eq!(sanitize_schema(&clean).unwrap(), clean);
+    }
+
+    #[test]
     fn a_clean_schema_comes_back_as_it_was() {
         let schema = json!({"type": "object", "required": ["id"], "properties": {
             "id": {"type": "string", "pattern": "^[A-Z]-[0-9]+$", "description": "Order id.\nLike A-1."},
@@ -445,9 +433,10 @@ mod tests {
     }
 
     fn keyword_or_hostile() -> impl Strategy<Value = String> {
-        let words: Vec<&str> = [SCHEMA_MAPS, SCHEMA_ONE, SCHEMA_LISTS, DATA, DESCRIPTIONS]
+        let words: Vec<&str> = [SCHEMA_MAPS, SCHEMA_ONE, SCHEMA_LISTS, DESCRIPTIONS]
             .concat()
             .into_iter()
+            .chain(DATA.iter().map(|(k, _)| *k))
             .chain([
                 "dependencies",
                 "examples",
