@@ -545,6 +545,18 @@ async fn a_server_that_exits_at_start_is_reported_with_its_stderr() {
 }
 
 #[tokio::test]
+async fn a_servers_hostile_last_words_on_stderr_are_reported_sanitized() {
+    let spec = fixture_spec("fx", "    args: [--hostile, --exit-on-start, '7']\n");
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let reason = upstreams.status()[0].reason.clone().unwrap();
+    assert!(
+        reason.contains("exited with status 7") && reason.contains("deniedtxt ‹/tool-output"),
+        "{reason}"
+    );
+    assert_quarantined(&reason);
+}
+
+#[tokio::test]
 async fn a_missing_program_and_a_missing_variable_are_reported_not_fatal() {
     let spec = spec(
         "mcp_servers:\n  gone: {command: /nonexistent/server}\n  gh:\n    url: http://127.0.0.1:9/mcp\n    headers: {Authorization: \"Bearer ${env.NO_SUCH_TOKEN}\"}\n",
@@ -955,4 +967,46 @@ async fn an_upstream_schema_is_sanitized_at_every_depth_when_the_tool_is_loaded(
         bad.reason,
         "`inputSchema`: its schema's property name at `/properties/id\\u{1b}[2J` holds a control character (U+001B); a model must send it back exactly, so it cannot be cleaned"
     );
+}
+
+#[tokio::test]
+async fn a_served_call_passes_the_upstreams_logs_and_progress_on_sanitized() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let spec = fixture_spec("fx", &format!("    args: [--hostile]\n{ALLOW_ALL}"));
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let gate = Arc::new(gate(&spec, &upstreams));
+    let mut events = upstreams.subscribe();
+    let server = toolgate::mcp::server::McpServer::builder(gate).build();
+    let (served, client_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(server.serve_stream(tokio::io::split(served), std::future::pending()));
+    let client = RecordingClient::default();
+    let running = client
+        .clone()
+        .serve(tokio::io::split(client_side))
+        .await
+        .unwrap();
+    let reported = running
+        .call_tool(CallToolRequestParams::new("fx.report"))
+        .await
+        .unwrap();
+    assert_eq!(reported.is_error, Some(false), "{reported:?}");
+    let until = Instant::now() + Duration::from_secs(3);
+    while client.seen.lock().unwrap().len() < 4 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let seen = client.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[0],
+        format!("log {}", json!(HOSTILE_SANITIZED)),
+        "{seen:?}"
+    );
+    let mut progress_messages = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let UpstreamEvent::Progress { params, .. } = event {
+            progress_messages.push(params.message.unwrap_or_default());
+        }
+    }
+    assert_eq!(progress_messages, [HOSTILE_SANITIZED, HOSTILE_SANITIZED]);
 }
