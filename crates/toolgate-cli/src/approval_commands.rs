@@ -73,9 +73,9 @@ pub fn list(args: &SpecArgs, state: &StateArgs, all: bool) -> CommandResult {
     }
     if approvals.is_empty() {
         if all {
-            println!("no approval requests");
+            sayln!("no approval requests");
         } else {
-            println!("no pending approval requests (`--all` shows answered ones)");
+            sayln!("no pending approval requests (`--all` shows answered ones)");
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -104,7 +104,7 @@ pub fn list(args: &SpecArgs, state: &StateArgs, all: bool) -> CommandResult {
             .zip(widths)
             .map(|(cell, width)| format!("{cell:width$}"))
             .collect();
-        println!("{}", line.join("  ").trim_end());
+        sayln!("{}", line.join("  ").trim_end());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -153,7 +153,7 @@ pub fn approve(
     }
     let call = describe_call(&approval);
     match grant.zip(expires_at) {
-        None => println!(
+        None => sayln!(
             "approved {}: {call} runs once when it is submitted again",
             approval.id
         ),
@@ -162,7 +162,7 @@ pub fn approve(
                 GrantScope::Tool => format!("every call of `{}`", approval.tool),
                 GrantScope::SameArguments => format!("{call}, and only it,"),
             };
-            println!(
+            sayln!(
                 "approved {}: {covered} runs without asking until {expires_at} ({})",
                 approval.id,
                 humantime::format_duration(g.ttl)
@@ -187,7 +187,7 @@ pub fn deny(args: &SpecArgs, state: &StateArgs, id: &str, reason: Option<&str>) 
         Some(reason) => format!("told \"{reason}\""),
         None => "told a person said no".to_owned(),
     };
-    println!(
+    sayln!(
         "denied {}: the model is {told} the next time it submits {}",
         approval.id,
         describe_call(&approval)

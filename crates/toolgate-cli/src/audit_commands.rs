@@ -69,7 +69,7 @@ pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
     if args.json {
         print_json(&records);
     } else if records.is_empty() {
-        println!("the audit log is empty");
+        sayln!("the audit log is empty");
     } else {
         let width = records.last().map_or(1, |r| r.seq.to_string().len());
         let tool_width = records
@@ -78,7 +78,7 @@ pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
             .max()
             .unwrap_or(0);
         for record in &records {
-            println!("{}", record_line(record, width, tool_width));
+            sayln!("{}", record_line(record, width, tool_width));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -96,14 +96,14 @@ pub fn verify(args: &SpecArgs, state: &StateArgs) -> CommandResult {
         match &report {
             VerifyReport::Ok { records, head } => {
                 let head: String = head.chars().take(12).collect();
-                println!(
+                sayln!(
                     "audit log ok: {records} record{}, head {head}",
                     if *records == 1 { "" } else { "s" }
                 );
             }
             VerifyReport::Broken { at, .. } => {
-                println!("audit log broken at record {}: {at}", first_bad_seq(*at));
-                println!(
+                sayln!("audit log broken at record {}: {at}", first_bad_seq(*at));
+                sayln!(
                     "the log was altered outside toolgate: keep a copy of {} for investigation; records before this one check out",
                     db_path(args, state).display()
                 );
@@ -136,11 +136,11 @@ pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
         return Ok(ExitCode::SUCCESS);
     }
     if records.is_empty() {
-        println!("no pending calls: every intent in the audit log has a completion");
+        sayln!("no pending calls: every intent in the audit log has a completion");
         return Ok(ExitCode::SUCCESS);
     }
     let count = records.len();
-    println!(
+    sayln!(
         "{count} call{} started but never completed (the process stopped while {} ran):",
         if count == 1 { "" } else { "s" },
         if count == 1 { "it" } else { "they" }
@@ -150,22 +150,28 @@ pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
         let e = &record.entry;
         let mark = if record.safe_to_rerun() { ' ' } else { '!' };
         let effect = e.effect.map_or("unknown", |effect| effect.as_str());
-        println!(
+        sayln!(
             "{mark} {:>width$}  {}  {}  {effect}  run {}  call {}  session {}  principal {}",
-            record.seq, e.time, e.tool, e.run_id, e.call_id, e.session, e.principal
+            record.seq,
+            e.time,
+            e.tool,
+            e.run_id,
+            e.call_id,
+            e.session,
+            e.principal
         );
-        println!(
+        sayln!(
             "  {:width$}  arguments {}",
             "",
             first_line(&e.arguments.to_string(), 100)
         );
     }
     if records.iter().any(|r| !r.safe_to_rerun()) {
-        println!(
+        sayln!(
             "Calls marked ! may have changed something and are never re-run automatically: the operator must check whether each took effect, then record it with `toolgate audit resolve RUN_ID --outcome ok|error|cancelled`."
         );
     } else {
-        println!(
+        sayln!(
             "These calls only read, so running them again is safe; `toolgate audit resolve RUN_ID --outcome cancelled` clears them from this list."
         );
     }
@@ -209,9 +215,10 @@ pub fn resolve(
     if args.json {
         print_json(&record);
     } else {
-        println!(
+        sayln!(
             "recorded {outcome} for run {run_id} ({}) as record {}",
-            record.entry.tool, record.seq
+            record.entry.tool,
+            record.seq
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -10,7 +10,7 @@ use toolgate::{
     resolve_state_dir,
 };
 
-use crate::output::{describe_tool, first_line, print_json};
+use crate::output::{describe_tool, first_line, print_json, show_json};
 use crate::{SpecArgs, StateAction, StateArgs};
 
 pub type CommandResult = Result<ExitCode, String>;
@@ -32,18 +32,18 @@ pub fn check(args: &SpecArgs, sandbox: Option<&[String]>) -> CommandResult {
         print_json(&out);
     } else if source.checked.diagnostics.is_empty() {
         let tools = source.checked.spec.as_ref().map_or(0, |s| s.tools.len());
-        println!(
+        sayln!(
             "{}: ok, {tools} tool{}",
             args.file.display(),
             if tools == 1 { "" } else { "s" }
         );
     } else {
-        print!("{}", source.render_diagnostics());
+        say!("{}", source.render_diagnostics());
     }
     if let Some((_, lines)) = &sandboxed
         && !args.json
     {
-        lines.iter().for_each(|line| println!("{line}"));
+        lines.iter().for_each(|line| sayln!("{line}"));
     }
     Ok(if source.checked.is_ok() {
         ExitCode::SUCCESS
@@ -117,7 +117,7 @@ pub fn list(args: &SpecArgs) -> CommandResult {
         .max()
         .unwrap_or(0);
     for tool in &spec.tools {
-        println!(
+        sayln!(
             "{:width$}  {:11}  {:6}  {}",
             tool.name,
             tool.effect().as_str(),
@@ -127,7 +127,7 @@ pub fn list(args: &SpecArgs) -> CommandResult {
     }
     for row in &upstream {
         let status = row.status.map(|s| format!("[{s}] ")).unwrap_or_default();
-        println!(
+        sayln!(
             "{:width$}  {:11}  {:6}  {status}{}",
             row.descriptor.name,
             row.descriptor.effect.as_str(),
@@ -160,7 +160,7 @@ pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
             "spec": toolgate::mask_tool_secrets(tool),
         }));
     } else {
-        print!("{}", describe_tool(tool, descriptor));
+        say!("{}", describe_tool(tool, descriptor));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -197,21 +197,21 @@ pub fn call(
     let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
     let outcome = runtime.block_on(gate.call(&state.session, call, &principal));
     if args.json {
-        print_json(&outcome);
+        print_json(&for_a_model(&gate, name, &outcome));
     } else {
         match &outcome {
             Outcome::Ok { value, notes, .. } => {
-                print_json(value);
-                notes.iter().for_each(|note| eprintln!("note: {note}"));
+                show_json(value);
+                notes.iter().for_each(|note| tellln!("note: {note}"));
             }
-            Outcome::Error { message, .. } => eprintln!("error: {message}"),
+            Outcome::Error { message, .. } => tellln!("error: {message}"),
             Outcome::PendingApproval {
                 approval_id,
                 reason,
-            } => eprintln!(
+            } => tellln!(
                 "pending approval {approval_id}: {reason}\n  approve it with `toolgate approvals approve {approval_id}`, then run the same call again"
             ),
-            Outcome::Denied { reason } => eprintln!("denied: {reason}"),
+            Outcome::Denied { reason } => tellln!("denied: {reason}"),
         }
     }
     Ok(ExitCode::from(match outcome {
@@ -222,11 +222,33 @@ pub fn call(
     }))
 }
 
+/// `call --json`'s outcome, every field of it safe to hand to a model: for an
+/// untrusted tool (HTTP, MCP), `value` has its strings sanitized as `structured`
+/// has, and `text` is sanitized and fenced. The exact value is what `call`
+/// without `--json` prints, for a person.
+fn for_a_model(gate: &Gate, name: &str, outcome: &Outcome) -> Outcome {
+    let untrusted = gate.catalog().get(name).is_ok_and(|tool| !tool.trusted());
+    match outcome {
+        Outcome::Ok {
+            value,
+            structured,
+            text,
+            notes,
+        } if untrusted => Outcome::Ok {
+            value: toolgate::sanitize_value(value),
+            structured: structured.clone(),
+            text: text.clone(),
+            notes: notes.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
 pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
     let (spec, source) = load(args)?;
     let principal = principal(&spec, caller)?;
     let tools = crate::wire_commands::descriptors(&spec, &source.path)?;
-    print!(
+    say!(
         "{}",
         toolgate::planner_digest(&tools, &spec.policy, &principal)
     );
@@ -264,11 +286,11 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
     .map_err(|e| e.to_string())?;
     let session = &state.session;
     match action {
-        None => print_json(&gate.state(session).map_err(|e| e.to_string())?),
+        None => show_json(&gate.state(session).map_err(|e| e.to_string())?),
         Some(StateAction::Get { key }) => {
             let all = gate.state(session).map_err(|e| e.to_string())?;
             match all.get(&key) {
-                Some(value) => print_json(value),
+                Some(value) => show_json(value),
                 None if spec.state.contains_key(&key) => {
                     return Err(format!(
                         "state key `{key}` is declared but not set in session `{session}` yet"
@@ -292,7 +314,7 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
                 format!("the value is not JSON ({e}); strings need quotes: '\"text\"'")
             })?;
             if !spec.state.contains_key(&key) {
-                eprintln!(
+                tellln!(
                     "warning: state key `{key}` is not declared under `state:` in {}",
                     source.path.display()
                 );
@@ -316,7 +338,7 @@ pub fn load(args: &SpecArgs) -> Result<(SpecFile, SpecSource), String> {
     match (&source.checked.spec, source.checked.is_ok()) {
         (Some(spec), true) => Ok((spec.clone(), source)),
         _ => {
-            eprint!("{}", source.render_diagnostics());
+            tell!("{}", source.render_diagnostics());
             Err(format!(
                 "{} has errors; fix them first (`toolgate check` lists them)",
                 args.file.display()

@@ -56,8 +56,8 @@ pub fn test(args: &SpecArgs, path: Option<&Path>, junit: Option<&Path>) -> Comma
             _ => {
                 let message = source.render_diagnostics();
                 if !args.json {
-                    print!("{message}");
-                    println!("FAIL  {name} does not check clean; fix it first");
+                    say!("{message}");
+                    sayln!("FAIL  {name} does not check clean; fix it first");
                 }
                 broken.push(BrokenFile {
                     file: name,
@@ -76,7 +76,7 @@ pub fn test(args: &SpecArgs, path: Option<&Path>, junit: Option<&Path>) -> Comma
         }
         let tests = runtime.block_on(TestRunner::new(spec, &source.text, &name).run_all());
         if !args.json {
-            print!("{}", render_tests(&tests, several));
+            say!("{}", render_tests(&tests, several));
         }
         done.push(tests);
     }
@@ -107,7 +107,7 @@ pub fn test(args: &SpecArgs, path: Option<&Path>, junit: Option<&Path>) -> Comma
             "failed": failed,
         }));
     } else {
-        println!("{}", summary_line(passed, failed));
+        sayln!("{}", summary_line(passed, failed));
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
@@ -184,7 +184,7 @@ pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandRe
         ));
     };
     match action {
-        FlowAction::Graph => print!("{}", mermaid(flow)),
+        FlowAction::Graph => say!("{}", mermaid(flow)),
         FlowAction::Status => {
             let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
             let store = Arc::new(SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?);
@@ -214,20 +214,20 @@ pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandRe
                 } else {
                     format!("  ({})", step.why.join("; "))
                 };
-                println!("{status}  {}{why}", step.id);
+                sayln!("{status}  {}{why}", step.id);
             }
             for required in &view.required {
-                println!("required  {} (because {})", required.tool, required.because);
+                sayln!("required  {} (because {})", required.tool, required.because);
             }
             let width = view.tools.keys().map(String::len).max().unwrap_or(0);
             for (tool, status) in &view.tools {
                 match status {
-                    ToolStatus::Allowed { confirm: None } => println!("  {tool:width$}  allowed"),
+                    ToolStatus::Allowed { confirm: None } => sayln!("  {tool:width$}  allowed"),
                     ToolStatus::Allowed {
                         confirm: Some(confirm),
-                    } => println!("  {tool:width$}  allowed; {confirm}"),
+                    } => sayln!("  {tool:width$}  allowed; {confirm}"),
                     ToolStatus::Blocked { reason, .. } => {
-                        println!("  {tool:width$}  blocked: {reason}")
+                        sayln!("  {tool:width$}  blocked: {reason}")
                     }
                 }
             }

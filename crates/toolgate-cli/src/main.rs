@@ -1,10 +1,13 @@
 //! The `toolgate` command: thin argument parsing and output over the `toolgate` library.
 
+// First, so its print macros are in scope in every module below.
+#[macro_use]
+mod output;
+
 mod approval_commands;
 mod audit_commands;
 mod commands;
 mod flow_commands;
-mod output;
 mod pins_commands;
 mod search_commands;
 mod serve_commands;
@@ -334,7 +337,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("error: {message}");
+            tellln!("error: {message}");
             ExitCode::FAILURE
         }
     }

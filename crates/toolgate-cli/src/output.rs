@@ -1,16 +1,113 @@
-//! Human-readable renderings of tools.
+//! What the command prints, and human-readable renderings of tools.
+//!
+//! Every print goes through here. Text for a person ([`say!`], [`sayln!`],
+//! [`tell!`], [`tellln!`], [`show_json`]) has its control and invisible characters
+//! shown as escapes (`\x1b` as `\u{1b}`): spec files, upstream servers and models
+//! write it, and a terminal would obey an escape sequence (set its title, clear the
+//! screen). `--json` output ([`print_json`]) is printed exactly.
+//!
+//! A closed pipe (`toolgate audit tail | head -1`) ends the output, not the command:
+//! SIGPIPE stays ignored (Rust's default), so nothing can kill `call` between its
+//! tool's run and the audit record of its completion; a write that fails with
+//! `EPIPE` marks that stream closed, later writes to it are dropped, and the
+//! command finishes its work and exits with its own status, without a panic.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
 use toolgate::spec::{McpBinding, ToolSpec, returns_shape, schema_shape};
-use toolgate::{Retry, ToolDescriptor};
+use toolgate::{Retry, ToolDescriptor, escape_for_terminal, escape_json_for_terminal};
 
+/// Prints to standard output for a person, like `print!`, with control characters
+/// shown escaped.
+macro_rules! say {
+    ($($arg:tt)*) => { $crate::output::to_person($crate::output::Stream::Out, &format!($($arg)*)) };
+}
+
+/// [`say!`] with a line break, like `println!`.
+macro_rules! sayln {
+    ($($arg:tt)*) => { $crate::output::to_person($crate::output::Stream::Out, &format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Prints to standard error for a person, like `eprint!`, with control characters
+/// shown escaped.
+macro_rules! tell {
+    ($($arg:tt)*) => { $crate::output::to_person($crate::output::Stream::Err, &format!($($arg)*)) };
+}
+
+/// [`tell!`] with a line break, like `eprintln!`.
+macro_rules! tellln {
+    ($($arg:tt)*) => { $crate::output::to_person($crate::output::Stream::Err, &format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Where a print goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Out,
+    Err,
+}
+
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` for a person: control characters shown escaped.
+pub fn to_person(stream: Stream, text: &str) {
+    write_to(stream, &escape_for_terminal(text));
+}
+
+/// Writes `text` as it is, and flushes, so a closed pipe is noticed here. After a
+/// failed write the stream is closed for the rest of the run; a failure other than
+/// a closed pipe (a full disk) is said once on standard error.
+pub fn write_to(stream: Stream, text: &str) {
+    let closed = match stream {
+        Stream::Out => &STDOUT_CLOSED,
+        Stream::Err => &STDERR_CLOSED,
+    };
+    if closed.load(Ordering::Relaxed) {
+        return;
+    }
+    let written = match stream {
+        Stream::Out => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        }
+        Stream::Err => {
+            let mut err = std::io::stderr().lock();
+            err.write_all(text.as_bytes()).and_then(|()| err.flush())
+        }
+    };
+    if let Err(e) = written {
+        closed.store(true, Ordering::Relaxed);
+        if stream == Stream::Out && e.kind() != std::io::ErrorKind::BrokenPipe {
+            write_to(
+                Stream::Err,
+                &format!("error: cannot write to standard output: {e}\n"),
+            );
+        }
+    }
+}
+
+/// Prints `value` as pretty JSON, exactly (`--json`).
 pub fn print_json(value: &impl Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        Err(e) => eprintln!("error: cannot print JSON: {e}"),
+        Ok(text) => write_to(Stream::Out, &format!("{text}\n")),
+        Err(e) => tellln!("error: cannot print JSON: {e}"),
+    }
+}
+
+/// Prints `value` as pretty JSON for a person: control and invisible characters in
+/// strings are written as `\uXXXX` escapes, so it is still valid JSON with the same
+/// value, and a terminal shows them instead of obeying them.
+pub fn show_json(value: &impl Serialize) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => write_to(
+            Stream::Out,
+            &format!("{}\n", escape_json_for_terminal(&text)),
+        ),
+        Err(e) => tellln!("error: cannot print JSON: {e}"),
     }
 }
 

@@ -72,7 +72,7 @@ fn list(args: &SpecArgs, store: &SqliteStore) -> CommandResult {
         return Ok(ExitCode::SUCCESS);
     }
     if pins.is_empty() {
-        println!(
+        sayln!(
             "no tools are pinned yet; an MCP server's tools are pinned the first time toolgate lists them"
         );
         return Ok(ExitCode::SUCCESS);
@@ -80,8 +80,8 @@ fn list(args: &SpecArgs, store: &SqliteStore) -> CommandResult {
     let width = pins.iter().map(|p| p.tool.len()).max().unwrap_or(0);
     for pin in &pins {
         match &pin.change {
-            None => println!("{:width$}  pinned   {}", pin.tool, pin.pinned_at),
-            Some(change) => println!(
+            None => sayln!("{:width$}  pinned   {}", pin.tool, pin.pinned_at),
+            Some(change) => sayln!(
                 "{:width$}  changed  {}  {} changed (seen {})",
                 pin.tool,
                 pin.pinned_at,
@@ -92,7 +92,7 @@ fn list(args: &SpecArgs, store: &SqliteStore) -> CommandResult {
     }
     let changed = pins.iter().filter(|p| p.change.is_some()).count();
     if changed > 0 {
-        eprintln!(
+        tellln!(
             "{changed} tool{} quarantined; `toolgate pins diff TOOL` shows the change, `toolgate pins accept TOOL` accepts it",
             if changed == 1 { " is" } else { "s are" }
         );
@@ -125,7 +125,7 @@ fn diff(args: &SpecArgs, store: &SqliteStore, tool: &str) -> CommandResult {
         if args.json {
             print_json(&json!({"tool": pin.tool, "changed": [], "pinned_at": pin.pinned_at}));
         } else {
-            println!(
+            sayln!(
                 "`{tool}` has not changed since it was pinned at {}",
                 pin.pinned_at
             );
@@ -143,7 +143,7 @@ fn diff(args: &SpecArgs, store: &SqliteStore, tool: &str) -> CommandResult {
         }));
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", render_diff(&pin));
+    say!("{}", render_diff(&pin));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -238,7 +238,7 @@ fn accept(args: &SpecArgs, store: &SqliteStore, tool: Option<&str>, all: bool) -
         if args.json {
             print_json(&json!([]));
         } else {
-            println!("nothing to accept: no pinned tool has changed");
+            sayln!("nothing to accept: no pinned tool has changed");
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -250,7 +250,7 @@ fn accept(args: &SpecArgs, store: &SqliteStore, tool: Option<&str>, all: bool) -
             .accept_pin(tool, SystemTime::now())
             .map_err(|e| e.to_string())?;
         if !args.json {
-            println!(
+            sayln!(
                 "accepted `{}`: its {} as seen at {}; pinned now ({})",
                 pin.tool,
                 join_fields(&fields),

@@ -64,7 +64,7 @@ pub fn search(
         return Ok(ExitCode::SUCCESS);
     }
     if hits.is_empty() {
-        println!("no tool matches `{query}`");
+        sayln!("no tool matches `{query}`");
         return Ok(ExitCode::SUCCESS);
     }
     for (rank, hit) in hits.iter().enumerate() {
@@ -73,7 +73,7 @@ pub fn search(
             .as_ref()
             .map(|e| format!(" [left out: {}]", e.describe()))
             .unwrap_or_default();
-        println!(
+        sayln!(
             "{}. {} (score {:.2}; matched {}){excluded}",
             rank + 1,
             hit.name,
@@ -81,7 +81,7 @@ pub fn search(
             hit.matched.join(", ")
         );
         if let Some(tool) = describe(&hit.name) {
-            println!("   {}", first_line(&tool.description, 100));
+            sayln!("   {}", first_line(&tool.description, 100));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -111,7 +111,7 @@ pub fn eval(action: EvalAction) -> CommandResult {
     if json {
         print_json(&report);
     } else {
-        print!("{}", summary(&report, misses));
+        say!("{}", summary(&report, misses));
     }
     Ok(ExitCode::SUCCESS)
 }

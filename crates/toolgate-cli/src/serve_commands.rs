@@ -130,7 +130,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     }
     let shown = server.tool_names();
     for (tool, why) in server.left_out() {
-        eprintln!("warning: `{tool}` is not served: {why}");
+        tellln!("warning: `{tool}` is not served: {why}");
     }
     let tools = format!(
         "{} tool{} as {}",
@@ -149,7 +149,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                     SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
                     SocketAddr::V4(v4) => v4.ip().to_string(),
                 };
-                eprintln!(
+                tellln!(
                     "toolgate: serving {tools} at http://{host}:{}{} ({}Ctrl-C stops)",
                     bound.port(),
                     args.path,
@@ -165,7 +165,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                     .map_err(|e| e.to_string())
             }
             None => {
-                eprintln!("toolgate: serving {tools} over stdio");
+                tellln!("toolgate: serving {tools} over stdio");
                 server
                     .serve_stdio(shutdown_signal())
                     .await
@@ -179,7 +179,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     }
     // A read of standard input cannot be cancelled; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    eprintln!("toolgate: {}", report?);
+    tellln!("toolgate: {}", report?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -260,7 +260,7 @@ fn follow_upstreams(
                 Some(&serving),
             ) {
                 Ok((gate, withheld)) => server.replace_gate(Arc::new(gate), withheld),
-                Err(e) => eprintln!(
+                Err(e) => tellln!(
                     "warning: the upstream tools changed, but the new catalog cannot be served ({e}); serving the old one"
                 ),
             }
@@ -272,23 +272,27 @@ fn follow_upstreams(
 fn report(upstreams: &Upstreams) {
     for status in upstreams.status() {
         if let Some(reason) = &status.reason {
-            eprintln!(
+            tellln!(
                 "warning: MCP server `{}` is {}: {reason}",
                 status.namespace,
                 status.state.as_str()
             );
         }
         for skipped in &status.skipped {
-            eprintln!(
+            tellln!(
                 "warning: `{}` of MCP server `{}` is left out: {}",
-                skipped.name, status.namespace, skipped.reason
+                skipped.name,
+                status.namespace,
+                skipped.reason
             );
         }
     }
     for withheld in upstreams.withheld() {
-        eprintln!(
+        tellln!(
             "warning: `{}` is quarantined and not served: {}; review it with `toolgate pins diff {}`",
-            withheld.tool, withheld.reason, withheld.tool
+            withheld.tool,
+            withheld.reason,
+            withheld.tool
         );
     }
 }

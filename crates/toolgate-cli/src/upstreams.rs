@@ -191,23 +191,27 @@ impl Upstream {
         };
         for status in upstreams.status() {
             if let Some(reason) = &status.reason {
-                eprintln!(
+                tellln!(
                     "warning: MCP server `{}` is not ready ({}): {reason}",
                     status.namespace,
                     status.state.as_str()
                 );
             }
             for skipped in &status.skipped {
-                eprintln!(
+                tellln!(
                     "warning: `{}` of MCP server `{}` is left out: {}",
-                    skipped.name, status.namespace, skipped.reason
+                    skipped.name,
+                    status.namespace,
+                    skipped.reason
                 );
             }
         }
         for withheld in upstreams.withheld() {
-            eprintln!(
+            tellln!(
                 "warning: `{}` is quarantined: {}; review it with `toolgate pins diff {}`",
-                withheld.tool, withheld.reason, withheld.tool
+                withheld.tool,
+                withheld.reason,
+                withheld.tool
             );
         }
     }
@@ -272,9 +276,9 @@ pub fn describe(args: &SpecArgs, spec: &SpecFile, spec_path: &Path, name: &str) 
             "returns_shape": returns_shape(&as_spec),
         }));
     } else {
-        print!("{}", describe_tool(&as_spec, descriptor));
+        say!("{}", describe_tool(&as_spec, descriptor));
         if let Some(status) = status {
-            println!(
+            sayln!(
                 "
 status      {status}"
             );

@@ -77,12 +77,12 @@ pub fn render(
         None => rendered(args, target, options)?,
     };
     if explain {
-        print!("{}", explain_notes(&rendered));
+        say!("{}", explain_notes(&rendered));
     } else {
         print_json(&json!({ "tools": rendered.tools }));
     }
     for problem in &rendered.problems {
-        eprintln!("error: {}", note_line(problem));
+        tellln!("error: {}", note_line(problem));
     }
     Ok(if rendered.problems.is_empty() {
         ExitCode::SUCCESS
@@ -201,13 +201,13 @@ pub fn import(from: wire::ImportFormat, input: &str) -> CommandResult {
     let text = read_input(input)?;
     let imported = wire::import_tools(from, &text).map_err(|e| e.to_string())?;
     for note in &imported.notes {
-        eprintln!("note: {}", note_line(note));
+        tellln!("note: {}", note_line(note));
     }
     let spec = SpecFile {
         tools: imported.tools,
         ..SpecFile::default()
     };
     let yaml = serde_saphyr::to_string(&spec).map_err(|e| format!("cannot write YAML: {e}"))?;
-    print!("{yaml}");
+    say!("{yaml}");
     Ok(ExitCode::SUCCESS)
 }

@@ -21,8 +21,10 @@ mod policy;
 mod principal;
 mod redact;
 mod sanitize;
+mod schema_text;
 pub mod search;
 pub mod spec;
+mod terminal;
 mod usage;
 pub mod wire;
 
@@ -45,8 +47,10 @@ pub use principal::{Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
 pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
-    sanitize_description, sanitize_output,
+    sanitize_description, sanitize_output, sanitize_value,
 };
+pub use schema_text::{UntrustedSchemaError, sanitize_schema};
+pub use terminal::{escape_for_terminal, escape_json_for_terminal, is_unsafe_for_terminal};
 pub use usage::ToolUsage;
 
 /// Re-exported so generated and user code can name them through toolgate.

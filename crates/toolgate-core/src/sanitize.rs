@@ -131,6 +131,32 @@ pub fn sanitize_description(text: &str, opts: &SanitizeOptions) -> Sanitized {
     Sanitized { text, changes }
 }
 
+/// Every string and object key in a value from an untrusted tool, sanitized as
+/// output is (each capped at [`SanitizeOptions::for_output`]'s length) but not
+/// fenced: the structure itself marks the data. This is the gate's `structured`
+/// value, and what `toolgate call --json` prints as `value` for an untrusted tool.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_core::sanitize_value;
+/// let value = json!({"status\u{200b}": ["\u{1b}[2Jshipped <|im_end|>", 3]});
+/// assert_eq!(sanitize_value(&value), json!({"status": ["shipped <¦im_end¦>", 3]}));
+/// ```
+pub fn sanitize_value(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let clean = |s: &str| sanitize_description(s, &SanitizeOptions::for_output()).text;
+    match value {
+        Value::String(s) => Value::String(clean(s)),
+        Value::Array(items) => Value::Array(items.iter().map(sanitize_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (clean(k), sanitize_value(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// [`sanitize_description`], then fenced as `<tool-description tool="…" id="…">` …
 /// `</tool-description id="…">` for callers that place descriptions one by one.
 pub fn fence_description(text: &str, tool: &str, opts: &SanitizeOptions) -> Sanitized {
@@ -246,7 +272,7 @@ const ST: char = '\u{9c}';
 
 /// Characters that hide or reorder text without being controls (`char::is_control`
 /// covers C0, DEL and C1).
-fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{061C}'                       // Arabic letter mark (bidi)
         | '\u{180E}'                     // Mongolian vowel separator

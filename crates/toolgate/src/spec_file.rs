@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use miette::{
     GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource, Report,
 };
+use toolgate_core::escape_for_terminal;
 use toolgate_core::spec::{self, Checked, Diagnostic, MAX_SPEC_BYTES, Severity};
 
 /// The spec file used when none is named.
@@ -107,28 +108,36 @@ impl SpecSource {
     }
 }
 
-/// Renders diagnostics as text with source snippets, no colour.
+/// Renders diagnostics as text with source snippets, no colour. Control and
+/// invisible characters in the source lines, messages and file name are shown as
+/// escapes (`\u{1b}`), so a hostile file cannot drive the terminal that shows its
+/// problems; the spans move with the text they point at.
 pub fn render_diagnostics(file_name: &str, text: &str, diagnostics: &[Diagnostic]) -> String {
     let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
         .with_width(100)
         .with_links(false);
+    let file_name = &*escape_for_terminal(file_name);
+    let shown = ShownSource::new(text);
     let mut out = String::new();
     for d in diagnostics {
-        let mut m = MietteDiagnostic::new(d.message.clone()).with_severity(match d.severity {
+        let message = escape_for_terminal(&d.message).into_owned();
+        let mut m = MietteDiagnostic::new(message).with_severity(match d.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
         });
         if let Some(help) = &d.help {
-            m = m.with_help(help.clone());
+            m = m.with_help(escape_for_terminal(help).into_owned());
         }
         let report = match d.span {
             Some(span) => {
-                m = m.with_label(LabeledSpan::at(span.offset..span.offset + span.len, "here"));
-                Report::new(m).with_source_code(NamedSource::new(file_name, text.to_owned()))
+                let start = shown.offset(span.offset);
+                let end = shown.offset(span.offset + span.len);
+                m = m.with_label(LabeledSpan::at(start..end, "here"));
+                Report::new(m).with_source_code(NamedSource::new(file_name, shown.text.clone()))
             }
             // No position: name the file in the message itself.
             None => {
-                m.message = format!("{file_name}: {}", d.message);
+                m.message = format!("{file_name}: {}", m.message);
                 Report::new(m)
             }
         };
@@ -143,6 +152,38 @@ pub fn render_diagnostics(file_name: &str, text: &str, diagnostics: &[Diagnostic
         plural(warnings)
     );
     out
+}
+
+/// A spec file's text with its control characters shown as escapes, and where
+/// each byte offset of the original text went.
+struct ShownSource {
+    text: String,
+    /// `(offset, shift)`: from this offset of the original on, offsets grow by
+    /// `shift` bytes. In offset order.
+    shifts: Vec<(usize, usize)>,
+}
+
+impl ShownSource {
+    fn new(original: &str) -> ShownSource {
+        let mut text = String::with_capacity(original.len());
+        let mut shifts = Vec::new();
+        let mut shift = 0;
+        for (i, c) in original.char_indices() {
+            let shown = escape_for_terminal(c.encode_utf8(&mut [0; 4])).into_owned();
+            if shown.len() != c.len_utf8() {
+                shift += shown.len() - c.len_utf8();
+                shifts.push((i + c.len_utf8(), shift));
+            }
+            text.push_str(&shown);
+        }
+        ShownSource { text, shifts }
+    }
+
+    /// Where `offset` of the original text is in the shown text.
+    fn offset(&self, offset: usize) -> usize {
+        let moved = self.shifts.partition_point(|&(at, _)| at <= offset);
+        offset + moved.checked_sub(1).map_or(0, |i| self.shifts[i].1)
+    }
 }
 
 /// A byte count the way a person reads it: `8 MiB`, `50.0 MiB`; exact bytes when
@@ -168,4 +209,29 @@ fn human_size(bytes: u64) -> String {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_move_with_the_escaped_text_they_point_at() {
+        let original = "x\x1by\u{202e}z";
+        let shown = ShownSource::new(original);
+        assert_eq!(shown.text, "x\\u{1b}y\\u{202e}z");
+        let find = |needle: &str| {
+            (
+                original.find(needle).unwrap(),
+                shown.text.find(needle).unwrap(),
+            )
+        };
+        for needle in ["x", "y", "z"] {
+            let (before, after) = find(needle);
+            assert_eq!(shown.offset(before), after, "{needle}");
+        }
+        assert_eq!(shown.offset(original.len()), shown.text.len());
+        // A span over the escape covers all of its escaped form.
+        assert_eq!(shown.offset(1)..shown.offset(2), 1..7);
+    }
 }

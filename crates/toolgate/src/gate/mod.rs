@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::spec::{SpecFile, template};
 use toolgate_core::{
     AuditEntry, Catalog, CatalogError, Decision, DynTool, Effect, Policy, Principal, RecordKind,
-    SanitizeOptions, ToolCtx, ToolError, content_hash, redact_arguments, sanitize_description,
-    sanitize_output,
+    SanitizeOptions, ToolCtx, ToolError, content_hash, redact_arguments, sanitize_output,
+    sanitize_value,
 };
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
@@ -514,7 +514,7 @@ impl Gate {
             if tool.trusted() {
                 value.clone()
             } else {
-                sanitize_strings(&value)
+                sanitize_value(&value)
             }
         });
         Outcome::Ok {
@@ -564,28 +564,6 @@ impl Gate {
             Ok(_) => outcome,
             Err(e) => store_failure("the audit log", e),
         }
-    }
-}
-
-/// Every string in a value from an untrusted tool, sanitized (not fenced: the
-/// structure itself marks the data).
-fn sanitize_strings(value: &Value) -> Value {
-    match value {
-        Value::String(s) => {
-            Value::String(sanitize_description(s, &SanitizeOptions::for_output()).text)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sanitize_strings).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    (
-                        sanitize_description(k, &SanitizeOptions::for_output()).text,
-                        sanitize_strings(v),
-                    )
-                })
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 

@@ -5,7 +5,9 @@
 //! the server (`toolgate serve`, see [`Relay`]) when that client can answer it, and
 //! otherwise refuses sampling and cancels elicitation (no answer). Progress and log
 //! notifications go to that client too. Values read from the environment are
-//! scrubbed from everything passed on or logged.
+//! scrubbed from everything passed on or logged, and the text of progress and log
+//! notifications is sanitized (escapes, controls, invisible characters, template
+//! tokens) on the way.
 
 // Sampling and logging are deprecated by the 2026-07-28 revision, and current in the
 // revisions servers speak today.
@@ -26,6 +28,7 @@ use tokio::sync::{Notify, broadcast};
 use super::UpstreamEvent;
 use super::config::Scrubber;
 use super::relay::Relay;
+use super::result::upstream_words;
 
 /// The client side of one connection.
 pub struct Handler {
@@ -54,10 +57,10 @@ impl Handler {
         }
     }
 
-    /// Every string in `value`, scrubbed.
+    /// Every string in `value`, scrubbed and sanitized.
     fn scrub(&self, value: &mut Value) {
         match value {
-            Value::String(s) => *s = self.scrubber.scrub(s),
+            Value::String(s) => *s = upstream_words(s, &self.scrubber),
             Value::Array(items) => items.iter_mut().for_each(|v| self.scrub(v)),
             Value::Object(map) => map.values_mut().for_each(|v| self.scrub(v)),
             _ => {}
@@ -86,7 +89,7 @@ impl rmcp::ClientHandler for Handler {
         mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        params.message = params.message.map(|m| self.scrubber.scrub(&m));
+        params.message = params.message.map(|m| upstream_words(&m, &self.scrubber));
         if let Some(downstream) = self.relay.for_progress(&params.progress_token) {
             downstream.forward_progress(&params).await;
         }

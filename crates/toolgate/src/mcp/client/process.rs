@@ -56,7 +56,8 @@ pub struct ServerProcess {
     exited: tokio::sync::watch::Receiver<bool>,
 }
 
-/// The last lines a server wrote to stderr, scrubbed of secrets.
+/// The last lines a server wrote to stderr, scrubbed of secrets and sanitized (they
+/// reach the model in failure reports, and the operator's terminal).
 #[derive(Clone, Default)]
 pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
@@ -229,8 +230,7 @@ impl Drop for ServerProcess {
 async fn read_stderr(name: String, stderr: ChildStderr, tail: StderrTail, scrubber: Scrubber) {
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        let line: String = scrubber
-            .scrub(&line)
+        let line: String = super::result::upstream_words(&line, &scrubber)
             .chars()
             .take(STDERR_LINE_CHARS)
             .collect();

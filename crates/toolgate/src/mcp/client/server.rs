@@ -27,7 +27,7 @@ use super::handler::Handler;
 use super::http_client::checked_http_client;
 use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
-use super::result::call_outcome;
+use super::result::{call_outcome, upstream_text, upstream_words};
 use super::tool::{RemoteTool, remote_tool};
 use super::{ServerState, UpstreamEvent};
 use crate::{PinCheck, PinStore, join_fields};
@@ -253,7 +253,7 @@ impl Server {
                 },
                 Err(reason) => reason,
             };
-            let reason = self.config.scrubber.scrub(&reason);
+            let reason = upstream_words(&reason, &self.config.scrubber);
             tracing::warn!(server = %self.config.name, "{reason}");
             let after = {
                 let mut shared = self.shared();
@@ -497,7 +497,7 @@ impl Server {
             let remote = match remote_tool(&self.config.name, &value, &self.config.effects) {
                 Ok(remote) => remote,
                 Err(reason) => {
-                    let name = tool.name.to_string();
+                    let name = toolgate_core::escape_for_terminal(&tool.name).into_owned();
                     tracing::warn!(server = %self.config.name, "tool `{name}` is left out: {reason}");
                     skipped.push((name, reason));
                     continue;
@@ -689,10 +689,11 @@ impl Server {
             Ok(Ok(result)) => {
                 self.shared().breaker.record_success();
                 let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-                call_outcome(&value, &self.config.scrubber)
+                call_outcome(&value, &self.config.name, &self.config.scrubber)
             }
             Ok(Err(ServiceError::McpError(error))) => {
-                let message = self.config.scrubber.scrub(&error.message);
+                let message =
+                    upstream_text(&error.message, &self.config.name, &self.config.scrubber);
                 if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
                     Err(ToolError::invalid_input(format!(
                         "{label} refused the arguments: {message}"
@@ -714,7 +715,7 @@ impl Server {
             }
             Ok(Err(other)) => Err(ToolError::permanent(format!(
                 "{label} failed the call: {}",
-                self.config.scrubber.scrub(&other.to_string())
+                upstream_words(&other.to_string(), &self.config.scrubber)
             ))),
         }
     }

@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use toolgate_core::{
     Annotations, DynTool, Effect, SanitizeOptions, ToolCtx, ToolDescriptor, ToolError, ToolSource,
-    sanitize_description, validate_name,
+    sanitize_description, sanitize_schema, validate_name,
 };
 
 use super::server::Server;
@@ -25,7 +25,8 @@ pub struct RemoteTool {
 }
 
 /// Reads one entry of a `tools/list` result. The error says why the tool cannot be
-/// offered (its name does not make a catalog name).
+/// offered (its name does not make a catalog name, or its schema holds a name or
+/// value a model could not send back safely).
 pub fn remote_tool(
     namespace: &str,
     tool: &Value,
@@ -54,9 +55,18 @@ pub fn remote_tool(
         .get("description")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    // Every string of the schemas a model reads is sanitized once, here; a string
+    // it must send back exactly (a property name, an enum value) that would need
+    // it keeps the tool out.
     let input_schema = match tool.get("inputSchema") {
-        Some(schema @ Value::Object(_)) => schema.clone(),
+        Some(schema @ Value::Object(_)) => {
+            sanitize_schema(schema).map_err(|e| format!("`inputSchema`: {e}"))?
+        }
         _ => serde_json::json!({"type": "object"}),
+    };
+    let output_schema = match tool.get("outputSchema").filter(|s| s.is_object()) {
+        Some(schema) => Some(sanitize_schema(schema).map_err(|e| format!("`outputSchema`: {e}"))?),
+        None => None,
     };
     let mut descriptor = ToolDescriptor::new(
         catalog_name,
@@ -72,7 +82,7 @@ pub fn remote_tool(
         .or_else(|| annotations.and_then(|a| a.get("title")))
         .and_then(Value::as_str)
         .map(|t| sanitize_description(t, &SanitizeOptions::for_description()).text);
-    descriptor.output_schema = tool.get("outputSchema").filter(|s| s.is_object()).cloned();
+    descriptor.output_schema = output_schema;
     Ok(RemoteTool {
         name: name.to_owned(),
         definition: Value::Object(definition),
