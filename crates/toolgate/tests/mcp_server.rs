@@ -953,15 +953,18 @@ async fn with_search_a_session_lists_search_and_always_loaded_tools_then_what_it
     assert_ne!(direct.is_error, Some(true), "{direct:?}");
 }
 
+/// A bearer token as `openssl rand -hex 32` makes one (the server takes 32 bytes and up).
+const TOKEN: &str = "9c1e5b7f3a0d2c4e6f8a1b3d5e7f9a0c2e4f6a8b1c3d5e7f9a0b2c4d6e8f0a1b";
+
 #[tokio::test]
 async fn http_requests_without_the_bearer_token_get_401() {
     let server = McpServer::builder(gate(Arc::default())).build();
-    let http = over_http(server, HttpAccess::bearer("s3cret-token").unwrap()).await;
+    let http = over_http(server, HttpAccess::bearer(TOKEN).unwrap()).await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "curl", "version": "1"}}});
     let raw = reqwest::Client::new();
-    for auth in [None, Some("Bearer wrong"), Some("s3cret-token")] {
+    for auth in [None, Some("Bearer wrong"), Some(TOKEN)] {
         let mut request = raw
             .post(&http.url)
             .header("content-type", "application/json")
@@ -977,7 +980,7 @@ async fn http_requests_without_the_bearer_token_get_401() {
             "Bearer realm=\"toolgate\""
         );
     }
-    let client = http_client(&http.url, Some("s3cret-token"), Client::default()).await;
+    let client = http_client(&http.url, Some(TOKEN), Client::default()).await;
     assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
     client.cancel().await.unwrap();
 }

@@ -11,6 +11,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use super::session::Session;
@@ -22,11 +24,17 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8731";
 /// The default path of the MCP endpoint.
 pub const DEFAULT_HTTP_PATH: &str = "/mcp";
 
+/// The shortest bearer token accepted, in bytes: 32 random bytes (64 hex digits
+/// from `openssl rand -hex 32`) cannot be guessed; a short token can.
+pub const MIN_TOKEN_BYTES: usize = 32;
+
 /// Who may use the HTTP endpoint: anyone who can reach it, or only requests
-/// carrying `Authorization: Bearer TOKEN`.
+/// carrying `Authorization: Bearer TOKEN`. Only the token's SHA-256 digest is
+/// kept, and a presented token is compared digest to digest in constant time, so
+/// the time an answer takes says nothing about the token or its length.
 #[derive(Clone, Default)]
 pub struct HttpAccess {
-    token: Option<Arc<str>>,
+    token: Option<Arc<[u8; 32]>>,
 }
 
 impl std::fmt::Debug for HttpAccess {
@@ -43,14 +51,20 @@ impl HttpAccess {
         HttpAccess { token: None }
     }
 
-    /// Requests must carry `Authorization: Bearer {token}`; others get 401.
+    /// Requests must carry `Authorization: Bearer {token}`; others get 401. The
+    /// token (without surrounding whitespace) must be at least
+    /// [`MIN_TOKEN_BYTES`] long.
     pub fn bearer(token: impl Into<String>) -> Result<Self, ServeError> {
         let token = token.into();
-        if token.trim().is_empty() {
+        let token = token.trim();
+        if token.is_empty() {
             return Err(ServeError::EmptyToken);
         }
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(ServeError::TokenTooShort { bytes: token.len() });
+        }
         Ok(HttpAccess {
-            token: Some(token.into()),
+            token: Some(Arc::new(digest(token.as_bytes()))),
         })
     }
 
@@ -105,7 +119,7 @@ pub(crate) fn router(
 }
 
 /// Lets through requests with the right bearer token; answers 401 otherwise.
-async fn bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+async fn bearer(State(token): State<Arc<[u8; 32]>>, request: Request, next: Next) -> Response {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -115,7 +129,7 @@ async fn bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> 
                 .or_else(|| v.strip_prefix("bearer "))
         });
     match presented {
-        Some(presented) if same(presented.trim().as_bytes(), token.as_bytes()) => {
+        Some(presented) if same(&digest(presented.trim().as_bytes()), &token) => {
             next.run(request).await
         }
         _ => (
@@ -127,14 +141,21 @@ async fn bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> 
     }
 }
 
-/// Compares in time that depends only on the lengths.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+fn digest(token: &[u8]) -> [u8; 32] {
+    Sha256::digest(token).into()
+}
+
+/// Compares two digests in constant time (both are always 32 bytes, so nothing
+/// about the presented token's length shows either).
+fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TOKEN: &str = "6f1d0c3e9a7b25d48e0f1a2b3c4d5e6f";
 
     #[test]
     fn a_non_loopback_address_needs_a_token() {
@@ -147,7 +168,7 @@ mod tests {
         ));
         assert!(HttpAccess::open().check(local).is_ok());
         assert!(HttpAccess::open().check(local6).is_ok());
-        assert!(HttpAccess::bearer("s3cret").unwrap().check(lan).is_ok());
+        assert!(HttpAccess::bearer(TOKEN).unwrap().check(lan).is_ok());
     }
 
     #[test]
@@ -171,15 +192,33 @@ mod tests {
     }
 
     #[test]
+    fn a_token_shorter_than_32_bytes_is_refused_saying_how_to_make_one() {
+        for short in ["x", "s3cret", &TOKEN[..31]] {
+            let error = HttpAccess::bearer(short).unwrap_err();
+            assert!(
+                matches!(error, ServeError::TokenTooShort { bytes } if bytes == short.len()),
+                "{short}"
+            );
+            assert!(
+                error.to_string().contains("openssl rand -hex 32"),
+                "{error}"
+            );
+        }
+        assert!(HttpAccess::bearer(&TOKEN[..32]).is_ok());
+        assert!(HttpAccess::bearer(format!("{TOKEN}\n")).is_ok());
+    }
+
+    #[test]
     fn tokens_compare_equal_only_when_identical() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"abcd"));
+        let token = digest(TOKEN.as_bytes());
+        assert!(same(&digest(TOKEN.as_bytes()), &token));
+        assert!(!same(&digest(&TOKEN.as_bytes()[1..]), &token));
+        assert!(!same(&digest(format!("{TOKEN}0").as_bytes()), &token));
     }
 
     #[test]
     fn the_token_is_not_printed() {
-        let access = HttpAccess::bearer("s3cret").unwrap();
-        assert!(!format!("{access:?}").contains("s3cret"));
+        let access = HttpAccess::bearer(TOKEN).unwrap();
+        assert!(!format!("{access:?}").contains(TOKEN));
     }
 }

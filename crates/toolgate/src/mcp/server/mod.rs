@@ -58,7 +58,7 @@ use toolgate_core::search::ListedTools;
 
 pub use downstream::Downstream;
 pub use forward::PeerLookup;
-pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, check_path};
+pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, MIN_TOKEN_BYTES, check_path};
 pub use inflight::DrainReport;
 pub use result::{content_blocks, content_value};
 
@@ -105,8 +105,15 @@ pub enum ServeError {
     )]
     TokenRequired { addr: SocketAddr },
     /// The bearer token is empty.
-    #[error("the bearer token is empty; set the variable to a long random string")]
+    #[error(
+        "the bearer token is empty; set the variable to a long random string, e.g. `openssl rand -hex 32`"
+    )]
     EmptyToken,
+    /// The bearer token is too short to resist guessing.
+    #[error(
+        "the bearer token is {bytes} bytes long, and it must be at least 32: make one with `openssl rand -hex 32`"
+    )]
+    TokenTooShort { bytes: usize },
     /// The endpoint path is not one axum can route.
     #[error(
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
