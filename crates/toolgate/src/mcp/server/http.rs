@@ -1,7 +1,7 @@
 //! The streamable HTTP transport: the MCP endpoint on an axum router, with a
 //! bearer token in front of it where the address is reachable from elsewhere.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
@@ -102,10 +102,12 @@ pub(crate) fn router(
     sessions: CancellationToken,
 ) -> Router {
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(sessions);
-    if !addr.ip().is_loopback() {
+    config = if addr.ip().is_loopback() {
+        config.with_allowed_hosts(allowed_hosts(addr.ip()))
+    } else {
         // The bearer token guards a reachable address; any Host name may lead to it.
-        config = config.disable_allowed_hosts();
-    }
+        config.disable_allowed_hosts()
+    };
     let service = StreamableHttpService::new(
         move || Ok(Session::new(shared.clone())),
         LocalSessionManager::default().into(),
@@ -116,6 +118,13 @@ pub(crate) fn router(
         Some(token) => router.layer(middleware::from_fn_with_state(token.clone(), bearer)),
         None => router,
     }
+}
+
+/// The `Host` names a loopback server answers: its own address and `localhost`.
+/// Any other name is refused (403), so a web page cannot reach the server by
+/// pointing a name it controls at a loopback address (DNS rebinding).
+fn allowed_hosts(ip: IpAddr) -> Vec<String> {
+    vec![ip.to_string(), "localhost".to_owned()]
 }
 
 /// Lets through requests with the right bearer token; answers 401 otherwise.
@@ -169,6 +178,14 @@ mod tests {
         assert!(HttpAccess::open().check(local).is_ok());
         assert!(HttpAccess::open().check(local6).is_ok());
         assert!(HttpAccess::bearer(TOKEN).unwrap().check(lan).is_ok());
+    }
+
+    #[test]
+    fn a_loopback_server_answers_its_own_address_and_localhost() {
+        let second: IpAddr = "127.0.0.2".parse().unwrap();
+        assert_eq!(allowed_hosts(second), ["127.0.0.2", "localhost"]);
+        let six: IpAddr = "::1".parse().unwrap();
+        assert_eq!(allowed_hosts(six), ["::1", "localhost"]);
     }
 
     #[test]
