@@ -9,12 +9,12 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use super::capacity;
 use super::session::Session;
 use super::{ServeError, Shared};
 
@@ -92,8 +92,9 @@ pub fn check_path(path: &str) -> Result<(), ServeError> {
     }
 }
 
-/// The router serving the MCP endpoint at `path`. Sessions end when `sessions`
-/// is cancelled.
+/// The router serving the MCP endpoint at `path`, its sessions capped (see
+/// `capacity`); the bearer token, if any, is checked first. Sessions end when
+/// `sessions` is cancelled.
 pub(crate) fn router(
     shared: Arc<Shared>,
     path: &str,
@@ -108,12 +109,15 @@ pub(crate) fn router(
         // The bearer token guards a reachable address; any Host name may lead to it.
         config.disable_allowed_hosts()
     };
+    let capped = shared.http_sessions.clone();
     let service = StreamableHttpService::new(
         move || Ok(Session::new(shared.clone())),
-        LocalSessionManager::default().into(),
+        capped.clone(),
         config,
     );
-    let router = Router::new().route_service(path, service);
+    let router = Router::new()
+        .route_service(path, service)
+        .layer(middleware::from_fn_with_state(capped, capacity::admit));
     match &access.token {
         Some(token) => router.layer(middleware::from_fn_with_state(token.clone(), bearer)),
         None => router,
