@@ -425,7 +425,7 @@ async fn an_unknown_tool_is_a_protocol_error_suggesting_the_closest_name() {
 }
 
 #[tokio::test]
-async fn a_tool_the_principal_may_not_use_is_refused_with_the_reason() {
+async fn a_tool_outside_the_principal_s_view_is_as_unknown_as_a_missing_one() {
     let reader = Principal {
         id: "reader".into(),
         ceiling: Tier::Read,
@@ -435,13 +435,24 @@ async fn a_tool_the_principal_may_not_use_is_refused_with_the_reason() {
         .principal(reader)
         .build();
     let session = over_pipe(server, Client::default()).await;
-    let result = session
+    let hidden = session
         .client
-        .call_tool(call("delete_account", json!({"account_id": "X"})))
+        .call_tool(call("delete_account", json!({"account_id": 42})))
         .await
-        .unwrap();
-    assert_eq!(result.is_error, Some(true));
-    assert!(text(&result).contains("not allowed"), "{}", text(&result));
+        .unwrap_err()
+        .to_string();
+    let missing = session
+        .client
+        .call_tool(call("delete_acount", json!({"account_id": 42})))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        hidden.contains("no tool is named `delete_account`"),
+        "{hidden}"
+    );
+    assert_eq!(hidden.replace("delete_account", "delete_acount"), missing);
+    assert!(!missing.contains("did you mean"), "{missing}");
 }
 
 #[tokio::test]

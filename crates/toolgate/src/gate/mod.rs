@@ -301,13 +301,32 @@ impl Gate {
         let mut entry = self.audit_entry(RecordKind::Refusal, session, &call, principal);
         entry.arguments = redact_arguments(&call.arguments, &Value::Null);
 
-        // Resolve.
+        // Resolve: a tool outside the principal's view is unknown to it, exactly
+        // as a name no tool has, and only tools it may use are suggested. Nothing
+        // about it (argument rules, flow, availability) is checked, so nothing leaks.
         let tool = match self.catalog.get(&call.name) {
-            Ok(tool) => tool.clone(),
-            Err(e) => {
-                return self.refuse(entry, "unknown_tool", Outcome::error(e.to_string(), false));
+            Ok(tool) if principal.sees(tool.descriptor()) => tool.clone(),
+            found => {
+                let unknown = self.unknown_to(&call.name, principal);
+                if let Ok(hidden) = found {
+                    let verdict = self.policy.decide(hidden.descriptor(), principal);
+                    entry.decision = Some(Decision::Deny);
+                    entry.reason = Some(verdict.reason);
+                }
+                return self.refuse(entry, "unknown_tool", unknown);
             }
         };
+        // A tool the policy denies this principal is refused before its arguments
+        // or the flow are looked at.
+        let verdict = self.policy.decide(tool.descriptor(), principal);
+        if verdict.decision == Decision::Deny {
+            entry.decision = Some(verdict.decision);
+            entry.reason = Some(verdict.reason.clone());
+            let outcome = Outcome::Denied {
+                reason: verdict.reason,
+            };
+            return self.refuse(entry, "denied", outcome);
+        }
         let Some(tool_entry) = self.entries.get(&call.name) else {
             return self.refuse(
                 entry,
@@ -334,7 +353,7 @@ impl Gate {
             Err(refusal) => return self.refuse(entry, refusal.status, refusal.outcome),
         };
         // Authorize.
-        let verdict = admitted.decide(self.policy.decide(tool.descriptor(), principal));
+        let verdict = admitted.decide(verdict);
         entry.decision = Some(verdict.decision);
         entry.reason = Some(verdict.reason.clone());
         match verdict.decision {
@@ -478,6 +497,25 @@ impl Gate {
                 false,
             ),
         }
+    }
+
+    /// Whether `principal` may know of the tool `name`: it is in the catalog and
+    /// in the principal's view ([`Principal::sees`]). A call to any other name is
+    /// refused as unknown.
+    pub fn knows(&self, name: &str, principal: &Principal) -> bool {
+        self.catalog
+            .get(name)
+            .is_ok_and(|tool| principal.sees(tool.descriptor()))
+    }
+
+    /// The refusal of a call to a tool `principal` does not know of: the same for
+    /// a tool outside its view as for a name no tool has, suggesting only tools
+    /// it may use (in its view, not denied it by the policy).
+    fn unknown_to(&self, name: &str, principal: &Principal) -> Outcome {
+        let error = self.catalog.unknown(name, |tool| {
+            principal.sees(tool) && self.policy.decide(tool, principal).decision != Decision::Deny
+        });
+        Outcome::error(error.to_string(), false)
     }
 
     /// Output check and sanitizing for a value the tool returned.
