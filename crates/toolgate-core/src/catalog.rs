@@ -5,8 +5,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use crate::{
-    DynTool, NameError, Native, ToolDescriptor, ToolHandler, ToolSource, closest_names,
-    validate_name,
+    DynTool, MAX_NAME_LEN, NameError, Native, ToolDescriptor, ToolHandler, ToolSource, clip_text,
+    closest_names, validate_name,
 };
 
 /// Why a tool could not be registered or found.
@@ -32,6 +32,8 @@ pub enum CatalogError {
 }
 
 fn unknown_message(name: &str, suggestions: &[String]) -> String {
+    // A caller's name is echoed only in part: a huge name is not sent back whole.
+    let name = clip_text(name, MAX_NAME_LEN);
     match suggestions {
         [] => format!("no tool is named `{name}`"),
         [one] => format!("no tool is named `{name}`; did you mean `{one}`?"),

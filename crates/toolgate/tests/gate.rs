@@ -480,6 +480,7 @@ fn fast() -> GateOptions {
         backoff: Duration::from_millis(10),
         per_tool_concurrency: 8,
         fail_on_output_mismatch: false,
+        ..GateOptions::default()
     }
 }
 
