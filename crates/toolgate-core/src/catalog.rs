@@ -32,8 +32,6 @@ pub enum CatalogError {
 }
 
 fn unknown_message(name: &str, suggestions: &[String]) -> String {
-    // A caller's name is echoed only in part: a huge name is not sent back whole.
-    let name = clip_text(name, MAX_NAME_LEN);
     match suggestions {
         [] => format!("no tool is named `{name}`"),
         [one] => format!("no tool is named `{name}`; did you mean `{one}`?"),
@@ -100,17 +98,28 @@ impl Catalog {
             .ok_or_else(|| self.unknown(name, |_| true))
     }
 
+    /// The tool named `name`, if there is one (no suggestions are looked for).
+    pub fn find(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.tools.get(name)
+    }
+
     /// The error for a call to `name` by a caller that may know only the tools
-    /// `visible` admits: the closest of those names are suggested, no other.
+    /// `visible` admits: the closest of those names are suggested, no other. A
+    /// name longer than any tool may have is like none, and is not compared.
     pub fn unknown(&self, name: &str, visible: impl Fn(&ToolDescriptor) -> bool) -> CatalogError {
-        let names = self
-            .tools
-            .iter()
-            .filter(|(_, tool)| visible(tool.descriptor()))
-            .map(|(name, _)| name.as_str());
+        let suggestions = if name.len() > MAX_NAME_LEN {
+            Vec::new()
+        } else {
+            let names = self
+                .tools
+                .iter()
+                .filter(|(_, tool)| visible(tool.descriptor()))
+                .map(|(name, _)| name.as_str());
+            closest_names(name, names)
+        };
         CatalogError::Unknown {
-            name: name.to_owned(),
-            suggestions: closest_names(name, names),
+            name: clip_text(name, MAX_NAME_LEN).into_owned(),
+            suggestions,
         }
     }
 

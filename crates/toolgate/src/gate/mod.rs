@@ -328,11 +328,11 @@ impl Gate {
         // Resolve: a tool outside the principal's view is unknown to it, exactly
         // as a name no tool has, and only tools it may use are suggested. Nothing
         // about it (argument rules, flow, availability) is checked, so nothing leaks.
-        let tool = match self.catalog.get(&call.name) {
-            Ok(tool) if principal.sees(tool.descriptor()) => tool.clone(),
+        let tool = match self.catalog.find(&call.name) {
+            Some(tool) if principal.sees(tool.descriptor()) => tool.clone(),
             found => {
                 let unknown = self.unknown_to(&call.name, principal);
-                if let Ok(hidden) = found {
+                if let Some(hidden) = found {
                     let verdict = self.policy.decide(hidden.descriptor(), principal);
                     entry.decision = Some(Decision::Deny);
                     entry.reason = Some(verdict.reason);
@@ -528,8 +528,8 @@ impl Gate {
     /// refused as unknown.
     pub fn knows(&self, name: &str, principal: &Principal) -> bool {
         self.catalog
-            .get(name)
-            .is_ok_and(|tool| principal.sees(tool.descriptor()))
+            .find(name)
+            .is_some_and(|tool| principal.sees(tool.descriptor()))
     }
 
     /// The refusal of a call to a tool `principal` does not know of: the same for
@@ -608,7 +608,7 @@ impl Gate {
             session: session.to_owned(),
             principal: principal.id.clone(),
             tool: clip_text(&call.name, MAX_NAME_LEN).into_owned(),
-            effect: self.catalog.get(&call.name).ok().map(|t| t.effect()),
+            effect: self.catalog.find(&call.name).map(|t| t.effect()),
             arguments: Value::Null,
             decision: None,
             reason: None,
