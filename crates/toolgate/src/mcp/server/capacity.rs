@@ -10,7 +10,8 @@
 //! over the client's own cap, one of its own; over the overall cap, one of the
 //! client holding the most sessions, so a flood from a few addresses displaces
 //! its own sessions before anyone else's. When every candidate has a call in
-//! flight, the new session is refused: 503 with a JSON-RPC error saying so.
+//! flight (or its own `initialize` unanswered), the new session is refused: 503
+//! with a JSON-RPC error saying so.
 //!
 //! [`CappedSessions`] wraps rmcp's in-memory session manager and keeps the books;
 //! the [`admit`] middleware reserves a place before the transport creates the
@@ -271,7 +272,7 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    /// The session took its place.
+    /// The session took its place; its `initialize` is in flight until answered.
     fn take(mut self, id: SessionId) {
         let mut books = self.books.lock().unwrap_or_else(PoisonError::into_inner);
         release(&mut books, self.client);
@@ -280,7 +281,7 @@ impl Reservation {
             Live {
                 client: self.client,
                 last_active: Instant::now(),
-                in_flight: 0,
+                in_flight: 1,
             },
         );
         self.taken = true;
@@ -364,8 +365,9 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.touch(id, 0);
-        self.inner.initialize_session(id, message).await
+        let answered = self.inner.initialize_session(id, message).await;
+        self.touch(id, -1);
+        answered
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -508,6 +510,7 @@ mod tests {
         );
         let id: SessionId = name.into();
         reservation.take(id.clone());
+        sessions.touch(&id, -1);
         Ok(id)
     }
 
@@ -565,6 +568,17 @@ mod tests {
         sessions.touch(&"a2".into(), -1);
         open(&sessions, a, "a3").unwrap();
         assert!(!sessions.books().live.contains_key("a2"));
+    }
+
+    #[test]
+    fn a_session_whose_initialize_is_unanswered_is_never_displaced() {
+        let sessions = CappedSessions::new(limits(10, 1));
+        let a = client("10.0.0.1");
+        let (reservation, _) = sessions.reserve_now(a).unwrap();
+        reservation.take("a1".into());
+        assert!(sessions.reserve_now(a).is_err());
+        sessions.touch(&"a1".into(), -1);
+        assert!(sessions.reserve_now(a).is_ok());
     }
 
     #[test]
