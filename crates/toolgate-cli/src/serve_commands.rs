@@ -11,8 +11,8 @@ use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use toolgate::mcp::client::{UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
-    DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, McpServer, ServeOptions, check_path,
-    shutdown_signal,
+    DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    HttpAccess, McpServer, ServeOptions, SessionLimits, check_path, shutdown_signal,
 };
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
@@ -50,6 +50,16 @@ pub struct ServeArgs {
     /// How long to wait for a person to answer an approval asked in the client.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
     approval_timeout: Duration,
+    /// HTTP sessions live at once, at most; a new one over the cap takes the
+    /// place of the longest-idle session without a call in flight.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, requires = "http")]
+    max_sessions: usize,
+    /// HTTP sessions of one client (IP address) live at once, at most.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS_PER_CLIENT, requires = "http")]
+    max_sessions_per_client: usize,
+    /// How long an HTTP session may sit idle before it is closed.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration, requires = "http")]
+    session_idle: Duration,
 }
 
 pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> CommandResult {
@@ -105,6 +115,11 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         .options(ServeOptions {
             grace: args.grace,
             approval_timeout: args.approval_timeout,
+            sessions: SessionLimits {
+                max_sessions: args.max_sessions,
+                max_per_client: args.max_sessions_per_client,
+                idle_timeout: args.session_idle,
+            },
         });
     if args.search {
         let always = spec.tools.iter().filter(|t| t.always_loaded);

@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::{DynTool, NameError, Native, ToolHandler, ToolSource, closest_names, validate_name};
+use crate::{
+    DynTool, MAX_NAME_LEN, NameError, Native, ToolDescriptor, ToolHandler, ToolSource, clip_text,
+    closest_names, validate_name,
+};
 
 /// Why a tool could not be registered or found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,10 +93,34 @@ impl Catalog {
 
     /// The tool named `name`, or an error suggesting the closest names.
     pub fn get(&self, name: &str) -> Result<&Arc<dyn DynTool>, CatalogError> {
-        self.tools.get(name).ok_or_else(|| CatalogError::Unknown {
-            name: name.to_owned(),
-            suggestions: closest_names(name, self.names()),
-        })
+        self.tools
+            .get(name)
+            .ok_or_else(|| self.unknown(name, |_| true))
+    }
+
+    /// The tool named `name`, if there is one (no suggestions are looked for).
+    pub fn find(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.tools.get(name)
+    }
+
+    /// The error for a call to `name` by a caller that may know only the tools
+    /// `visible` admits: the closest of those names are suggested, no other. A
+    /// name longer than any tool may have is like none, and is not compared.
+    pub fn unknown(&self, name: &str, visible: impl Fn(&ToolDescriptor) -> bool) -> CatalogError {
+        let suggestions = if name.len() > MAX_NAME_LEN {
+            Vec::new()
+        } else {
+            let names = self
+                .tools
+                .iter()
+                .filter(|(_, tool)| visible(tool.descriptor()))
+                .map(|(name, _)| name.as_str());
+            closest_names(name, names)
+        };
+        CatalogError::Unknown {
+            name: clip_text(name, MAX_NAME_LEN).into_owned(),
+            suggestions,
+        }
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -232,5 +259,20 @@ mod tests {
         );
         let err = catalog.get("weather").err().unwrap();
         assert_eq!(err.to_string(), "no tool is named `weather`");
+    }
+
+    #[test]
+    fn an_unknown_name_suggests_only_visible_tools() {
+        let mut catalog = Catalog::new();
+        for name in ["lookup_order", "lookup_orders_admin"] {
+            catalog.register(tool(name, ToolSource::Builtin)).unwrap();
+        }
+        let err = catalog.unknown("lookup_ordr", |d| d.name != "lookup_order");
+        assert_eq!(
+            err.to_string(),
+            "no tool is named `lookup_ordr`; did you mean `lookup_orders_admin`?"
+        );
+        let err = catalog.unknown("lookup_ordr", |_| false);
+        assert_eq!(err.to_string(), "no tool is named `lookup_ordr`");
     }
 }

@@ -8,6 +8,7 @@
 mod audit;
 mod canonical;
 mod catalog;
+mod clip;
 mod ctx;
 mod descriptor;
 mod digest;
@@ -34,6 +35,10 @@ pub use audit::{
 };
 pub use canonical::{canonical_json, content_hash, sha256_hex};
 pub use catalog::{Catalog, CatalogError};
+pub use clip::{
+    AUDIT_ARGUMENTS_BYTES, AUDIT_STRING_BYTES, CLIPPED_KEY, ECHO_CHARS, audit_arguments,
+    clip_for_audit, clip_text, json_len,
+};
 pub use ctx::ToolCtx;
 pub use descriptor::{Scheduling, ToolDescriptor, ToolSource};
 pub use digest::{planner_digest, planner_digest_in_flow};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Tier;
+use crate::{Tier, ToolDescriptor};
 
 /// The caller of a tool. `scopes` are tool-name patterns: an exact name, a
 /// namespace wildcard `ns.*`, or `*` for every tool.
@@ -26,6 +26,13 @@ impl Principal {
     /// Whether any scope admits `tool`.
     pub fn has_scope_for(&self, tool: &str) -> bool {
         self.scopes.iter().any(|scope| scope_matches(scope, tool))
+    }
+
+    /// Whether `tool` is in this principal's view: within its tier ceiling and its
+    /// scopes. A tool outside its view does not exist for it: a call is refused
+    /// as unknown, and its name is never suggested.
+    pub fn sees(&self, tool: &ToolDescriptor) -> bool {
+        tool.effect.tier() <= self.ceiling && self.has_scope_for(&tool.name)
     }
 }
 

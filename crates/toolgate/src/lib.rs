@@ -53,7 +53,8 @@ mod spec_tool;
 mod store;
 
 pub use gate::{
-    ArgumentProblem, Gate, GateBuilder, GateOptions, Outcome, ToolCall, invalid_arguments_message,
+    ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, Gate, GateBuilder, GateOptions, Outcome, ToolCall,
+    invalid_arguments_message,
 };
 #[cfg(feature = "http")]
 pub use http::{

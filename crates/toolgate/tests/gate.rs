@@ -480,6 +480,7 @@ fn fast() -> GateOptions {
         backoff: Duration::from_millis(10),
         per_tool_concurrency: 8,
         fail_on_output_mismatch: false,
+        ..GateOptions::default()
     }
 }
 
@@ -963,10 +964,11 @@ async fn a_denied_call_never_reaches_the_handler() {
         .policy(lenient)
         .options(fast())
         .build();
+    // It is outside the principal's view, so it is unknown to it.
     let outcome = open.call("s", refund(), &agent(Tier::Write, &["*"])).await;
-    assert!(denial(&outcome).contains("destructive tier"), "{outcome:?}");
+    assert_eq!(error(&outcome).0, "no tool is named `refund_order`");
 
-    // A tool outside the principal's scopes.
+    // A tool outside the principal's scopes: unknown to it too.
     let outcome = open
         .call(
             "s",
@@ -974,10 +976,7 @@ async fn a_denied_call_never_reaches_the_handler() {
             &agent(Tier::External, &["lookup_order", "crm.*"]),
         )
         .await;
-    assert!(
-        denial(&outcome).contains("outside the scopes"),
-        "{outcome:?}"
-    );
+    assert_eq!(error(&outcome).0, "no tool is named `refund_order`");
 
     assert_eq!(runs.count(), 0);
     for gate in [&by_rule, &open] {
@@ -986,8 +985,10 @@ async fn a_denied_call_never_reaches_the_handler() {
             "nobody was asked"
         );
         assert!(
-            log(gate).iter().all(|r| r.entry.kind == RecordKind::Refusal
-                && r.entry.outcome.as_deref() == Some("denied")),
+            log(gate)
+                .iter()
+                .all(|r| r.entry.kind == RecordKind::Refusal
+                    && r.entry.decision == Some(Decision::Deny)),
             "nothing was recorded as about to run"
         );
     }

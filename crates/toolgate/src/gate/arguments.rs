@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use toolgate_core::{ECHO_CHARS, clip_text};
 
 /// One way the arguments break the tool's input schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -46,8 +47,9 @@ impl ArgumentChecker {
         }
         let problems: Vec<ArgumentProblem> = validator
             .iter_errors(arguments)
+            .take(MAX_PROBLEMS + 1)
             .map(|e| ArgumentProblem {
-                path: e.instance_path().as_str().to_owned(),
+                path: clip_text(e.instance_path().as_str(), ECHO_CHARS).into_owned(),
                 rule: e.kind().keyword().to_owned(),
                 message: describe(&e),
             })
@@ -56,9 +58,27 @@ impl ArgumentChecker {
     }
 }
 
+/// How many problems are reported at most; past them, the message says there are more.
+const MAX_PROBLEMS: usize = 20;
+
+/// How long one problem's message may be, once the value it quotes is cut.
+const MAX_PROBLEM_CHARS: usize = 600;
+
 /// The validator's message, except that an enum lists every allowed value (the
-/// validator elides all but two), so the model can pick one.
+/// validator elides all but two), so the model can pick one, and that the value
+/// it quotes is cut to [`ECHO_CHARS`] (a 4 MiB argument is not sent back whole).
 fn describe(error: &jsonschema::ValidationError<'_>) -> String {
+    let message = message(error);
+    let quoted = error.instance().to_string();
+    let message = if quoted.chars().nth(ECHO_CHARS).is_some() {
+        message.replacen(&quoted, &clip_text(&quoted, ECHO_CHARS), 1)
+    } else {
+        message
+    };
+    clip_text(&message, MAX_PROBLEM_CHARS).into_owned()
+}
+
+fn message(error: &jsonschema::ValidationError<'_>) -> String {
     match error.kind() {
         jsonschema::error::ValidationErrorKind::Enum { options } => {
             let allowed = options.as_array().map_or_else(
@@ -115,13 +135,16 @@ fn fill_defaults(schema: &Value, root: &Value, value: &mut Value, depth: usize) 
 pub fn invalid_arguments_message(tool: &str, problems: &[ArgumentProblem]) -> String {
     let mut message =
         format!("the arguments for `{tool}` are invalid; nothing ran. Fix these and call again:");
-    for p in problems {
+    for p in problems.iter().take(MAX_PROBLEMS) {
         let at = if p.path.is_empty() {
             "(the arguments)".to_owned()
         } else {
             format!("`{}`", p.path)
         };
         message.push_str(&format!("\n- at {at}: {} [{}]", p.message, p.rule));
+    }
+    if problems.len() > MAX_PROBLEMS {
+        message.push_str("\n- and more: fix these first, then call again to see the rest");
     }
     message
 }
@@ -150,6 +173,30 @@ mod tests {
             checker.check(&json!({"limit": 3})).unwrap(),
             json!({"limit": 3})
         );
+    }
+
+    #[test]
+    fn a_huge_invalid_value_is_quoted_only_in_part() {
+        let schema = json!({"type": "object", "properties": {"order_id": {"type": "integer"}}});
+        let huge = "7".repeat(4 << 20);
+        let problems = ArgumentChecker::new(&schema)
+            .check(&json!({"order_id": huge}))
+            .unwrap_err();
+        let message = invalid_arguments_message("lookup_order", &problems);
+        assert!(message.len() < 1000, "{} bytes", message.len());
+        assert!(message.contains("bytes more)"), "{message}");
+        assert!(message.contains("is not of type"), "{message}");
+    }
+
+    #[test]
+    fn at_most_twenty_problems_are_listed() {
+        let schema = json!({"type": "array", "items": {"type": "integer"}});
+        let problems = ArgumentChecker::new(&schema)
+            .check(&json!(vec!["x"; 10_000]))
+            .unwrap_err();
+        let message = invalid_arguments_message("t", &problems);
+        assert_eq!(message.matches("\n- at ").count(), MAX_PROBLEMS);
+        assert!(message.ends_with("call again to see the rest"), "{message}");
     }
 
     #[test]

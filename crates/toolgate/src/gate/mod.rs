@@ -22,9 +22,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::spec::{SpecFile, template};
 use toolgate_core::{
-    AuditEntry, Catalog, CatalogError, Decision, DynTool, Effect, Policy, Principal, RecordKind,
-    SanitizeOptions, ToolCtx, ToolError, content_hash, redact_arguments, sanitize_output,
-    sanitize_value,
+    AuditEntry, Catalog, CatalogError, Decision, DynTool, Effect, MAX_NAME_LEN, Policy, Principal,
+    RecordKind, SanitizeOptions, ToolCtx, ToolError, audit_arguments, clip_text, content_hash,
+    json_len, sanitize_output, sanitize_value,
 };
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
@@ -66,7 +66,16 @@ pub struct GateOptions {
     pub per_tool_concurrency: usize,
     /// Fail a call whose value does not match the tool's `returns` (else report it).
     pub fail_on_output_mismatch: bool,
+    /// The largest arguments a call may have, as compact JSON; larger ones are
+    /// refused before anything reads them.
+    pub max_argument_bytes: usize,
 }
+
+/// The default of [`GateOptions::max_argument_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// How much of an error message the audit log keeps (the caller gets it whole).
+const AUDIT_MESSAGE_CHARS: usize = 4096;
 
 impl Default for GateOptions {
     fn default() -> Self {
@@ -76,6 +85,7 @@ impl Default for GateOptions {
             backoff: Duration::from_millis(100),
             per_tool_concurrency: 8,
             fail_on_output_mismatch: false,
+            max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
         }
     }
 }
@@ -299,15 +309,48 @@ impl Gate {
     ) -> Outcome {
         let started = Instant::now();
         let mut entry = self.audit_entry(RecordKind::Refusal, session, &call, principal);
-        entry.arguments = redact_arguments(&call.arguments, &Value::Null);
+        entry.arguments = audit_arguments(&call.arguments, &Value::Null);
 
-        // Resolve.
-        let tool = match self.catalog.get(&call.name) {
-            Ok(tool) => tool.clone(),
-            Err(e) => {
-                return self.refuse(entry, "unknown_tool", Outcome::error(e.to_string(), false));
+        // Bound: arguments past the limit are refused before anything reads them.
+        let size = json_len(&call.arguments);
+        if size > self.options.max_argument_bytes {
+            let outcome = Outcome::error(
+                format!(
+                    "the arguments for `{}` are {size} bytes, more than the {} bytes a call may carry; nothing ran. Send less (pass large content by reference, such as a URL or a file path, if the tool takes one)",
+                    clip_text(&call.name, MAX_NAME_LEN),
+                    self.options.max_argument_bytes
+                ),
+                false,
+            );
+            return self.refuse(entry, "too_large", outcome);
+        }
+
+        // Resolve: a tool outside the principal's view is unknown to it, exactly
+        // as a name no tool has, and only tools it may use are suggested. Nothing
+        // about it (argument rules, flow, availability) is checked, so nothing leaks.
+        let tool = match self.catalog.find(&call.name) {
+            Some(tool) if principal.sees(tool.descriptor()) => tool.clone(),
+            found => {
+                let unknown = self.unknown_to(&call.name, principal);
+                if let Some(hidden) = found {
+                    let verdict = self.policy.decide(hidden.descriptor(), principal);
+                    entry.decision = Some(Decision::Deny);
+                    entry.reason = Some(verdict.reason);
+                }
+                return self.refuse(entry, "unknown_tool", unknown);
             }
         };
+        // A tool the policy denies this principal is refused before its arguments
+        // or the flow are looked at.
+        let verdict = self.policy.decide(tool.descriptor(), principal);
+        if verdict.decision == Decision::Deny {
+            entry.decision = Some(verdict.decision);
+            entry.reason = Some(verdict.reason.clone());
+            let outcome = Outcome::Denied {
+                reason: verdict.reason,
+            };
+            return self.refuse(entry, "denied", outcome);
+        }
         let Some(tool_entry) = self.entries.get(&call.name) else {
             return self.refuse(
                 entry,
@@ -327,14 +370,14 @@ impl Gate {
                 return self.refuse(entry, "invalid", outcome);
             }
         };
-        entry.arguments = redact_arguments(&arguments, tool.input_schema());
+        entry.arguments = audit_arguments(&arguments, tool.input_schema());
         // Admit: the conversation's flow may not allow this call yet (see `crate::flow`).
         let admitted = match self.flow.admit(self, session, &call.name, &arguments).await {
             Ok(admitted) => admitted,
             Err(refusal) => return self.refuse(entry, refusal.status, refusal.outcome),
         };
         // Authorize.
-        let verdict = admitted.decide(self.policy.decide(tool.descriptor(), principal));
+        let verdict = admitted.decide(verdict);
         entry.decision = Some(verdict.decision);
         entry.reason = Some(verdict.reason.clone());
         match verdict.decision {
@@ -465,7 +508,7 @@ impl Gate {
         entry.time = self.now();
         entry.arguments = Value::Null;
         entry.outcome = Some(if outcome.is_ok() { "ok" } else { status }.to_owned());
-        entry.message = (!outcome.is_ok()).then(|| outcome.message_for_model());
+        entry.message = (!outcome.is_ok()).then(|| audit_message(&outcome));
         entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         entry.attempts = Some(attempts);
         match self.store.complete(session, &writes, intent, entry) {
@@ -478,6 +521,25 @@ impl Gate {
                 false,
             ),
         }
+    }
+
+    /// Whether `principal` may know of the tool `name`: it is in the catalog and
+    /// in the principal's view ([`Principal::sees`]). A call to any other name is
+    /// refused as unknown.
+    pub fn knows(&self, name: &str, principal: &Principal) -> bool {
+        self.catalog
+            .find(name)
+            .is_some_and(|tool| principal.sees(tool.descriptor()))
+    }
+
+    /// The refusal of a call to a tool `principal` does not know of: the same for
+    /// a tool outside its view as for a name no tool has, suggesting only tools
+    /// it may use (in its view, not denied it by the policy).
+    fn unknown_to(&self, name: &str, principal: &Principal) -> Outcome {
+        let error = self.catalog.unknown(name, |tool| {
+            principal.sees(tool) && self.policy.decide(tool, principal).decision != Decision::Deny
+        });
+        Outcome::error(error.to_string(), false)
     }
 
     /// Output check and sanitizing for a value the tool returned.
@@ -541,11 +603,12 @@ impl Gate {
             time: self.now(),
             kind,
             run_id: String::new(),
-            call_id: call.id.clone(),
+            // A caller's id and tool name are kept only in part when huge.
+            call_id: clip_text(&call.id, MAX_NAME_LEN).into_owned(),
             session: session.to_owned(),
             principal: principal.id.clone(),
-            tool: call.name.clone(),
-            effect: self.catalog.get(&call.name).ok().map(|t| t.effect()),
+            tool: clip_text(&call.name, MAX_NAME_LEN).into_owned(),
+            effect: self.catalog.find(&call.name).map(|t| t.effect()),
             arguments: Value::Null,
             decision: None,
             reason: None,
@@ -559,12 +622,17 @@ impl Gate {
     /// Records a call that did not run, and returns its outcome.
     fn refuse(&self, mut entry: AuditEntry, status: &str, outcome: Outcome) -> Outcome {
         entry.outcome = Some(status.to_owned());
-        entry.message = Some(outcome.message_for_model());
+        entry.message = Some(audit_message(&outcome));
         match self.store.append(entry) {
             Ok(_) => outcome,
             Err(e) => store_failure("the audit log", e),
         }
     }
+}
+
+/// An outcome's message as the audit log keeps it: cut when long.
+fn audit_message(outcome: &Outcome) -> String {
+    clip_text(&outcome.message_for_model(), AUDIT_MESSAGE_CHARS).into_owned()
 }
 
 /// What a successful call writes to state: `set_state`, then `save_response_as`.

@@ -1,7 +1,7 @@
 //! The streamable HTTP transport: the MCP endpoint on an axum router, with a
 //! bearer token in front of it where the address is reachable from elsewhere.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
@@ -9,10 +9,12 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use super::capacity;
 use super::session::Session;
 use super::{ServeError, Shared};
 
@@ -22,11 +24,17 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8731";
 /// The default path of the MCP endpoint.
 pub const DEFAULT_HTTP_PATH: &str = "/mcp";
 
+/// The shortest bearer token accepted, in bytes: 32 random bytes (64 hex digits
+/// from `openssl rand -hex 32`) cannot be guessed; a short token can.
+pub const MIN_TOKEN_BYTES: usize = 32;
+
 /// Who may use the HTTP endpoint: anyone who can reach it, or only requests
-/// carrying `Authorization: Bearer TOKEN`.
+/// carrying `Authorization: Bearer TOKEN`. Only the token's SHA-256 digest is
+/// kept, and a presented token is compared digest to digest in constant time, so
+/// the time an answer takes says nothing about the token or its length.
 #[derive(Clone, Default)]
 pub struct HttpAccess {
-    token: Option<Arc<str>>,
+    token: Option<Arc<[u8; 32]>>,
 }
 
 impl std::fmt::Debug for HttpAccess {
@@ -43,14 +51,20 @@ impl HttpAccess {
         HttpAccess { token: None }
     }
 
-    /// Requests must carry `Authorization: Bearer {token}`; others get 401.
+    /// Requests must carry `Authorization: Bearer {token}`; others get 401. The
+    /// token (without surrounding whitespace) must be at least
+    /// [`MIN_TOKEN_BYTES`] long.
     pub fn bearer(token: impl Into<String>) -> Result<Self, ServeError> {
         let token = token.into();
-        if token.trim().is_empty() {
+        let token = token.trim();
+        if token.is_empty() {
             return Err(ServeError::EmptyToken);
         }
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(ServeError::TokenTooShort { bytes: token.len() });
+        }
         Ok(HttpAccess {
-            token: Some(token.into()),
+            token: Some(Arc::new(digest(token.as_bytes()))),
         })
     }
 
@@ -78,8 +92,9 @@ pub fn check_path(path: &str) -> Result<(), ServeError> {
     }
 }
 
-/// The router serving the MCP endpoint at `path`. Sessions end when `sessions`
-/// is cancelled.
+/// The router serving the MCP endpoint at `path`, its sessions capped (see
+/// `capacity`); the bearer token, if any, is checked first. Sessions end when
+/// `sessions` is cancelled.
 pub(crate) fn router(
     shared: Arc<Shared>,
     path: &str,
@@ -88,24 +103,36 @@ pub(crate) fn router(
     sessions: CancellationToken,
 ) -> Router {
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(sessions);
-    if !addr.ip().is_loopback() {
+    config = if addr.ip().is_loopback() {
+        config.with_allowed_hosts(allowed_hosts(addr.ip()))
+    } else {
         // The bearer token guards a reachable address; any Host name may lead to it.
-        config = config.disable_allowed_hosts();
-    }
+        config.disable_allowed_hosts()
+    };
+    let capped = shared.http_sessions.clone();
     let service = StreamableHttpService::new(
         move || Ok(Session::new(shared.clone())),
-        LocalSessionManager::default().into(),
+        capped.clone(),
         config,
     );
-    let router = Router::new().route_service(path, service);
+    let router = Router::new()
+        .route_service(path, service)
+        .layer(middleware::from_fn_with_state(capped, capacity::admit));
     match &access.token {
         Some(token) => router.layer(middleware::from_fn_with_state(token.clone(), bearer)),
         None => router,
     }
 }
 
+/// The `Host` names a loopback server answers: its own address and `localhost`.
+/// Any other name is refused (403), so a web page cannot reach the server by
+/// pointing a name it controls at a loopback address (DNS rebinding).
+fn allowed_hosts(ip: IpAddr) -> Vec<String> {
+    vec![ip.to_string(), "localhost".to_owned()]
+}
+
 /// Lets through requests with the right bearer token; answers 401 otherwise.
-async fn bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+async fn bearer(State(token): State<Arc<[u8; 32]>>, request: Request, next: Next) -> Response {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -115,7 +142,7 @@ async fn bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> 
                 .or_else(|| v.strip_prefix("bearer "))
         });
     match presented {
-        Some(presented) if same(presented.trim().as_bytes(), token.as_bytes()) => {
+        Some(presented) if same(&digest(presented.trim().as_bytes()), &token) => {
             next.run(request).await
         }
         _ => (
@@ -127,14 +154,21 @@ async fn bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> 
     }
 }
 
-/// Compares in time that depends only on the lengths.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+fn digest(token: &[u8]) -> [u8; 32] {
+    Sha256::digest(token).into()
+}
+
+/// Compares two digests in constant time (both are always 32 bytes, so nothing
+/// about the presented token's length shows either).
+fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TOKEN: &str = "6f1d0c3e9a7b25d48e0f1a2b3c4d5e6f";
 
     #[test]
     fn a_non_loopback_address_needs_a_token() {
@@ -147,7 +181,15 @@ mod tests {
         ));
         assert!(HttpAccess::open().check(local).is_ok());
         assert!(HttpAccess::open().check(local6).is_ok());
-        assert!(HttpAccess::bearer("s3cret").unwrap().check(lan).is_ok());
+        assert!(HttpAccess::bearer(TOKEN).unwrap().check(lan).is_ok());
+    }
+
+    #[test]
+    fn a_loopback_server_answers_its_own_address_and_localhost() {
+        let second: IpAddr = "127.0.0.2".parse().unwrap();
+        assert_eq!(allowed_hosts(second), ["127.0.0.2", "localhost"]);
+        let six: IpAddr = "::1".parse().unwrap();
+        assert_eq!(allowed_hosts(six), ["::1", "localhost"]);
     }
 
     #[test]
@@ -171,15 +213,33 @@ mod tests {
     }
 
     #[test]
+    fn a_token_shorter_than_32_bytes_is_refused_saying_how_to_make_one() {
+        for short in ["x", "s3cret", &TOKEN[..31]] {
+            let error = HttpAccess::bearer(short).unwrap_err();
+            assert!(
+                matches!(error, ServeError::TokenTooShort { bytes } if bytes == short.len()),
+                "{short}"
+            );
+            assert!(
+                error.to_string().contains("openssl rand -hex 32"),
+                "{error}"
+            );
+        }
+        assert!(HttpAccess::bearer(&TOKEN[..32]).is_ok());
+        assert!(HttpAccess::bearer(format!("{TOKEN}\n")).is_ok());
+    }
+
+    #[test]
     fn tokens_compare_equal_only_when_identical() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"abcd"));
+        let token = digest(TOKEN.as_bytes());
+        assert!(same(&digest(TOKEN.as_bytes()), &token));
+        assert!(!same(&digest(&TOKEN.as_bytes()[1..]), &token));
+        assert!(!same(&digest(format!("{TOKEN}0").as_bytes()), &token));
     }
 
     #[test]
     fn the_token_is_not_printed() {
-        let access = HttpAccess::bearer("s3cret").unwrap();
-        assert!(!format!("{access:?}").contains("s3cret"));
+        let access = HttpAccess::bearer(TOKEN).unwrap();
+        assert!(!format!("{access:?}").contains(TOKEN));
     }
 }

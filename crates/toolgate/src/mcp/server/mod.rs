@@ -36,6 +36,7 @@
 //! ```
 
 mod approval;
+mod capacity;
 mod downstream;
 mod forward;
 mod http;
@@ -56,13 +57,17 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::Principal;
 use toolgate_core::search::ListedTools;
 
+pub use capacity::{
+    DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, SessionLimits,
+};
 pub use downstream::Downstream;
 pub use forward::PeerLookup;
-pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, check_path};
+pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, MIN_TOKEN_BYTES, check_path};
 pub use inflight::DrainReport;
 pub use result::{content_blocks, content_value};
 
 use crate::Gate;
+use capacity::CappedSessions;
 use forward::{Forwarded, Offers};
 use inflight::InFlight;
 use offering::Offering;
@@ -84,6 +89,8 @@ pub struct ServeOptions {
     pub grace: Duration,
     /// How long to wait for a person to answer an approval question.
     pub approval_timeout: Duration,
+    /// How many streamable HTTP sessions live at once, and how long one may idle.
+    pub sessions: SessionLimits,
 }
 
 impl Default for ServeOptions {
@@ -91,6 +98,7 @@ impl Default for ServeOptions {
         ServeOptions {
             grace: DEFAULT_GRACE,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -105,8 +113,15 @@ pub enum ServeError {
     )]
     TokenRequired { addr: SocketAddr },
     /// The bearer token is empty.
-    #[error("the bearer token is empty; set the variable to a long random string")]
+    #[error(
+        "the bearer token is empty; set the variable to a long random string, e.g. `openssl rand -hex 32`"
+    )]
     EmptyToken,
+    /// The bearer token is too short to resist guessing.
+    #[error(
+        "the bearer token is {bytes} bytes long, and it must be at least 32: make one with `openssl rand -hex 32`"
+    )]
+    TokenTooShort { bytes: usize },
     /// The endpoint path is not one axum can route.
     #[error(
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
@@ -169,6 +184,8 @@ pub(crate) struct Shared {
     offers: Offers,
     options: ServeOptions,
     inflight: Arc<InFlight>,
+    /// The streamable HTTP sessions, capped by `options.sessions`.
+    http_sessions: Arc<CappedSessions>,
 }
 
 impl Shared {
@@ -258,6 +275,7 @@ impl McpServerBuilder {
                 session: self.session,
                 forwarded: self.forwarded,
                 offers,
+                http_sessions: Arc::new(CappedSessions::new(self.options.sessions)),
                 options: self.options,
                 inflight: Arc::default(),
             }),
@@ -300,6 +318,12 @@ impl McpServer {
     /// Tools the principal may use that MCP cannot carry, each with the reason.
     pub fn left_out(&self) -> Vec<(String, String)> {
         self.shared.offering().tools.left_out.clone()
+    }
+
+    /// How many streamable HTTP sessions are live now (at most
+    /// [`SessionLimits::max_sessions`]).
+    pub fn live_sessions(&self) -> usize {
+        self.shared.http_sessions.live()
     }
 
     /// The gate serving calls now.
@@ -380,6 +404,8 @@ impl McpServer {
         let sessions = CancellationToken::new();
         let stop_accepting = CancellationToken::new();
         let app = http::router(self.shared.clone(), path, addr, &access, sessions.clone());
+        // The peer's address is the client a session counts against (see `capacity`).
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let server = axum::serve(listener, app)
             .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
             .into_future();

@@ -253,7 +253,8 @@ impl Session {
             context.meta.get_progress_token(),
             self.log_level.clone(),
         );
-        let known = gate.catalog().contains(&name);
+        // A tool outside the principal's view is as unknown as a name no tool has.
+        let known = gate.knows(&name, &shared.principal);
         let mut outcome = self
             .run(gate, &session, call.clone(), &downstream, &context.ct)
             .await;
