@@ -1,5 +1,6 @@
 //! The `toolgate` command: thin argument parsing and output over the `toolgate` library.
 
+mod anchor_commands;
 mod approval_commands;
 mod audit_commands;
 mod commands;

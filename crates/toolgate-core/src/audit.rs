@@ -15,7 +15,9 @@
 //!
 //! Limits: a hash chain proves the records agree with each other, not who wrote them.
 //! Removing records from the end, or rewriting a record and every record after it,
-//! leaves a chain that verifies; keep a copy of the head hash elsewhere to catch that.
+//! leaves a chain that verifies by itself; checked against an [`Anchor`] kept
+//! elsewhere ([`ChainVerifier::with_anchors`]), it shows as [`ChainBreak::Truncated`]
+//! or [`ChainBreak::Rewritten`].
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -23,7 +25,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Decision, Effect, Retry, canonical_json, sha256_hex};
+use crate::{Anchor, Decision, Effect, Retry, canonical_json, sha256_hex};
 
 /// The `prev_hash` of the first record: 64 zeros.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -272,14 +274,24 @@ pub enum ChainBreak {
     /// follows on. (A record rewritten with a freshly computed hash also shows here,
     /// as the next record then no longer links to it.)
     Inserted { seq: u64 },
+    /// Record `seq` is not the record an anchor saw there: its hash differs from the
+    /// anchor's, so the chain was rewritten from this record or an earlier one.
+    Rewritten { seq: u64 },
+    /// The log ends at record `after_seq` (0: it is empty), but an anchor saw record
+    /// `anchor_seq`: the records after `after_seq` were removed.
+    Truncated { after_seq: u64, anchor_seq: u64 },
 }
 
 impl ChainBreak {
     /// The record the break was found at (for `Deleted`, the last good one).
     pub fn seq(self) -> u64 {
         match self {
-            ChainBreak::Changed { seq } | ChainBreak::Inserted { seq } => seq,
-            ChainBreak::Deleted { after_seq } => after_seq,
+            ChainBreak::Changed { seq }
+            | ChainBreak::Inserted { seq }
+            | ChainBreak::Rewritten { seq } => seq,
+            ChainBreak::Deleted { after_seq } | ChainBreak::Truncated { after_seq, .. } => {
+                after_seq
+            }
         }
     }
 }
@@ -302,6 +314,24 @@ impl fmt::Display for ChainBreak {
             ChainBreak::Inserted { seq } => write!(
                 f,
                 "record {seq} was inserted (it does not follow from the record before it, or that record was rewritten with a new hash)"
+            ),
+            ChainBreak::Rewritten { seq } => write!(
+                f,
+                "record {seq} is not the record anchored there (its hash differs from the anchor's): the log was rewritten from this record or an earlier one"
+            ),
+            ChainBreak::Truncated {
+                after_seq: 0,
+                anchor_seq,
+            } => write!(
+                f,
+                "the log is empty, but an anchor saw record {anchor_seq}: every record was deleted"
+            ),
+            ChainBreak::Truncated {
+                after_seq,
+                anchor_seq,
+            } => write!(
+                f,
+                "the log ends at record {after_seq}, but an anchor saw record {anchor_seq}: the records after {after_seq} were removed"
             ),
         }
     }
@@ -345,12 +375,26 @@ pub struct ChainVerifier {
     verified: u64,
     last: Option<(u64, String)>,
     broken: Option<ChainBreak>,
+    /// Anchors not reached yet, highest number first (so the next is last).
+    anchors: Vec<Anchor>,
 }
 
 impl ChainVerifier {
     /// A verifier that has seen no records yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A verifier that also holds the log to `anchors`: each anchored record must
+    /// carry the anchor's hash, and the log must reach the highest anchor.
+    pub fn with_anchors(anchors: impl IntoIterator<Item = Anchor>) -> Self {
+        let mut anchors: Vec<Anchor> = anchors.into_iter().collect();
+        anchors.sort_by(|a, b| b.cmp(a));
+        anchors.dedup();
+        Self {
+            anchors,
+            ..Self::default()
+        }
     }
 
     /// Checks the next record; returns the break if this record is where the log
@@ -370,6 +414,22 @@ impl ChainVerifier {
         found
     }
 
+    /// Whether the record just checked is the one each anchor at its number saw.
+    fn check_anchors(&mut self, seq: u64, hash: &str) -> Option<ChainBreak> {
+        while let Some(anchor) = self.anchors.last() {
+            if anchor.seq > seq {
+                break;
+            }
+            // Below `seq`: only the genesis anchor, which every log starts from.
+            let holds = anchor.seq < seq || anchor.head == hash;
+            self.anchors.pop();
+            if !holds {
+                return Some(ChainBreak::Rewritten { seq });
+            }
+        }
+        None
+    }
+
     /// Records a break found outside the chain rules (e.g. an unreadable row), if
     /// none was found before.
     pub fn fail(&mut self, at: ChainBreak) {
@@ -382,7 +442,15 @@ impl ChainVerifier {
     }
 
     /// The verdict over every record pushed.
-    pub fn finish(self) -> VerifyReport {
+    pub fn finish(mut self) -> VerifyReport {
+        let head_seq = self.last.as_ref().map_or(0, |(seq, _)| *seq);
+        if let Some(highest) = self.anchors.first().filter(|a| a.seq > head_seq) {
+            let truncated = ChainBreak::Truncated {
+                after_seq: head_seq,
+                anchor_seq: highest.seq,
+            };
+            self.broken.get_or_insert(truncated);
+        }
         match self.broken {
             Some(at) => VerifyReport::Broken {
                 at,
@@ -397,7 +465,7 @@ impl ChainVerifier {
         }
     }
 
-    fn check(&self, record: &AuditRecord) -> Option<ChainBreak> {
+    fn check(&mut self, record: &AuditRecord) -> Option<ChainBreak> {
         let (prev_seq, prev_hash) = match &self.last {
             Some((seq, hash)) => (*seq, hash.as_str()),
             None => (0, GENESIS_HASH),
@@ -415,7 +483,7 @@ impl ChainVerifier {
         } else if !linked {
             Some(ChainBreak::Inserted { seq: record.seq })
         } else {
-            None
+            self.check_anchors(record.seq, &record.hash)
         }
     }
 }
@@ -432,7 +500,16 @@ impl ChainVerifier {
 /// );
 /// ```
 pub fn verify_chain<R: Borrow<AuditRecord>>(records: impl IntoIterator<Item = R>) -> VerifyReport {
-    let mut verifier = ChainVerifier::new();
+    verify_chain_anchored(records, [])
+}
+
+/// [`verify_chain`], holding the log to `anchors` kept elsewhere as well (see
+/// [`Anchor`]): reports a log cut short, emptied or rewritten since they were taken.
+pub fn verify_chain_anchored<R: Borrow<AuditRecord>>(
+    records: impl IntoIterator<Item = R>,
+    anchors: impl IntoIterator<Item = Anchor>,
+) -> VerifyReport {
+    let mut verifier = ChainVerifier::with_anchors(anchors);
     for record in records {
         if verifier.push(record.borrow()).is_some() {
             break;
@@ -677,6 +754,74 @@ mod tests {
             head: GENESIS_HASH.into(),
         };
         assert_eq!(serde_json::to_value(&ok).unwrap()["status"], "ok");
+    }
+
+    fn anchor(record: &AuditRecord) -> Anchor {
+        Anchor {
+            seq: record.seq,
+            head: record.hash.clone(),
+        }
+    }
+
+    #[test]
+    fn a_chain_that_holds_its_anchors_verifies() {
+        let records = chain(5);
+        let genesis = Anchor {
+            seq: 0,
+            head: GENESIS_HASH.into(),
+        };
+        let anchors = [genesis, anchor(&records[1]), anchor(&records[4])];
+        assert!(verify_chain_anchored(&records, anchors.clone()).is_ok());
+        // A log that grew since is still the log the anchors saw.
+        assert!(verify_chain_anchored(chain(7), anchors).is_ok());
+    }
+
+    #[test]
+    fn a_log_cut_short_of_an_anchor_is_truncated() {
+        let records = chain(5);
+        let anchors = [anchor(&records[1]), anchor(&records[4])];
+        assert_eq!(
+            verify_chain_anchored(&records[..3], anchors.clone()),
+            VerifyReport::Broken {
+                at: ChainBreak::Truncated {
+                    after_seq: 3,
+                    anchor_seq: 5
+                },
+                verified: 3
+            }
+        );
+        let none: &[AuditRecord] = &[];
+        let at = ChainBreak::Truncated {
+            after_seq: 0,
+            anchor_seq: 5,
+        };
+        assert_eq!(
+            verify_chain_anchored(none, anchors),
+            VerifyReport::Broken { at, verified: 0 }
+        );
+        assert!(at.to_string().contains("every record was deleted"), "{at}");
+    }
+
+    #[test]
+    fn a_chain_rewritten_before_an_anchor_is_rewritten_at_the_anchor() {
+        let records = chain(5);
+        let anchors = [anchor(&records[3])];
+        // Rewritten from record 2 on, sealed afresh: the chain itself holds.
+        let mut forged: Vec<AuditRecord> = records[..1].to_vec();
+        for seq in 2..=5 {
+            let prev = forged.last().map(|r| r.hash.clone()).unwrap();
+            let mut e = entry(RecordKind::Intent, "forged");
+            e.tool = format!("forged-{seq}");
+            forged.push(AuditRecord::seal(seq, &prev, e));
+        }
+        assert!(verify_chain(&forged).is_ok());
+        assert_eq!(
+            verify_chain_anchored(&forged, anchors),
+            VerifyReport::Broken {
+                at: ChainBreak::Rewritten { seq: 4 },
+                verified: 3
+            }
+        );
     }
 
     #[test]

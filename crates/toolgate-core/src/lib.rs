@@ -5,6 +5,7 @@
 //! with plain unit and property tests. The runtime lives in the `toolgate` crate,
 //! which re-exports this one.
 
+mod anchor;
 mod audit;
 mod canonical;
 mod catalog;
@@ -26,9 +27,10 @@ pub mod spec;
 mod usage;
 pub mod wire;
 
+pub use anchor::{Anchor, AnchorError};
 pub use audit::{
     AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind, VerifyReport,
-    chain_hash, verify_chain,
+    chain_hash, verify_chain, verify_chain_anchored,
 };
 pub use canonical::{canonical_json, content_hash, sha256_hex};
 pub use catalog::{Catalog, CatalogError};

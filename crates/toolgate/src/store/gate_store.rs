@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use serde_json::{Map, Value};
-use toolgate_core::{AuditEntry, AuditRecord, VerifyReport};
+use toolgate_core::{Anchor, AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
 use super::group_commit::{Completion, Write};
@@ -121,8 +121,8 @@ impl AuditLog for MemoryGateStore {
     fn tail(&self, n: usize) -> Result<Vec<AuditRecord>, StoreError> {
         self.audit.tail(n)
     }
-    fn verify(&self) -> Result<VerifyReport, StoreError> {
-        self.audit.verify()
+    fn verify_anchored(&self, anchors: &[Anchor]) -> Result<VerifyReport, StoreError> {
+        self.audit.verify_anchored(anchors)
     }
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {
         self.audit.pending()

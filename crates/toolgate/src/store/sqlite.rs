@@ -83,6 +83,24 @@ const MIGRATIONS: &[&str] = &[
         time    TEXT NOT NULL,
         PRIMARY KEY (session, seq)
     ) WITHOUT ROWID;",
+    // Version 5: every column of the audit log that a command reads is computed from
+    // the hashed record, so none can be edited apart from it (`pending` reads `kind`
+    // and `run_id`; appending reads `hash`). The hash rule is unchanged (`kind` and
+    // `run_id` were always inside the hashed record), so every record keeps its hash
+    // and anchors taken before still hold; the copies the old columns held are
+    // dropped, and a copy edited before the migration is replaced by the record's.
+    // (A row an intruder made unreadable yields NULLs, not an error on every read.)
+    "CREATE TABLE audit_v5 (
+        seq       INTEGER PRIMARY KEY,
+        record    TEXT NOT NULL CHECK (json_valid(record)),
+        kind      TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.kind') END) VIRTUAL,
+        run_id    TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.run_id') END) VIRTUAL,
+        prev_hash TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.prev_hash') END) VIRTUAL,
+        hash      TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.hash') END) VIRTUAL
+    );
+    INSERT INTO audit_v5 (seq, record) SELECT seq, record FROM audit ORDER BY seq;
+    DROP TABLE audit;
+    ALTER TABLE audit_v5 RENAME TO audit;",
 ];
 
 /// The schema version this toolgate writes and understands.
