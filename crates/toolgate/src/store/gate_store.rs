@@ -1,13 +1,15 @@
 //! Everything a gate persists, behind one trait: conversation state, approvals and
-//! the audit log, with a call's state writes and its completion record kept together.
+//! the audit log, with a call's state writes and its completion record kept together,
+//! and a governed call's admission and intent record taken in one step.
 
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 use toolgate_core::{Anchor, AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
 use super::group_commit::{Completion, Write};
+use super::turns::{Admission, AdmissionCheck, MemoryTurns, held_in_memory};
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
     MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
@@ -37,6 +39,28 @@ pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory {
         }
         self.append(completion)
     }
+
+    /// Admits a call of a conversation a flow governs, atomically across every
+    /// process sharing the store: unless another run holds the session's turn
+    /// ([`Admission::Busy`]), runs `check` on the session's state and call history
+    /// as they stand, and if it passes, takes the turn for `intent.run_id` (for at
+    /// most `lease`) and appends `intent`, all in one transaction.
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError>;
+
+    /// [`GateStore::complete`] for a call [`GateStore::admit`] let in (its intent is
+    /// in the log already), releasing the session's turn in the same transaction.
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError>;
 }
 
 /// A gate store in memory, for tests and throwaway runs.
@@ -46,9 +70,55 @@ pub struct MemoryGateStore {
     approvals: MemoryApprovals,
     audit: MemoryAuditLog,
     calls: MemoryCallHistory,
+    turns: MemoryTurns,
 }
 
-impl GateStore for MemoryGateStore {}
+impl GateStore for MemoryGateStore {
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError> {
+        // Held throughout, so admissions to this store take turns as SQLite's write
+        // lock makes them.
+        let mut turns = self.turns.lock();
+        if held_in_memory(&turns, session, &intent.run_id) {
+            return Ok(Admission::Busy);
+        }
+        if !check(&self.state.load(session)?, &self.calls.calls(session)?) {
+            return Ok(Admission::Refused);
+        }
+        let until = Instant::now() + lease;
+        turns.insert(session.to_owned(), (intent.run_id.clone(), until));
+        match self.audit.append(intent) {
+            Ok(record) => Ok(Admission::Admitted(Box::new(record))),
+            Err(e) => {
+                turns.remove(session);
+                Err(e)
+            }
+        }
+    }
+
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        let run_id = completion.run_id.clone();
+        let done = self.complete(session, writes, None, completion);
+        let mut turns = self.turns.lock();
+        if turns
+            .get(session)
+            .is_some_and(|(holder, _)| *holder == run_id)
+        {
+            turns.remove(session);
+        }
+        done
+    }
+}
 
 impl GateStore for SqliteStore {
     fn complete(
@@ -63,6 +133,32 @@ impl GateStore for SqliteStore {
             writes: writes.to_vec(),
             intent,
             completion,
+            release_turn: false,
+        }))
+    }
+
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError> {
+        self.admit_in_turn(session, intent, lease, check)
+    }
+
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        self.commit_write(Write::Complete(Completion {
+            session: session.to_owned(),
+            writes: writes.to_vec(),
+            intent: None,
+            completion,
+            release_turn: true,
         }))
     }
 }

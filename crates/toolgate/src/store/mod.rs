@@ -21,6 +21,7 @@ mod group_commit;
 mod memory;
 mod pins;
 mod sqlite;
+mod turns;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ pub use pins::{
     join_fields,
 };
 pub use sqlite::SqliteStore;
+pub use turns::{Admission, AdmissionCheck};
 
 /// The environment variable that names the state directory.
 pub const STATE_DIR_ENV: &str = "TOOLGATE_STATE_DIR";

@@ -101,6 +101,13 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO audit_v5 (seq, record) SELECT seq, record FROM audit ORDER BY seq;
     DROP TABLE audit;
     ALTER TABLE audit_v5 RENAME TO audit;",
+    // Version 6: each governed conversation's turn, held by one run from admission to
+    // completion across processes (see `turns`).
+    "CREATE TABLE turns (
+        session  TEXT PRIMARY KEY,
+        run_id   TEXT NOT NULL,
+        until_ms INTEGER NOT NULL
+    ) WITHOUT ROWID;",
 ];
 
 /// The schema version this toolgate writes and understands.
@@ -233,6 +240,31 @@ impl SqliteStore {
         move |source| StoreError::sqlite(&self.location, action, source)
     }
 
+    /// A session's state as `conn` sees it (the reader, or an open transaction).
+    pub(super) fn load_in(
+        &self,
+        conn: &Connection,
+        session: &str,
+    ) -> Result<Map<String, Value>, StoreError> {
+        let error = self.error("loading a session");
+        // Casting to BLOB reads the stored bytes whatever their type, so a bad row
+        // surfaces as a JSON error naming its key rather than a type error.
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT key, CAST(value AS BLOB) FROM state WHERE session = ?1 ORDER BY key",
+            )
+            .map_err(&error)?;
+        let mut rows = stmt.query([session]).map_err(&error)?;
+        let mut state = Map::new();
+        while let Some(row) = rows.next().map_err(&error)? {
+            let key: String = row.get(0).map_err(&error)?;
+            let bytes: Option<Vec<u8>> = row.get(1).map_err(&error)?;
+            let value = self.decode(session, &key, bytes.as_deref())?;
+            state.insert(key, value);
+        }
+        Ok(state)
+    }
+
     fn decode(&self, session: &str, key: &str, bytes: Option<&[u8]>) -> Result<Value, StoreError> {
         serde_json::from_slice(bytes.unwrap_or_default()).map_err(|source| {
             StoreError::CorruptValue {
@@ -310,24 +342,7 @@ pub(super) fn write_state(
 
 impl StateStore for SqliteStore {
     fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
-        let error = self.error("loading a session");
-        let conn = self.reader();
-        // Casting to BLOB reads the stored bytes whatever their type, so a bad row
-        // surfaces as a JSON error naming its key rather than a type error.
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT key, CAST(value AS BLOB) FROM state WHERE session = ?1 ORDER BY key",
-            )
-            .map_err(&error)?;
-        let mut rows = stmt.query([session]).map_err(&error)?;
-        let mut state = Map::new();
-        while let Some(row) = rows.next().map_err(&error)? {
-            let key: String = row.get(0).map_err(&error)?;
-            let bytes: Option<Vec<u8>> = row.get(1).map_err(&error)?;
-            let value = self.decode(session, &key, bytes.as_deref())?;
-            state.insert(key, value);
-        }
-        Ok(state)
+        self.load_in(&self.reader(), session)
     }
 
     fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError> {
