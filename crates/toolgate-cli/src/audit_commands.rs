@@ -275,7 +275,8 @@ fn db_path(args: &SpecArgs, state: &StateArgs) -> PathBuf {
 /// The store holding the log, or `None` when there is no state file yet.
 pub(crate) fn open(args: &SpecArgs, state: &StateArgs) -> Result<Option<SqliteStore>, String> {
     let path = db_path(args, state);
-    if !path.exists() {
+    // A link in its place is the store's to refuse, dangling or not.
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
     SqliteStore::open(&path)

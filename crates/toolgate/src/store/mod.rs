@@ -16,6 +16,7 @@ mod audit;
 mod calls;
 mod checkpoint;
 mod error;
+mod files;
 mod gate_store;
 mod group_commit;
 mod memory;
@@ -35,6 +36,7 @@ pub use approvals::{
 pub use audit::{AuditLog, MemoryAuditLog};
 pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
 pub use error::StoreError;
+pub use files::ALLOW_SYMLINK_ENV;
 pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
 pub use pins::{

@@ -144,17 +144,15 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens the store at `path`, creating its parent directories, the file and the
-    /// schema on first use, and migrating an older schema.
+    /// Opens the store at `path`, creating its parent directories (`0700`), the file
+    /// (`0600`) and the schema on first use, and migrating an older schema. A
+    /// symbolic link at `path` is refused unless
+    /// [`ALLOW_SYMLINK_ENV`](crate::ALLOW_SYMLINK_ENV) is `1`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let location = path.display().to_string();
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
+        // A new directory 0700 and a new file 0600; no link in place of the file.
+        super::files::prepare(path)?;
         let open_error = |source| open_error(&location, source);
         let mut conn = Connection::open(path).map_err(open_error)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
