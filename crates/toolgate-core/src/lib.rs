@@ -9,6 +9,7 @@ mod anchor;
 mod audit;
 mod canonical;
 mod catalog;
+mod chain;
 mod ctx;
 mod descriptor;
 mod digest;
@@ -28,12 +29,10 @@ mod usage;
 pub mod wire;
 
 pub use anchor::{Anchor, AnchorError};
-pub use audit::{
-    AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind, VerifyReport,
-    chain_hash, verify_chain, verify_chain_anchored,
-};
+pub use audit::{AuditEntry, AuditRecord, GENESIS_HASH, RecordKind, chain_hash};
 pub use canonical::{canonical_json, content_hash, sha256_hex};
 pub use catalog::{Catalog, CatalogError};
+pub use chain::{ChainBreak, ChainVerifier, VerifyReport, verify_chain, verify_chain_anchored};
 pub use ctx::ToolCtx;
 pub use descriptor::{Scheduling, ToolDescriptor, ToolSource};
 pub use digest::{planner_digest, planner_digest_in_flow};
