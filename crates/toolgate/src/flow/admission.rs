@@ -116,21 +116,20 @@ impl FlowGate {
     /// Admits a governed call for good, just before it runs: in one step of the
     /// store, checks the flow again on the conversation's facts as they stand (a
     /// call in another process may have moved it on since [`FlowGate::admit`]),
-    /// takes the conversation's turn and records `intent`. While another run holds
-    /// the turn, waits for it, at most as long as a turn can be held. Returns the
-    /// state (over the declared defaults) the call was admitted on.
-    #[allow(clippy::too_many_arguments)]
+    /// takes the conversation's turn and records `intent` (which names the session
+    /// and the tool). While another run holds the turn, waits for it, at most as
+    /// long as a turn can be held. Returns the state (over the declared defaults)
+    /// the call was admitted on.
     pub async fn claim(
         &self,
         gate: &Gate,
-        session: &str,
-        tool: &str,
-        arguments: &Value,
         admitted: &Admitted,
         intent: AuditEntry,
+        arguments: &Value,
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Map<String, Value>, Refusal> {
+        let (session, tool) = (intent.session.as_str(), intent.tool.as_str());
         let Some(flow) = self.flow.as_ref() else {
             return Ok(gate.over_defaults(Map::new()));
         };

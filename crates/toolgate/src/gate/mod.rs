@@ -403,16 +403,9 @@ impl Gate {
         let timeout = tool_entry.timeout.unwrap_or(self.options.default_timeout);
         let (intent, state) = if admitted.governed() {
             // Admitted for good, the intent recorded and the turn taken, in one step.
-            let claim = self.flow.claim(
-                self,
-                session,
-                &call.name,
-                &arguments,
-                &admitted,
-                entry.clone(),
-                timeout,
-                cancel,
-            );
+            let claim =
+                self.flow
+                    .claim(self, &admitted, entry.clone(), &arguments, timeout, cancel);
             match claim.await {
                 Ok(state) => (None, state),
                 Err(refusal) => {
