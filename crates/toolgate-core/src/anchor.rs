@@ -141,6 +141,24 @@ mod tests {
         assert!(matches!(error, AnchorError::BadGenesis { .. }), "{error}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused_without_a_panic(text in "\\PC*") {
+            let _ = text.parse::<Anchor>();
+            let _ = Anchor::parse_file(&text);
+        }
+
+        #[test]
+        fn every_anchor_reads_back_from_its_line(
+            seq in 1u64.., head in "[0-9a-f]{64}", note in "[^\\n\\r]*",
+        ) {
+            let anchor = Anchor { seq, head };
+            let line = anchor.to_line(note.trim());
+            let back = Anchor::parse_file(&line).unwrap();
+            proptest::prop_assert_eq!(back, vec![anchor]);
+        }
+    }
+
     #[test]
     fn a_file_names_the_line_that_is_not_an_anchor() {
         let text = format!(
