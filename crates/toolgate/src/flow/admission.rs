@@ -134,7 +134,7 @@ impl FlowGate {
             return Ok(gate.over_defaults(Map::new()));
         };
         let lease = timeout.saturating_add(LEASE_MARGIN);
-        let give_up = Instant::now() + lease;
+        let give_up = crate::store::lease_end(lease);
         let mut pause = Duration::from_millis(2);
         loop {
             let mut refusal = None;

@@ -2,14 +2,14 @@
 //! the audit log, with a call's state writes and its completion record kept together,
 //! and a governed call's admission and intent record taken in one step.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 use toolgate_core::{Anchor, AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
 use super::group_commit::{Completion, Write};
-use super::turns::{Admission, AdmissionCheck, MemoryTurns, held_in_memory};
+use super::turns::{Admission, AdmissionCheck, MemoryTurns, held_in_memory, lease_end};
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
     MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
@@ -90,7 +90,7 @@ impl GateStore for MemoryGateStore {
         if !check(&self.state.load(session)?, &self.calls.calls(session)?) {
             return Ok(Admission::Refused);
         }
-        let until = Instant::now() + lease;
+        let until = lease_end(lease);
         turns.insert(session.to_owned(), (intent.run_id.clone(), until));
         match self.audit.append(intent) {
             Ok(record) => Ok(Admission::Admitted(Box::new(record))),

@@ -44,6 +44,7 @@ pub use pins::{
     join_fields,
 };
 pub use sqlite::SqliteStore;
+pub(crate) use turns::lease_end;
 pub use turns::{Admission, AdmissionCheck};
 
 /// The environment variable that names the state directory.

@@ -117,6 +117,14 @@ impl MemoryTurns {
     }
 }
 
+/// When a lease taken now for `lease` ends (a year on, for a lease past what the
+/// clock can count).
+pub(crate) fn lease_end(lease: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(lease)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
+}
+
 /// Whether a run other than `run_id` holds the turn in `turns`, lease lasting.
 pub(super) fn held_in_memory(
     turns: &HashMap<String, (String, Instant)>,
