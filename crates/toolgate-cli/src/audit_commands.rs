@@ -11,8 +11,8 @@ use std::time::SystemTime;
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditEntry, AuditLog, AuditRecord, ChainBreak, RecordKind, STATE_DB_FILE, SqliteStore,
-    VerifyReport, resolve_state_dir,
+    AuditEntry, AuditLog, AuditRecord, ChainBreak, GateStore, RecordKind, STATE_DB_FILE,
+    SqliteStore, VerifyReport, resolve_state_dir,
 };
 
 use crate::commands::CommandResult;
@@ -42,7 +42,7 @@ pub enum AuditAction {
     },
     /// Calls that were started but never completed (the process stopped while they ran).
     Pending,
-    /// Record what became of a pending call, after checking by hand.
+    /// Record what became of a pending call, after checking by hand (its conversation's flow counts it, and goes on).
     Resolve {
         /// The pending call's run id (from `toolgate audit pending`).
         run_id: String,
@@ -221,9 +221,13 @@ pub fn resolve(
         message: Some(message),
         duration_ms: None,
         attempts: None,
-        ..intent.entry
+        ..intent.entry.clone()
     };
-    let record = store.append(entry).map_err(|e| e.to_string())?;
+    // Also frees the conversation's turn the run held, and counts the call in its
+    // history unless it never ran, so a flow's `once` counts it.
+    let record = store
+        .resolve_run(&intent, entry)
+        .map_err(|e| e.to_string())?;
     if args.json {
         print_json(&record);
     } else {

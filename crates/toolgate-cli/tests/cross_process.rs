@@ -140,3 +140,64 @@ fn a_never_until_guard_on_state_holds_across_processes() {
         assert!(message.starts_with("exit Some(4): denied:"), "{message}");
     }
 }
+
+fn toolgate(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_STATE_DIR")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_once_call_whose_process_died_holds_the_conversation_until_the_operator_resolves_it() {
+    // The server never answers in time: the call is still running when it is killed.
+    let (port, hits) = counting_server(Duration::from_secs(60));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(port, "once: charge").replace(
+        "    set_state: {charged: true}\n",
+        "    set_state: {charged: true}\n    timeout: 1s\n",
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let mut child = start(dir.path(), "s");
+    let started = std::time::Instant::now();
+    while hits.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Past the dead call's lease (its 1 s timeout and a margin), the conversation
+    // does not go on as if the charge never happened.
+    std::thread::sleep(Duration::from_millis(11_500));
+    let out = toolgate(dir.path(), &["call", "charge", "{}", "--session", "s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("never completed"), "{stderr}");
+    assert!(stderr.contains("toolgate audit resolve"), "{stderr}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // The operator finds the charge went through, and records it.
+    let out = toolgate(dir.path(), &["audit", "pending", "--json"]);
+    let pending: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = pending[0]["run_id"].as_str().unwrap().to_owned();
+    let out = toolgate(
+        dir.path(),
+        &["audit", "resolve", &run_id, "--outcome", "ok"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = toolgate(dir.path(), &["call", "charge", "{}", "--session", "s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("may succeed only once"), "{stderr}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "charged once");
+}

@@ -177,6 +177,20 @@ impl FlowGate {
                     return Err(refusal.unwrap_or_else(|| cannot_check("the check gave no reason")));
                 }
                 Ok(Admission::Busy) => {}
+                Ok(Admission::Abandoned {
+                    run_id,
+                    tool: theirs,
+                }) => {
+                    return Err(Refusal {
+                        status: "error",
+                        outcome: Outcome::error(
+                            format!(
+                                "`{tool}` did not run: a call of `{theirs}` in this conversation (run {run_id}) never completed, as the process running it stopped, and it may have taken effect; tell the operator, who checks and records it with `toolgate audit resolve {run_id} --outcome ok|error|cancelled`"
+                            ),
+                            false,
+                        ),
+                    });
+                }
                 Err(e) => return Err(cannot_check(&e.to_string())),
             }
             if Instant::now() >= give_up {

@@ -9,7 +9,9 @@ use toolgate_core::{Anchor, AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
 use super::group_commit::{Completion, Write};
-use super::turns::{Admission, AdmissionCheck, MemoryTurns, held_in_memory, lease_end};
+use super::turns::{
+    Admission, AdmissionCheck, MemoryTurns, memory_turn, release_in_memory, standing_in_memory,
+};
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
     MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
@@ -61,6 +63,16 @@ pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory {
         writes: &[(String, Value)],
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError>;
+
+    /// Records what became of a pending `intent`, as the operator found out: appends
+    /// `completion`, adds the call to its conversation's history unless it never ran
+    /// (outcome `cancelled`), and releases the conversation's turn if the run still
+    /// holds it, in one transaction.
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError>;
 }
 
 /// A gate store in memory, for tests and throwaway runs.
@@ -84,14 +96,13 @@ impl GateStore for MemoryGateStore {
         // Held throughout, so admissions to this store take turns as SQLite's write
         // lock makes them.
         let mut turns = self.turns.lock();
-        if held_in_memory(&turns, session, &intent.run_id) {
-            return Ok(Admission::Busy);
+        if let Some(refused) = standing_in_memory(&turns, session, &intent.run_id) {
+            return Ok(refused);
         }
         if !check(&self.state.load(session)?, &self.calls.calls(session)?) {
             return Ok(Admission::Refused);
         }
-        let until = lease_end(lease);
-        turns.insert(session.to_owned(), (intent.run_id.clone(), until));
+        turns.insert(session.to_owned(), memory_turn(&intent, lease));
         match self.audit.append(intent) {
             Ok(record) => Ok(Admission::Admitted(Box::new(record))),
             Err(e) => {
@@ -109,14 +120,32 @@ impl GateStore for MemoryGateStore {
     ) -> Result<AuditRecord, StoreError> {
         let run_id = completion.run_id.clone();
         let done = self.complete(session, writes, None, completion);
-        let mut turns = self.turns.lock();
-        if turns
-            .get(session)
-            .is_some_and(|(holder, _)| *holder == run_id)
-        {
-            turns.remove(session);
-        }
+        release_in_memory(&mut self.turns.lock(), session, &run_id);
         done
+    }
+
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        let e = &intent.entry;
+        if let Some(ok) = ran(&completion) {
+            self.calls
+                .record_call(&e.session, &e.tool, ok, &completion.time)?;
+        }
+        let record = self.audit.append(completion)?;
+        release_in_memory(&mut self.turns.lock(), &e.session, &e.run_id);
+        Ok(record)
+    }
+}
+
+/// Whether an operator's resolution says the call ran, and if so whether it
+/// succeeded (`cancelled`: it never ran).
+fn ran(completion: &AuditEntry) -> Option<bool> {
+    match completion.outcome.as_deref() {
+        Some("cancelled") => None,
+        outcome => Some(outcome == Some("ok")),
     }
 }
 
@@ -134,6 +163,7 @@ impl GateStore for SqliteStore {
             intent,
             completion,
             release_turn: false,
+            in_history: true,
         }))
     }
 
@@ -159,6 +189,24 @@ impl GateStore for SqliteStore {
             intent: None,
             completion,
             release_turn: true,
+            in_history: true,
+        }))
+    }
+
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        // The turn is released by the intent's run id, which the completion shares.
+        let in_history = ran(&completion).is_some();
+        self.commit_write(Write::Complete(Completion {
+            session: intent.entry.session.clone(),
+            writes: Vec::new(),
+            intent: None,
+            completion,
+            release_turn: true,
+            in_history,
         }))
     }
 }

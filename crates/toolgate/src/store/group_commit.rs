@@ -42,6 +42,8 @@ pub(super) struct Completion {
     pub(super) completion: AuditEntry,
     /// Whether the call held its session's turn (a governed call), released here.
     pub(super) release_turn: bool,
+    /// Whether the call goes into its session's history (it ran).
+    pub(super) in_history: bool,
 }
 
 impl Write {
@@ -63,13 +65,16 @@ impl Write {
                 intent,
                 completion,
                 release_turn,
+                in_history,
             }) => {
                 write_state(tx, &session, &writes)?;
                 if release_turn {
                     release_in(tx, &session, &completion.run_id)?;
                 }
-                let (tool, ok, time) = completed_call(&completion);
-                record_call_in(tx, &session, tool, ok, time)?;
+                if in_history {
+                    let (tool, ok, time) = completed_call(&completion);
+                    record_call_in(tx, &session, tool, ok, time)?;
+                }
                 if let Some(intent) = intent {
                     append_in(tx, intent)?;
                 }

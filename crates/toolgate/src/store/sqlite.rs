@@ -104,9 +104,11 @@ const MIGRATIONS: &[&str] = &[
     // Version 6: each governed conversation's turn, held by one run from admission to
     // completion across processes (see `turns`).
     "CREATE TABLE turns (
-        session  TEXT PRIMARY KEY,
-        run_id   TEXT NOT NULL,
-        until_ms INTEGER NOT NULL
+        session    TEXT PRIMARY KEY,
+        run_id     TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        rerun_safe INTEGER NOT NULL CHECK (rerun_safe IN (0, 1)),
+        until_ms   INTEGER NOT NULL
     ) WITHOUT ROWID;",
 ];
 

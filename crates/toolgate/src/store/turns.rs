@@ -7,8 +7,14 @@
 //! completion (with its state writes and its place in the history) releases the
 //! turn. So two processes on one state file cannot both pass `once`, `before` or
 //! `never_until` on the same facts: the second is admitted only on the facts the
-//! first left. A turn whose holder died is free again once its lease runs out (the
-//! call's deadline, and a margin); its intent stays in `toolgate audit pending`.
+//! first left.
+//!
+//! A turn whose holder died (its lease, the call's deadline and a margin, ran out
+//! with no completion) is taken over if the call only read. Any other call may
+//! have changed the world, and the flow cannot tell whether it succeeded: the
+//! conversation's governed calls are refused ([`Admission::Abandoned`]) until the
+//! operator records what became of it (`toolgate audit resolve`, which
+//! [`GateStore::resolve_run`](super::GateStore::resolve_run) carries out).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -16,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value};
-use toolgate_core::{AuditEntry, AuditRecord};
+use toolgate_core::{AuditEntry, AuditRecord, Retry};
 
 use super::audit::append_in;
 use super::calls::calls_in;
@@ -36,6 +42,44 @@ pub enum Admission {
     /// Another run holds the session's turn; nothing was written. Try again after
     /// it completes.
     Busy,
+    /// A run that was not a read held the session's turn and never completed (its
+    /// process stopped); nothing was written. The operator must resolve it first.
+    Abandoned {
+        /// The run to resolve.
+        run_id: String,
+        /// Its tool.
+        tool: String,
+    },
+}
+
+/// Who holds a session's turn.
+#[derive(Debug, Clone)]
+pub(super) struct Holder {
+    run_id: String,
+    tool: String,
+    /// A read, which leaves nothing to reconcile if its process died.
+    rerun_safe: bool,
+    /// Whether its lease lasts.
+    live: bool,
+}
+
+/// What the turn's holder means for run `run_id`: `None` when it may go on to
+/// the check.
+fn standing(holder: Option<Holder>, run_id: &str) -> Option<Admission> {
+    match holder? {
+        h if h.run_id == run_id => None,
+        h if h.live => Some(Admission::Busy),
+        h if h.rerun_safe => None,
+        h => Some(Admission::Abandoned {
+            run_id: h.run_id,
+            tool: h.tool,
+        }),
+    }
+}
+
+/// Whether a call with this intent only reads.
+fn rerun_safe(intent: &AuditEntry) -> bool {
+    intent.effect.is_some_and(|e| e.retry() == Retry::Freely)
 }
 
 /// Milliseconds since the Unix epoch, the unit a lease is kept in.
@@ -62,8 +106,9 @@ impl SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&error)?;
         let now = now_ms();
-        if held_by_another(&tx, session, &intent.run_id, now).map_err(&error)? {
-            return Ok(Admission::Busy);
+        let holder = holder_in(&tx, session, now).map_err(&error)?;
+        if let Some(refused) = standing(holder, &intent.run_id) {
+            return Ok(refused);
         }
         let state = self.load_in(&tx, session)?;
         let calls = calls_in(&tx, session).map_err(&error)?;
@@ -72,11 +117,16 @@ impl SqliteStore {
         }
         let until = now.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
         tx.prepare_cached(
-            "INSERT INTO turns (session, run_id, until_ms) VALUES (?1, ?2, ?3)
+            "INSERT INTO turns (session, run_id, tool, rerun_safe, until_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (session) DO UPDATE
-             SET run_id = excluded.run_id, until_ms = excluded.until_ms",
+             SET run_id = excluded.run_id, tool = excluded.tool,
+                 rerun_safe = excluded.rerun_safe, until_ms = excluded.until_ms",
         )
-        .and_then(|mut stmt| stmt.execute(params![session, intent.run_id, until]))
+        .and_then(|mut stmt| {
+            let safe = rerun_safe(&intent);
+            stmt.execute(params![session, intent.run_id, intent.tool, safe, until])
+        })
         .map_err(&error)?;
         let record = append_in(&tx, intent).map_err(&error)?;
         tx.commit().map_err(&error)?;
@@ -84,18 +134,18 @@ impl SqliteStore {
     }
 }
 
-/// Whether a run other than `run_id` holds `session`'s turn and its lease lasts.
-fn held_by_another(
-    tx: &Connection,
-    session: &str,
-    run_id: &str,
-    now: i64,
-) -> rusqlite::Result<bool> {
-    let held: Option<(String, i64)> = tx
-        .prepare_cached("SELECT run_id, until_ms FROM turns WHERE session = ?1")?
-        .query_row([session], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-    Ok(held.is_some_and(|(holder, until)| holder != run_id && until > now))
+/// Who holds `session`'s turn, if anyone.
+fn holder_in(tx: &Connection, session: &str, now: i64) -> rusqlite::Result<Option<Holder>> {
+    tx.prepare_cached("SELECT run_id, tool, rerun_safe, until_ms FROM turns WHERE session = ?1")?
+        .query_row([session], |row| {
+            Ok(Holder {
+                run_id: row.get(0)?,
+                tool: row.get(1)?,
+                rerun_safe: row.get(2)?,
+                live: row.get::<_, i64>(3)? > now,
+            })
+        })
+        .optional()
 }
 
 /// Releases `session`'s turn if `run_id` still holds it, inside an open transaction.
@@ -108,12 +158,57 @@ pub(super) fn release_in(tx: &Connection, session: &str, run_id: &str) -> rusqli
 /// The turns of a store in memory: each session's holder and when its lease ends.
 /// Its lock is held through each admission, so admissions take turns.
 #[derive(Debug, Default)]
-pub(super) struct MemoryTurns(Mutex<HashMap<String, (String, Instant)>>);
+pub(super) struct MemoryTurns(Mutex<HashMap<String, MemoryTurn>>);
+
+#[derive(Debug)]
+pub(super) struct MemoryTurn {
+    run_id: String,
+    tool: String,
+    rerun_safe: bool,
+    until: Instant,
+}
 
 impl MemoryTurns {
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, (String, Instant)>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, MemoryTurn>> {
         // Each change is one insert or remove, so a poisoned map is whole.
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What the holder of `session`'s turn in `turns` means for `run_id` (see
+/// [`Admission`]): `None` when it may go on to the check.
+pub(super) fn standing_in_memory(
+    turns: &HashMap<String, MemoryTurn>,
+    session: &str,
+    run_id: &str,
+) -> Option<Admission> {
+    let holder = turns.get(session).map(|t| Holder {
+        run_id: t.run_id.clone(),
+        tool: t.tool.clone(),
+        rerun_safe: t.rerun_safe,
+        live: t.until > Instant::now(),
+    });
+    standing(holder, run_id)
+}
+
+/// The turn `intent`'s run takes, for `lease`.
+pub(super) fn memory_turn(intent: &AuditEntry, lease: Duration) -> MemoryTurn {
+    MemoryTurn {
+        run_id: intent.run_id.clone(),
+        tool: intent.tool.clone(),
+        rerun_safe: rerun_safe(intent),
+        until: lease_end(lease),
+    }
+}
+
+/// Releases `session`'s turn in `turns` if `run_id` holds it.
+pub(super) fn release_in_memory(
+    turns: &mut HashMap<String, MemoryTurn>,
+    session: &str,
+    run_id: &str,
+) {
+    if turns.get(session).is_some_and(|t| t.run_id == run_id) {
+        turns.remove(session);
     }
 }
 
@@ -123,17 +218,6 @@ pub(crate) fn lease_end(lease: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(lease)
         .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
-}
-
-/// Whether a run other than `run_id` holds the turn in `turns`, lease lasting.
-pub(super) fn held_in_memory(
-    turns: &HashMap<String, (String, Instant)>,
-    session: &str,
-    run_id: &str,
-) -> bool {
-    turns
-        .get(session)
-        .is_some_and(|(holder, until)| holder != run_id && *until > Instant::now())
 }
 
 #[cfg(test)]
@@ -199,20 +283,43 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_whose_lease_ran_out_is_free_again() {
+    fn a_read_whose_holder_died_is_taken_over_anything_else_waits_for_the_operator() {
         let dir = tempfile::tempdir().unwrap();
         let sqlite = SqliteStore::open_in_dir(dir.path()).unwrap();
         let memory = MemoryGateStore::default();
         for store in [&sqlite as &dyn GateStore, &memory] {
-            let mut yes = |_: &Map<String, Value>, _: &[RecordedCall]| true;
             let short = Duration::from_millis(20);
-            let died = store.admit("s", entry(RecordKind::Intent, "r1"), short, &mut yes);
+            let mut once = |_: &Map<String, Value>, calls: &[RecordedCall]| {
+                calls.iter().all(|c| c.tool != "charge")
+            };
+            // A read that died: the next run takes its turn over.
+            let mut read = entry(RecordKind::Intent, "r1");
+            read.effect = Some(toolgate_core::Effect::Read);
+            let died = store.admit("s", read, short, &mut once);
             assert!(matches!(died, Ok(Admission::Admitted(_))));
             std::thread::sleep(Duration::from_millis(40));
-            let next = store.admit("s", entry(RecordKind::Intent, "r2"), LONG, &mut yes);
-            assert!(matches!(next, Ok(Admission::Admitted(_))), "{next:?}");
-            // The run that died is left for the operator.
-            assert_eq!(store.pending().unwrap().len(), 2);
+            let charge = store.admit("s", entry(RecordKind::Intent, "r2"), short, &mut once);
+            let Ok(Admission::Admitted(intent)) = charge else {
+                panic!("{charge:?}")
+            };
+            // The charge dies too: it may have taken effect, so nothing goes on.
+            std::thread::sleep(Duration::from_millis(40));
+            let next = store.admit("s", entry(RecordKind::Intent, "r3"), LONG, &mut once);
+            assert_eq!(
+                next.unwrap(),
+                Admission::Abandoned {
+                    run_id: "r2".into(),
+                    tool: "charge".into()
+                }
+            );
+            // The operator finds it took effect: the flow counts it, and goes on.
+            let mut done = entry(RecordKind::Completion, "r2");
+            done.outcome = Some("ok".into());
+            store.resolve_run(&intent, done).unwrap();
+            assert_eq!(store.calls("s").unwrap().len(), 1);
+            let next = store.admit("s", entry(RecordKind::Intent, "r4"), LONG, &mut once);
+            assert_eq!(next.unwrap(), Admission::Refused, "once: it already ran");
+            assert_eq!(store.pending().unwrap().len(), 1, "the read, still pending");
         }
     }
 }
