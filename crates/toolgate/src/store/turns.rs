@@ -33,6 +33,7 @@ pub type AdmissionCheck<'a> = dyn FnMut(&Map<String, Value>, &[RecordedCall]) ->
 
 /// How a governed call's admission ended (see [`GateStore::admit`](super::GateStore::admit)).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Admission {
     /// The call may run: its intent is this record, and it holds the session's turn
     /// until its completion.
