@@ -11,8 +11,8 @@ use std::time::SystemTime;
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditEntry, AuditLog, AuditRecord, ChainBreak, RecordKind, STATE_DB_FILE, SqliteStore,
-    VerifyReport, resolve_state_dir,
+    AuditEntry, AuditLog, AuditRecord, ChainBreak, GateStore, RecordKind, STATE_DB_FILE,
+    SqliteStore, VerifyReport, resolve_state_dir,
 };
 
 use crate::commands::CommandResult;
@@ -29,10 +29,20 @@ pub enum AuditAction {
         n: usize,
     },
     /// Check the hash chain: exit 0 if intact, else name the first record changed, inserted or deleted and exit 1.
-    Verify,
+    Verify {
+        /// Also hold the log to anchors kept elsewhere (a file `audit anchor --append` writes, or SEQ:HASH), which catches records cut from the end, every record deleted, or the chain rewritten.
+        #[arg(long = "anchor", value_name = "FILE|SEQ:HASH")]
+        anchors: Vec<String>,
+    },
+    /// Print the log's head as SEQ:HASH, to keep where whoever can write the state directory cannot (`verify --anchor` checks against it).
+    Anchor {
+        /// Also append it, with the time, to this file.
+        #[arg(long, value_name = "FILE")]
+        append: Option<PathBuf>,
+    },
     /// Calls that were started but never completed (the process stopped while they ran).
     Pending,
-    /// Record what became of a pending call, after checking by hand.
+    /// Record what became of a pending call, after checking by hand (its conversation's flow counts it, and goes on).
     Resolve {
         /// The pending call's run id (from `toolgate audit pending`).
         run_id: String,
@@ -50,7 +60,10 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<AuditAction>) -> C
     match action {
         None => tail(args, state, 20),
         Some(AuditAction::Tail { n }) => tail(args, state, n),
-        Some(AuditAction::Verify) => verify(args, state),
+        Some(AuditAction::Verify { anchors }) => verify(args, state, &anchors),
+        Some(AuditAction::Anchor { append }) => {
+            crate::anchor_commands::anchor(args, state, append.as_deref())
+        }
         Some(AuditAction::Pending) => pending(args, state),
         Some(AuditAction::Resolve {
             run_id,
@@ -84,11 +97,13 @@ pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `toolgate audit verify`.
-pub fn verify(args: &SpecArgs, state: &StateArgs) -> CommandResult {
+/// `toolgate audit verify [--anchor FILE|SEQ:HASH]...`.
+pub fn verify(args: &SpecArgs, state: &StateArgs, anchors: &[String]) -> CommandResult {
+    let anchors = crate::anchor_commands::read_anchors(anchors)?;
+    // No file at all is the empty log, which an anchor past record 0 catches.
     let report = match open(args, state)? {
-        Some(store) => store.verify().map_err(|e| e.to_string())?,
-        None => toolgate::verify_chain(Vec::<AuditRecord>::new()),
+        Some(store) => store.verify_anchored(&anchors).map_err(|e| e.to_string())?,
+        None => toolgate::verify_chain_anchored(Vec::<AuditRecord>::new(), anchors.clone()),
     };
     if args.json {
         print_json(&report);
@@ -100,6 +115,9 @@ pub fn verify(args: &SpecArgs, state: &StateArgs) -> CommandResult {
                     "audit log ok: {records} record{}, head {head}",
                     if *records == 1 { "" } else { "s" }
                 );
+                if let Some(held) = crate::anchor_commands::held_line(&anchors) {
+                    sayln!("{held}");
+                }
             }
             VerifyReport::Broken { at, .. } => {
                 sayln!("audit log broken at record {}: {at}", first_bad_seq(*at));
@@ -209,9 +227,13 @@ pub fn resolve(
         message: Some(message),
         duration_ms: None,
         attempts: None,
-        ..intent.entry
+        ..intent.entry.clone()
     };
-    let record = store.append(entry).map_err(|e| e.to_string())?;
+    // Also frees the conversation's turn the run held, and counts the call in its
+    // history unless it never ran, so a flow's `once` counts it.
+    let record = store
+        .resolve_run(&intent, entry)
+        .map_err(|e| e.to_string())?;
     if args.json {
         print_json(&record);
     } else {
@@ -250,7 +272,9 @@ fn record_line(record: &AuditRecord, width: usize, tool_width: usize) -> String 
 /// The first record that is not as written: for a deletion, the first one missing.
 fn first_bad_seq(at: ChainBreak) -> u64 {
     match at {
-        ChainBreak::Deleted { after_seq } => after_seq + 1,
+        ChainBreak::Deleted { after_seq } | ChainBreak::Truncated { after_seq, .. } => {
+            after_seq + 1
+        }
         other => other.seq(),
     }
 }
@@ -260,9 +284,10 @@ fn db_path(args: &SpecArgs, state: &StateArgs) -> PathBuf {
 }
 
 /// The store holding the log, or `None` when there is no state file yet.
-fn open(args: &SpecArgs, state: &StateArgs) -> Result<Option<SqliteStore>, String> {
+pub(crate) fn open(args: &SpecArgs, state: &StateArgs) -> Result<Option<SqliteStore>, String> {
     let path = db_path(args, state);
-    if !path.exists() {
+    // A link in its place is the store's to refuse, dangling or not.
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
     SqliteStore::open(&path)

@@ -4,6 +4,7 @@
 #[macro_use]
 mod output;
 
+mod anchor_commands;
 mod approval_commands;
 mod audit_commands;
 mod commands;

@@ -1,5 +1,5 @@
-//! The audit log's records and its hash chain: what a record holds, how it is sealed,
-//! and how a stored log is checked for tampering.
+//! The audit log's records and its hash chain: what a record holds and how it is
+//! sealed (checking a stored log is `chain`).
 //!
 //! The gate hands the log an [`AuditEntry`] before a call runs (an intent), after it
 //! ran (a completion), or instead of running it (a refusal). The log numbers it and
@@ -10,14 +10,10 @@
 //! hash = sha256_hex(prev_hash + "\n" + canonical_json(record without `hash`))
 //! ```
 //!
-//! The first record's `prev_hash` is [`GENESIS_HASH`]. [`verify_chain`] walks the
-//! records in order and reports the first one that was changed, inserted or deleted.
-//!
-//! Limits: a hash chain proves the records agree with each other, not who wrote them.
-//! Removing records from the end, or rewriting a record and every record after it,
-//! leaves a chain that verifies; keep a copy of the head hash elsewhere to catch that.
+//! The first record's `prev_hash` is [`GENESIS_HASH`]. [`verify_chain`](crate::verify_chain)
+//! walks the records in order and reports the first one that was changed, inserted
+//! or deleted.
 
-use std::borrow::Borrow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -258,195 +254,12 @@ pub fn chain_hash(prev_hash: &str, body: &str) -> String {
     sha256_hex(text)
 }
 
-/// The first place a log stops being the chain it was written as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ChainBreak {
-    /// Record `seq`'s hash does not match its content: it was edited (or is unreadable).
-    Changed { seq: u64 },
-    /// Records after `after_seq` are missing: the next record's number skips ahead
-    /// (0 when the log no longer starts at record 1).
-    Deleted { after_seq: u64 },
-    /// Record `seq` does not belong where it stands: its number repeats or goes
-    /// backwards, or it does not link to the record before it although its number
-    /// follows on. (A record rewritten with a freshly computed hash also shows here,
-    /// as the next record then no longer links to it.)
-    Inserted { seq: u64 },
-}
-
-impl ChainBreak {
-    /// The record the break was found at (for `Deleted`, the last good one).
-    pub fn seq(self) -> u64 {
-        match self {
-            ChainBreak::Changed { seq } | ChainBreak::Inserted { seq } => seq,
-            ChainBreak::Deleted { after_seq } => after_seq,
-        }
-    }
-}
-
-impl fmt::Display for ChainBreak {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ChainBreak::Changed { seq } => write!(
-                f,
-                "record {seq} was changed (its hash does not match its content)"
-            ),
-            ChainBreak::Deleted { after_seq: 0 } => write!(
-                f,
-                "records were deleted from the start (the first record left is not record 1, or does not start the chain)"
-            ),
-            ChainBreak::Deleted { after_seq } => write!(
-                f,
-                "records after record {after_seq} were deleted (the next record's number skips ahead)"
-            ),
-            ChainBreak::Inserted { seq } => write!(
-                f,
-                "record {seq} was inserted (it does not follow from the record before it, or that record was rewritten with a new hash)"
-            ),
-        }
-    }
-}
-
-/// The result of checking a log: intact, or where it first breaks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum VerifyReport {
-    /// Every record links to the one before and matches its hash.
-    Ok {
-        /// How many records there are.
-        records: u64,
-        /// The last record's hash ([`GENESIS_HASH`] for an empty log); keep it
-        /// elsewhere to detect later truncation.
-        head: String,
-    },
-    /// The log was tampered with.
-    Broken {
-        /// The first break.
-        #[serde(rename = "break")]
-        at: ChainBreak,
-        /// How many records before it checked out.
-        verified: u64,
-    },
-}
-
-impl VerifyReport {
-    /// Whether the log is intact.
-    pub fn is_ok(&self) -> bool {
-        matches!(self, VerifyReport::Ok { .. })
-    }
-}
-
-/// Checks records one at a time, in stored order; stops at the first break.
-///
-/// [`verify_chain`] is this over an iterator; stores use it directly so they can
-/// report a row they cannot even read with [`ChainVerifier::fail`].
-#[derive(Debug, Clone, Default)]
-pub struct ChainVerifier {
-    verified: u64,
-    last: Option<(u64, String)>,
-    broken: Option<ChainBreak>,
-}
-
-impl ChainVerifier {
-    /// A verifier that has seen no records yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Checks the next record; returns the break if this record is where the log
-    /// first breaks. Once broken, further records are ignored.
-    pub fn push(&mut self, record: &AuditRecord) -> Option<ChainBreak> {
-        if self.broken.is_some() {
-            return None;
-        }
-        let found = self.check(record);
-        match found {
-            Some(at) => self.broken = Some(at),
-            None => {
-                self.verified += 1;
-                self.last = Some((record.seq, record.hash.clone()));
-            }
-        }
-        found
-    }
-
-    /// Records a break found outside the chain rules (e.g. an unreadable row), if
-    /// none was found before.
-    pub fn fail(&mut self, at: ChainBreak) {
-        self.broken.get_or_insert(at);
-    }
-
-    /// Whether a break was found.
-    pub fn is_broken(&self) -> bool {
-        self.broken.is_some()
-    }
-
-    /// The verdict over every record pushed.
-    pub fn finish(self) -> VerifyReport {
-        match self.broken {
-            Some(at) => VerifyReport::Broken {
-                at,
-                verified: self.verified,
-            },
-            None => VerifyReport::Ok {
-                records: self.verified,
-                head: self
-                    .last
-                    .map_or_else(|| GENESIS_HASH.to_owned(), |(_, hash)| hash),
-            },
-        }
-    }
-
-    fn check(&self, record: &AuditRecord) -> Option<ChainBreak> {
-        let (prev_seq, prev_hash) = match &self.last {
-            Some((seq, hash)) => (*seq, hash.as_str()),
-            None => (0, GENESIS_HASH),
-        };
-        if record.expected_hash() != record.hash {
-            return Some(ChainBreak::Changed { seq: record.seq });
-        }
-        let linked = record.prev_hash == prev_hash;
-        if record.seq <= prev_seq {
-            Some(ChainBreak::Inserted { seq: record.seq })
-        } else if record.seq > prev_seq + 1 {
-            Some(ChainBreak::Deleted {
-                after_seq: prev_seq,
-            })
-        } else if !linked {
-            Some(ChainBreak::Inserted { seq: record.seq })
-        } else {
-            None
-        }
-    }
-}
-
-/// Checks a whole log, records in stored order, and reports the first break.
-///
-/// ```
-/// use toolgate_core::{GENESIS_HASH, VerifyReport, verify_chain};
-///
-/// let empty: Vec<toolgate_core::AuditRecord> = Vec::new();
-/// assert_eq!(
-///     verify_chain(&empty),
-///     VerifyReport::Ok { records: 0, head: GENESIS_HASH.to_owned() }
-/// );
-/// ```
-pub fn verify_chain<R: Borrow<AuditRecord>>(records: impl IntoIterator<Item = R>) -> VerifyReport {
-    let mut verifier = ChainVerifier::new();
-    for record in records {
-        if verifier.push(record.borrow()).is_some() {
-            break;
-        }
-    }
-    verifier.finish()
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn entry(kind: RecordKind, run: &str) -> AuditEntry {
+    pub(crate) fn entry(kind: RecordKind, run: &str) -> AuditEntry {
         AuditEntry {
             time: "2025-01-01T00:00:00.000Z".into(),
             kind,
@@ -467,7 +280,7 @@ mod tests {
     }
 
     /// A chain of `n` records, sealed as a log would.
-    fn chain(n: u64) -> Vec<AuditRecord> {
+    pub(crate) fn chain(n: u64) -> Vec<AuditRecord> {
         let mut records: Vec<AuditRecord> = Vec::new();
         for seq in 1..=n {
             let prev = records
@@ -486,27 +299,6 @@ mod tests {
             ));
         }
         records
-    }
-
-    fn broken_at(records: &[AuditRecord]) -> ChainBreak {
-        match verify_chain(records) {
-            VerifyReport::Broken { at, .. } => at,
-            ok => panic!("expected a break, got {ok:?}"),
-        }
-    }
-
-    #[test]
-    fn an_untouched_chain_verifies_with_its_count_and_head() {
-        let records = chain(5);
-        assert_eq!(
-            verify_chain(&records),
-            VerifyReport::Ok {
-                records: 5,
-                head: records[4].hash.clone()
-            }
-        );
-        assert_eq!(records[0].prev_hash, GENESIS_HASH);
-        assert_eq!(records[1].prev_hash, records[0].hash);
     }
 
     #[test]
@@ -572,111 +364,6 @@ mod tests {
             assert_eq!(back, record);
             assert_eq!(back.expected_hash(), record.hash);
         }
-    }
-
-    #[test]
-    fn an_edited_record_is_changed() {
-        let mut records = chain(5);
-        records[2].entry.arguments = json!({"order_id": "A-1", "amount": 9999});
-        assert_eq!(broken_at(&records), ChainBreak::Changed { seq: 3 });
-    }
-
-    #[test]
-    fn an_edited_hash_or_prev_hash_is_changed() {
-        let mut records = chain(5);
-        records[3].hash = "f".repeat(64);
-        assert_eq!(broken_at(&records), ChainBreak::Changed { seq: 4 });
-
-        let mut records = chain(5);
-        records[1].prev_hash = "e".repeat(64);
-        assert_eq!(broken_at(&records), ChainBreak::Changed { seq: 2 });
-    }
-
-    #[test]
-    fn a_deleted_record_is_deleted_after_the_one_before_it() {
-        let mut records = chain(5);
-        records.remove(2);
-        assert_eq!(broken_at(&records), ChainBreak::Deleted { after_seq: 2 });
-        assert_eq!(
-            verify_chain(&records),
-            VerifyReport::Broken {
-                at: ChainBreak::Deleted { after_seq: 2 },
-                verified: 2
-            }
-        );
-    }
-
-    #[test]
-    fn a_deleted_first_record_is_deleted_after_zero() {
-        let mut records = chain(3);
-        records.remove(0);
-        assert_eq!(broken_at(&records), ChainBreak::Deleted { after_seq: 0 });
-    }
-
-    #[test]
-    fn a_record_with_a_repeated_number_is_inserted() {
-        // A forged record 3 that links to record 2, placed before the real record 3.
-        let mut records = chain(5);
-        let forged = AuditRecord::seal(3, &records[1].hash, entry(RecordKind::Intent, "forged"));
-        records.insert(2, forged);
-        assert_eq!(broken_at(&records), ChainBreak::Inserted { seq: 3 });
-    }
-
-    #[test]
-    fn a_record_that_does_not_link_with_no_gap_is_inserted() {
-        // Appended at the right number but sealed against the wrong head.
-        let mut records = chain(4);
-        records.push(AuditRecord::seal(
-            5,
-            &"a".repeat(64),
-            entry(RecordKind::Intent, "forged"),
-        ));
-        assert_eq!(broken_at(&records), ChainBreak::Inserted { seq: 5 });
-    }
-
-    #[test]
-    fn records_out_of_order_break_at_the_first_misplaced_one() {
-        let mut records = chain(5);
-        records.swap(2, 3);
-        // Record 4 now follows record 2: its number skips, it does not link.
-        assert_eq!(broken_at(&records), ChainBreak::Deleted { after_seq: 2 });
-        let mut records = chain(3);
-        let first = records[0].clone();
-        records.push(first);
-        assert_eq!(broken_at(&records), ChainBreak::Inserted { seq: 1 });
-    }
-
-    #[test]
-    fn a_verifier_that_was_failed_reports_that_failure() {
-        let records = chain(3);
-        let mut verifier = ChainVerifier::new();
-        verifier.push(&records[0]);
-        verifier.fail(ChainBreak::Changed { seq: 2 });
-        assert!(verifier.push(&records[2]).is_none());
-        assert_eq!(
-            verifier.finish(),
-            VerifyReport::Broken {
-                at: ChainBreak::Changed { seq: 2 },
-                verified: 1
-            }
-        );
-    }
-
-    #[test]
-    fn reports_serialize_with_a_status_and_a_break_kind() {
-        let broken = VerifyReport::Broken {
-            at: ChainBreak::Deleted { after_seq: 2 },
-            verified: 2,
-        };
-        assert_eq!(
-            serde_json::to_value(&broken).unwrap(),
-            json!({"status": "broken", "break": {"kind": "deleted", "after_seq": 2}, "verified": 2})
-        );
-        let ok = VerifyReport::Ok {
-            records: 0,
-            head: GENESIS_HASH.into(),
-        };
-        assert_eq!(serde_json::to_value(&ok).unwrap()["status"], "ok");
     }
 
     #[test]

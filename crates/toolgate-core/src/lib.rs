@@ -5,9 +5,11 @@
 //! with plain unit and property tests. The runtime lives in the `toolgate` crate,
 //! which re-exports this one.
 
+mod anchor;
 mod audit;
 mod canonical;
 mod catalog;
+mod chain;
 mod clip;
 mod ctx;
 mod descriptor;
@@ -29,12 +31,11 @@ mod terminal;
 mod usage;
 pub mod wire;
 
-pub use audit::{
-    AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind, VerifyReport,
-    chain_hash, verify_chain,
-};
+pub use anchor::{Anchor, AnchorError};
+pub use audit::{AuditEntry, AuditRecord, GENESIS_HASH, RecordKind, chain_hash};
 pub use canonical::{canonical_json, content_hash, sha256_hex};
 pub use catalog::{Catalog, CatalogError};
+pub use chain::{ChainBreak, ChainVerifier, VerifyReport, verify_chain, verify_chain_anchored};
 pub use clip::{
     AUDIT_ARGUMENTS_BYTES, AUDIT_STRING_BYTES, CLIPPED_KEY, ECHO_CHARS, audit_arguments,
     clip_for_audit, clip_text, json_len,

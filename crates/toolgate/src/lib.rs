@@ -67,6 +67,7 @@ pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnos
 #[cfg(feature = "http")]
 pub use spec_tool::spec_catalog_with_http;
 pub use spec_tool::{SpecTool, spec_catalog};
+pub use store::{ALLOW_SYMLINK_ENV, Admission, AdmissionCheck};
 pub use store::{
     Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditLog, CallHistory, GateStore,
     Grant, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryGateStore,

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use rusqlite::Connection;
 use serde_json::json;
 use toolgate::{
-    AuditEntry, AuditLog, AuditRecord, ChainBreak, Decision, Effect, GENESIS_HASH, MemoryAuditLog,
-    RecordKind, SqliteStore, VerifyReport,
+    Anchor, AuditEntry, AuditLog, AuditRecord, ChainBreak, Decision, Effect, GENESIS_HASH,
+    MemoryAuditLog, RecordKind, SqliteStore, VerifyReport,
 };
 
 fn entry(kind: RecordKind, run: &str) -> AuditEntry {
@@ -58,6 +58,15 @@ fn raw(path: &Path) -> Connection {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .unwrap();
     conn
+}
+
+/// Slips a record into the table behind toolgate's back.
+fn insert_raw(conn: &Connection, record: &AuditRecord) {
+    conn.execute(
+        "INSERT INTO audit (seq, record) VALUES (?1, ?2)",
+        (record.seq as i64, record.to_canonical_json()),
+    )
+    .unwrap();
 }
 
 fn broken_at(log: &dyn AuditLog) -> ChainBreak {
@@ -196,12 +205,7 @@ fn verify_catches_an_inserted_row() {
     conn.execute("UPDATE audit SET seq = seq - 999 WHERE seq > 1000", [])
         .unwrap();
     let forged = AuditRecord::seal(3, &records[1].hash, entry(RecordKind::Completion, "run-9"));
-    conn.execute(
-        "INSERT INTO audit (seq, kind, run_id, record, prev_hash, hash)
-         VALUES (3, 'completion', 'run-9', ?1, ?2, ?3)",
-        (forged.to_canonical_json(), &forged.prev_hash, &forged.hash),
-    )
-    .unwrap();
+    insert_raw(&conn, &forged);
 
     assert_eq!(broken_at(&store), ChainBreak::Inserted { seq: 3 });
 }
@@ -211,38 +215,88 @@ fn verify_catches_a_row_appended_with_a_forged_link() {
     let (_dir, path, store) = store();
     fill(&store, 2);
     let forged = AuditRecord::seal(5, &"b".repeat(64), entry(RecordKind::Intent, "run-9"));
-    raw(&path)
-        .execute(
-            "INSERT INTO audit (seq, kind, run_id, record, prev_hash, hash)
-             VALUES (5, 'intent', 'run-9', ?1, ?2, ?3)",
-            (forged.to_canonical_json(), &forged.prev_hash, &forged.hash),
-        )
-        .unwrap();
+    insert_raw(&raw(&path), &forged);
     assert_eq!(broken_at(&store), ChainBreak::Inserted { seq: 5 });
 }
 
 #[test]
-fn verify_catches_an_edited_hash_column() {
+fn the_columns_beside_the_record_cannot_be_edited_apart_from_it() {
     let (_dir, path, store) = store();
     fill(&store, 3);
-    raw(&path)
-        .execute(
-            "UPDATE audit SET hash = ?1 WHERE seq = 4",
-            [&"f".repeat(64)],
-        )
-        .unwrap();
-    assert_eq!(broken_at(&store), ChainBreak::Changed { seq: 4 });
+    let conn = raw(&path);
+    for column in ["hash", "prev_hash", "kind", "run_id"] {
+        let edit = conn.execute(
+            &format!("UPDATE audit SET {column} = 'x' WHERE seq = 4"),
+            [],
+        );
+        let error = edit.expect_err(column).to_string();
+        assert!(error.contains("generated column"), "{column}: {error}");
+    }
+    assert!(store.verify().unwrap().is_ok());
+}
 
-    // And the prev_hash column.
-    let (_dir, path, store) = self::store();
-    fill(&store, 3);
-    raw(&path)
-        .execute(
-            "UPDATE audit SET prev_hash = ?1 WHERE seq = 2",
-            [&"e".repeat(64)],
+/// Rebuilds the audit table with plain columns, as an intruder could, so that each
+/// can be edited apart from the record.
+fn rebuild_with_plain_columns(conn: &Connection) {
+    conn.execute_batch(
+        "CREATE TABLE plain (seq INTEGER PRIMARY KEY, record TEXT, kind TEXT, run_id TEXT,
+                             prev_hash TEXT, hash TEXT);
+         INSERT INTO plain SELECT seq, record, kind, run_id, prev_hash, hash FROM audit;
+         DROP TABLE audit;
+         ALTER TABLE plain RENAME TO audit;",
+    )
+    .unwrap();
+}
+
+#[test]
+fn verify_catches_an_edited_column_in_a_table_rebuilt_by_hand() {
+    for (column, seq) in [("hash", 4), ("prev_hash", 2), ("kind", 3), ("run_id", 5)] {
+        let (_dir, path, store) = store();
+        fill(&store, 3);
+        let conn = raw(&path);
+        rebuild_with_plain_columns(&conn);
+        assert!(
+            store.verify().unwrap().is_ok(),
+            "the copy alone is no break"
+        );
+        conn.execute(
+            &format!("UPDATE audit SET {column} = 'x' WHERE seq = {seq}"),
+            [],
         )
         .unwrap();
-    assert_eq!(broken_at(&store), ChainBreak::Changed { seq: 2 });
+        assert_eq!(
+            store.verify().unwrap(),
+            VerifyReport::Broken {
+                at: ChainBreak::Changed { seq },
+                verified: seq
+            },
+            "{column}"
+        );
+    }
+}
+
+#[test]
+fn a_crashed_call_cannot_be_hidden_from_pending_while_verify_says_ok() {
+    // `pending` is computed from `kind` and `run_id`: an intent relabelled as a
+    // completion, or moved to a run that completed, would drop out of it.
+    let edits = [
+        "UPDATE audit SET kind = 'completion' WHERE seq = 3",
+        "UPDATE audit SET run_id = 'run-1' WHERE seq = 3",
+    ];
+    for edit in edits {
+        let (_dir, path, store) = store();
+        fill(&store, 1);
+        let stranded = store.append(entry(RecordKind::Intent, "run-2")).unwrap();
+        assert_eq!(store.pending().unwrap(), vec![stranded.clone()]);
+        let edited = raw(&path).execute(edit, []);
+        let hidden = store.pending().unwrap().is_empty();
+        let verifies = store.verify().unwrap().is_ok();
+        assert!(
+            edited.is_err() || !(hidden && verifies),
+            "`{edit}` hid the crashed call from pending and verify still says ok"
+        );
+        assert_eq!(store.pending().unwrap(), vec![stranded]);
+    }
 }
 
 #[test]
@@ -350,10 +404,233 @@ fn a_row_that_is_not_json_is_reported_not_a_panic() {
     assert!(error.contains("toolgate audit verify"), "{error}");
 
     // A row of the wrong type altogether is no panic either.
-    conn.execute(
-        "UPDATE audit SET record = x'00ff', hash = 42 WHERE seq = 1",
-        [],
-    )
-    .unwrap();
+    conn.execute("UPDATE audit SET record = x'00ff' WHERE seq = 1", [])
+        .unwrap();
     assert_eq!(broken_at(&store), ChainBreak::Changed { seq: 1 });
+}
+
+/// The audit table as schema 4 and earlier wrote it: `kind` and `run_id` copied into
+/// columns of their own, which `verify` never held to the record.
+const AUDIT_V4: &str = "CREATE TABLE audit (
+    seq       INTEGER PRIMARY KEY,
+    kind      TEXT NOT NULL,
+    run_id    TEXT NOT NULL,
+    record    TEXT NOT NULL CHECK (json_valid(record)),
+    prev_hash TEXT NOT NULL,
+    hash      TEXT NOT NULL
+);";
+
+#[test]
+fn a_log_in_the_old_schema_is_migrated_and_every_record_keeps_its_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let old = Connection::open(&path).unwrap();
+    old.execute_batch(AUDIT_V4).unwrap();
+    old.pragma_update(None, "user_version", 4).unwrap();
+    let mut records: Vec<AuditRecord> = Vec::new();
+    for (kind, run) in [
+        (RecordKind::Intent, "run-1"),
+        (RecordKind::Completion, "run-1"),
+        (RecordKind::Intent, "run-2"),
+    ] {
+        let prev = records.last().map_or(GENESIS_HASH, |r| r.hash.as_str());
+        let record = AuditRecord::seal(records.len() as u64 + 1, prev, entry(kind, run));
+        old.execute(
+            "INSERT INTO audit (seq, kind, run_id, record, prev_hash, hash)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            (
+                record.seq as i64,
+                kind.as_str(),
+                run,
+                record.to_canonical_json(),
+                &record.prev_hash,
+                &record.hash,
+            ),
+        )
+        .unwrap();
+        records.push(record);
+    }
+    // Before the migration, someone hid the crashed run-2 by its `kind` column.
+    old.execute("UPDATE audit SET kind = 'completion' WHERE seq = 3", [])
+        .unwrap();
+    drop(old);
+    let anchor = Anchor {
+        seq: 3,
+        head: records[2].hash.clone(),
+    };
+
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = raw(&path)
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert!(version >= 5, "migrated to schema {version}");
+    // The hash rule did not change: the same records, the same head, and an anchor
+    // taken before the migration still holds.
+    assert_eq!(store.tail(10).unwrap(), records);
+    assert_eq!(
+        store.verify_anchored(&[anchor]).unwrap(),
+        VerifyReport::Ok {
+            records: 3,
+            head: records[2].hash.clone()
+        }
+    );
+    // The columns now come from the hashed record, so the crashed call is back.
+    assert_eq!(store.pending().unwrap(), vec![records[2].clone()]);
+    let next = store
+        .append(entry(RecordKind::Completion, "run-2"))
+        .unwrap();
+    assert_eq!((next.seq, next.prev_hash), (4, records[2].hash.clone()));
+    assert!(store.pending().unwrap().is_empty());
+    assert!(store.verify().unwrap().is_ok());
+}
+
+/// The anchor of a log that verifies, as `toolgate audit anchor` takes it.
+fn anchor_of(log: &dyn AuditLog) -> Anchor {
+    match log.verify().unwrap() {
+        VerifyReport::Ok { records, head } => Anchor { seq: records, head },
+        broken => panic!("no anchor for a broken log: {broken:?}"),
+    }
+}
+
+fn broken_against(log: &dyn AuditLog, anchor: &Anchor) -> ChainBreak {
+    match log.verify_anchored(std::slice::from_ref(anchor)).unwrap() {
+        VerifyReport::Broken { at, .. } => at,
+        ok => panic!("the tampering went unnoticed, anchor and all: {ok:?}"),
+    }
+}
+
+/// Rewrites every record from `from` on with other content, each sealed afresh
+/// against the one before: a chain that holds by itself.
+fn rechain_from(conn: &Connection, records: &[AuditRecord], from: u64) {
+    conn.execute("DELETE FROM audit WHERE seq >= ?1", [from as i64])
+        .unwrap();
+    let mut prev = records
+        .iter()
+        .find(|r| r.seq == from - 1)
+        .map_or(GENESIS_HASH.to_owned(), |r| r.hash.clone());
+    for record in records.iter().filter(|r| r.seq >= from) {
+        let mut e = record.entry.clone();
+        e.arguments = json!({"order_id": "A-1001", "amount": 9999});
+        let forged = AuditRecord::seal(record.seq, &prev, e);
+        insert_raw(conn, &forged);
+        prev = forged.hash;
+    }
+}
+
+#[test]
+fn an_anchor_kept_elsewhere_catches_every_kind_of_tampering_with_a_real_file() {
+    type Tamper = fn(&Connection, &[AuditRecord]);
+    let cases: [(&str, Tamper, ChainBreak); 8] = [
+        (
+            "edit",
+            |c, _| {
+                c.execute(
+                    "UPDATE audit SET record = json_set(record, '$.tool', 'x') WHERE seq = 3",
+                    [],
+                )
+                .unwrap();
+            },
+            ChainBreak::Changed { seq: 3 },
+        ),
+        (
+            "insert",
+            |c, r| {
+                c.execute("UPDATE audit SET seq = seq + 1000 WHERE seq > 2", [])
+                    .unwrap();
+                c.execute("UPDATE audit SET seq = seq - 999 WHERE seq > 1000", [])
+                    .unwrap();
+                insert_raw(
+                    c,
+                    &AuditRecord::seal(3, &r[1].hash, entry(RecordKind::Completion, "run-9")),
+                );
+            },
+            ChainBreak::Inserted { seq: 3 },
+        ),
+        (
+            "delete",
+            |c, _| {
+                c.execute("DELETE FROM audit WHERE seq = 3", []).unwrap();
+            },
+            ChainBreak::Deleted { after_seq: 2 },
+        ),
+        (
+            "reorder",
+            |c, _| {
+                c.execute_batch(
+                    "UPDATE audit SET seq = 100 WHERE seq = 3;
+                     UPDATE audit SET seq = 3 WHERE seq = 4;
+                     UPDATE audit SET seq = 4 WHERE seq = 100;",
+                )
+                .unwrap();
+            },
+            // Record 4 now follows record 2: its number skips ahead.
+            ChainBreak::Deleted { after_seq: 2 },
+        ),
+        (
+            "truncate",
+            |c, _| {
+                c.execute("DELETE FROM audit WHERE seq > 4", []).unwrap();
+            },
+            ChainBreak::Truncated {
+                after_seq: 4,
+                anchor_seq: 6,
+            },
+        ),
+        (
+            "delete all",
+            |c, _| {
+                c.execute("DELETE FROM audit", []).unwrap();
+            },
+            ChainBreak::Truncated {
+                after_seq: 0,
+                anchor_seq: 6,
+            },
+        ),
+        (
+            "rechain from record 4",
+            |c, r| rechain_from(c, r, 4),
+            ChainBreak::Rewritten { seq: 6 },
+        ),
+        (
+            "full rechain",
+            |c, r| rechain_from(c, r, 1),
+            ChainBreak::Rewritten { seq: 6 },
+        ),
+    ];
+    for (name, tamper, expected) in cases {
+        let (_dir, path, store) = store();
+        let records = fill(&store, 3);
+        let anchor = anchor_of(&store);
+        assert_eq!(anchor.seq, 6);
+        assert!(
+            store
+                .verify_anchored(std::slice::from_ref(&anchor))
+                .unwrap()
+                .is_ok()
+        );
+        tamper(&raw(&path), &records);
+        assert_eq!(broken_against(&store, &anchor), expected, "{name}");
+        let alone = store.verify().unwrap();
+        if matches!(
+            expected,
+            ChainBreak::Truncated { .. } | ChainBreak::Rewritten { .. }
+        ) {
+            assert!(alone.is_ok(), "{name}: the chain alone cannot see it");
+        }
+    }
+}
+
+#[test]
+fn a_log_that_grew_after_its_anchor_still_holds_it() {
+    let (_dir, _path, store) = store();
+    fill(&store, 2);
+    let early = anchor_of(&store);
+    fill(&store, 2);
+    let late = anchor_of(&store);
+    let genesis = Anchor {
+        seq: 0,
+        head: GENESIS_HASH.into(),
+    };
+    let report = store.verify_anchored(&[late, genesis, early]).unwrap();
+    assert!(report.is_ok(), "{report:?}");
 }

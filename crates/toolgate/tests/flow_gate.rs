@@ -363,6 +363,44 @@ async fn a_once_tool_runs_once_across_a_gate_and_the_gate_that_replaces_it() {
     assert_eq!(old.refund.count(), 1);
 }
 
+/// Two gates that share nothing but `stores` (each a store on the same data, as two
+/// processes have), calling a `once` tool of one conversation at the same time.
+async fn race_two_gates(stores: [Arc<dyn GateStore>; 2]) -> (usize, Vec<Outcome>) {
+    let [a, b] = stores.map(desk);
+    call(&a.gate, "s", "verify_identity", verify()).await;
+    let calls = (0..10).map(|i| {
+        let gate = if i % 2 == 0 { &a.gate } else { &b.gate };
+        call(gate, "s", "refund_order", refund(100))
+    });
+    let outcomes = futures::future::join_all(calls).await;
+    (a.refund.count() + b.refund.count(), outcomes)
+}
+
+#[tokio::test]
+async fn a_once_tool_runs_once_across_gates_that_share_only_a_store() {
+    let memory: Arc<dyn GateStore> = Arc::new(MemoryGateStore::default());
+    let (runs, outcomes) = race_two_gates([memory.clone(), memory]).await;
+    assert_eq!(runs, 1, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1);
+
+    // Two stores opened on one file, as two processes open it.
+    let dir = tempfile::tempdir().unwrap();
+    let open = || -> Arc<dyn GateStore> { Arc::new(SqliteStore::open_in_dir(dir.path()).unwrap()) };
+    let (runs, outcomes) = race_two_gates([open(), open()]).await;
+    assert_eq!(runs, 1, "{outcomes:?}");
+    let refused: Vec<&Outcome> = outcomes.iter().filter(|o| !o.is_ok()).collect();
+    assert_eq!(refused.len(), 9);
+    for outcome in refused {
+        let Outcome::Denied { reason } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(reason.contains("only once"), "{reason}");
+    }
+    let store = SqliteStore::open_in_dir(dir.path()).unwrap();
+    assert!(store.pending().unwrap().is_empty(), "every turn completed");
+    assert!(store.verify().unwrap().is_ok());
+}
+
 #[tokio::test]
 async fn a_model_is_shown_blocked_tools_hidden_or_marked_and_the_steps_instructions() {
     let hidden = desk(Arc::new(MemoryGateStore::default()));

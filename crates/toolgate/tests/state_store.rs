@@ -193,7 +193,7 @@ fn a_new_file_records_its_schema_version_and_runs_in_wal_mode() {
     let mode: String = conn
         .pragma_query_value(None, "journal_mode", |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 6);
     assert_eq!(mode, "wal");
 }
 
@@ -426,7 +426,7 @@ fn a_file_from_a_newer_toolgate_is_refused_with_a_clear_error() {
             err,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 4,
+                supported: 6,
                 ..
             }
         ),
@@ -479,4 +479,48 @@ fn the_default_state_dir_is_dot_toolgate_beside_the_spec_file() {
         toolgate::resolve_state_dir(Some(Path::new("/var/lib/tg")), spec),
         Path::new("/var/lib/tg")
     );
+}
+
+#[cfg(unix)]
+#[test]
+fn the_database_and_its_wal_and_shm_files_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("new/state");
+    let store = SqliteStore::open_in_dir(&state).unwrap();
+    store
+        .apply("s", &[("k".to_owned(), serde_json::json!(1))])
+        .unwrap();
+    let mode = |name: &str| {
+        let meta = std::fs::metadata(state.join(name)).unwrap();
+        meta.permissions().mode() & 0o777
+    };
+    // Open, so the write-ahead log and its index are there.
+    for name in ["state.db", "state.db-wal", "state.db-shm"] {
+        assert_eq!(mode(name), 0o600, "{name}");
+    }
+    let dir_mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(dir_mode(&state), 0o700);
+    assert_eq!(dir_mode(state.parent().unwrap()), 0o700);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_in_place_of_the_database_or_its_log_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["state.db", "state.db-wal"] {
+        let state = dir.path().join(name.replace('.', "_"));
+        std::fs::create_dir(&state).unwrap();
+        let target = dir.path().join(format!("target-{name}"));
+        std::os::unix::fs::symlink(&target, state.join(name)).unwrap();
+        let error = SqliteStore::open_in_dir(&state).unwrap_err();
+        assert!(
+            matches!(&error, StoreError::Symlink { path, .. } if path.ends_with(name)),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains(toolgate::ALLOW_SYMLINK_ENV), "{message}");
+        assert!(!target.exists());
+    }
 }

@@ -1,17 +1,32 @@
 //! The gate's admission stage: before a call is authorized, the conversation's
 //! flow decides whether it may run now. A blocked call is refused with the
 //! monitor's reason; a `confirm:` tool is sent to the approvals path.
+//!
+//! A governed call is admitted twice: first on the facts as this process reads
+//! them, to decide on authorization; then, just before it runs, in one step of the
+//! store that checks again, takes the conversation's turn and records the intent
+//! (see `store::turns`), so that calls in other processes on the same state file
+//! cannot both pass `once`, `before` or `never_until`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
+use tokio_util::sync::CancellationToken;
 use toolgate_core::flow::{CallRecord, Flow, FlowVisibility, Monitor, ToolStatus};
-use toolgate_core::{Decision, Verdict};
+use toolgate_core::{AuditEntry, Decision, Verdict};
 
 use crate::gate::{Gate, Outcome};
-use crate::store::StoreError;
+use crate::store::{Admission, RecordedCall, StoreError};
+
+/// What a turn's lease adds to the call's own deadline: time to record its
+/// completion. A holder that died frees the turn after its deadline and this.
+const LEASE_MARGIN: Duration = Duration::from_secs(10);
+
+/// The longest pause between two tries for a turn another process holds.
+const MAX_PAUSE: Duration = Duration::from_millis(50);
 
 /// A gate's flow, if it has one, and how it shows blocked tools.
 pub(crate) struct FlowGate {
@@ -30,8 +45,9 @@ pub(crate) struct Turns(Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>);
 pub(crate) struct Admitted {
     /// Why the user must confirm it, when the flow says so.
     confirm: Option<String>,
-    /// The session's turn, held until the call is recorded.
-    _turn: Option<OwnedMutexGuard<()>>,
+    /// The session's turn in this process, held until the call is recorded; `Some`
+    /// exactly when the flow governs the call.
+    turn: Option<OwnedMutexGuard<()>>,
 }
 
 /// A call the flow refused: the audit outcome and what the caller is told.
@@ -74,7 +90,7 @@ impl FlowGate {
         let Some(flow) = self.flow.as_ref().filter(|f| f.governs(tool)) else {
             return Ok(Admitted {
                 confirm: None,
-                _turn: None,
+                turn: None,
             });
         };
         let turn = self.turn(session).lock_owned().await;
@@ -92,8 +108,113 @@ impl FlowGate {
             }),
             ToolStatus::Allowed { confirm } => Ok(Admitted {
                 confirm,
-                _turn: Some(turn),
+                turn: Some(turn),
             }),
+        }
+    }
+
+    /// Admits a governed call for good, just before it runs: in one step of the
+    /// store, checks the flow again on the conversation's facts as they stand (a
+    /// call in another process may have moved it on since [`FlowGate::admit`]),
+    /// takes the conversation's turn and records `intent` (which names the session
+    /// and the tool). While another run holds the turn, waits for it, at most as
+    /// long as a turn can be held. Returns the state (over the declared defaults)
+    /// the call was admitted on.
+    pub async fn claim(
+        &self,
+        gate: &Gate,
+        admitted: &Admitted,
+        intent: AuditEntry,
+        arguments: &Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Map<String, Value>, Refusal> {
+        let (session, tool) = (intent.session.as_str(), intent.tool.as_str());
+        let Some(flow) = self.flow.as_ref() else {
+            return Ok(gate.over_defaults(Map::new()));
+        };
+        let lease = timeout.saturating_add(LEASE_MARGIN);
+        let give_up = crate::store::lease_end(lease);
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let mut refusal = None;
+            let mut facts = None;
+            let mut check = |state: &Map<String, Value>, calls: &[RecordedCall]| {
+                let state = gate.over_defaults(state.clone());
+                let history: Vec<CallRecord> = calls.iter().map(CallRecord::from).collect();
+                match Monitor::new(flow).admit(&state, &history, tool, arguments) {
+                    ToolStatus::Blocked { reason, .. } => {
+                        refusal = Some(Refusal {
+                            status: "blocked",
+                            outcome: Outcome::Denied { reason },
+                        });
+                        false
+                    }
+                    ToolStatus::Allowed { confirm: Some(_) } if admitted.confirm.is_none() => {
+                        refusal = Some(Refusal {
+                            status: "error",
+                            outcome: Outcome::error(
+                                format!(
+                                    "the conversation moved on while `{tool}` waited to run, and it now needs the user's confirmation; call it again"
+                                ),
+                                true,
+                            ),
+                        });
+                        false
+                    }
+                    ToolStatus::Allowed { .. } => {
+                        facts = Some(state);
+                        true
+                    }
+                }
+            };
+            let admission = gate
+                .store()
+                .admit(session, intent.clone(), lease, &mut check);
+            match admission {
+                Ok(Admission::Admitted(_)) => return Ok(facts.unwrap_or_default()),
+                Ok(Admission::Refused) => {
+                    return Err(refusal.unwrap_or_else(|| cannot_check("the check gave no reason")));
+                }
+                Ok(Admission::Busy) => {}
+                Ok(Admission::Abandoned {
+                    run_id,
+                    tool: theirs,
+                }) => {
+                    return Err(Refusal {
+                        status: "error",
+                        outcome: Outcome::error(
+                            format!(
+                                "`{tool}` did not run: a call of `{theirs}` in this conversation (run {run_id}) never completed, as the process running it stopped, and it may have taken effect; tell the operator, who checks and records it with `toolgate audit resolve {run_id} --outcome ok|error|cancelled`"
+                            ),
+                            false,
+                        ),
+                    });
+                }
+                Err(e) => return Err(cannot_check(&e.to_string())),
+            }
+            if Instant::now() >= give_up {
+                let waited = humantime::format_duration(lease);
+                return Err(Refusal {
+                    status: "error",
+                    outcome: Outcome::error(
+                        format!(
+                            "another call of this conversation held its turn for {waited}, so `{tool}` did not run; call it again"
+                        ),
+                        true,
+                    ),
+                });
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = cancel.cancelled() => {
+                    return Err(Refusal {
+                        status: "cancelled",
+                        outcome: Outcome::error(format!("the call to `{tool}` was cancelled before it ran"), false),
+                    });
+                }
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
         }
     }
 
@@ -110,7 +231,25 @@ impl FlowGate {
     }
 }
 
+/// A governed call whose flow could not be checked.
+fn cannot_check(why: &str) -> Refusal {
+    Refusal {
+        status: "error",
+        outcome: Outcome::error(
+            format!(
+                "the conversation's flow cannot be checked ({why}), so nothing ran; tell the operator"
+            ),
+            true,
+        ),
+    }
+}
+
 impl Admitted {
+    /// Whether the flow governs the call, which then holds its conversation's turn.
+    pub fn governed(&self) -> bool {
+        self.turn.is_some()
+    }
+
     /// The policy's verdict, with the flow's confirmation: a call that would run at
     /// once asks a person instead; one that already asks says why twice over.
     pub fn decide(&self, verdict: Verdict) -> Verdict {

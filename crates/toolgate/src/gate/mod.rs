@@ -5,7 +5,9 @@
 //! ▶ sanitize ▶ record completion. Each stage that refuses a call produces an
 //! [`Outcome`] the model can act on; nothing panics and no call is dropped. A
 //! read's intent is committed together with its completion (one transaction
-//! instead of two; a read that dies half-way has nothing to reconcile).
+//! instead of two; a read that dies half-way has nothing to reconcile). A call the
+//! conversation's flow governs has its intent committed with its admission, in one
+//! step of the store, so that admission holds across processes.
 
 mod arguments;
 mod outcome;
@@ -271,9 +273,14 @@ impl Gate {
 
     /// A conversation's state: what was written, over the declared defaults.
     pub fn state(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
+        Ok(self.over_defaults(self.store.load(session)?))
+    }
+
+    /// `written` over the declared defaults.
+    pub(crate) fn over_defaults(&self, written: Map<String, Value>) -> Map<String, Value> {
         let mut state = self.defaults.clone();
-        state.extend(self.store.load(session)?);
-        Ok(state)
+        state.extend(written);
+        state
     }
 
     /// Runs one call in conversation `session` on behalf of `principal`.
@@ -436,23 +443,38 @@ impl Gate {
             self.run_prefix,
             self.runs.fetch_add(1, Ordering::Relaxed)
         );
-        // A read leaves nothing to reconcile if the process dies while it runs, so
-        // its intent is committed with its completion; any other call's intent is
-        // committed before it runs.
-        let intent = if tool.effect() == Effect::Read {
-            Some(entry.clone())
-        } else {
-            if let Err(e) = self.store.append(entry.clone()) {
-                return store_failure("the audit log", e);
+        let timeout = tool_entry.timeout.unwrap_or(self.options.default_timeout);
+        let (intent, state) = if admitted.governed() {
+            // Admitted for good, the intent recorded and the turn taken, in one step.
+            let claim =
+                self.flow
+                    .claim(self, &admitted, entry.clone(), &arguments, timeout, cancel);
+            match claim.await {
+                Ok(state) => (None, state),
+                Err(refusal) => {
+                    entry.kind = RecordKind::Refusal;
+                    entry.run_id = String::new();
+                    return self.refuse(entry, refusal.status, refusal.outcome);
+                }
             }
-            None
+        } else {
+            // A read leaves nothing to reconcile if the process dies while it runs,
+            // so its intent is committed with its completion; any other call's
+            // intent is committed before it runs.
+            let intent = if tool.effect() == Effect::Read {
+                Some(entry.clone())
+            } else {
+                if let Err(e) = self.store.append(entry.clone()) {
+                    return store_failure("the audit log", e);
+                }
+                None
+            };
+            match self.state(session) {
+                Ok(state) => (intent, state),
+                Err(e) => return store_failure("the state store", e),
+            }
         };
         // Execute.
-        let state = match self.state(session) {
-            Ok(state) => state,
-            Err(e) => return store_failure("the state store", e),
-        };
-        let timeout = tool_entry.timeout.unwrap_or(self.options.default_timeout);
         let limits = RunLimits {
             deadline: Instant::now() + timeout,
             max_attempts: self.options.max_attempts.max(1),
@@ -511,7 +533,12 @@ impl Gate {
         entry.message = (!outcome.is_ok()).then(|| audit_message(&outcome));
         entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         entry.attempts = Some(attempts);
-        match self.store.complete(session, &writes, intent, entry) {
+        let recorded = if admitted.governed() {
+            self.store.complete_turn(session, &writes, entry)
+        } else {
+            self.store.complete(session, &writes, intent, entry)
+        };
+        match recorded {
             Ok(_) => outcome,
             Err(e) => Outcome::error(
                 format!(

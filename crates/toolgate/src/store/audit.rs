@@ -14,8 +14,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{OptionalExtension, params};
 use toolgate_core::{
-    AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind, VerifyReport,
-    verify_chain,
+    Anchor, AuditEntry, AuditRecord, ChainBreak, ChainVerifier, GENESIS_HASH, RecordKind,
+    VerifyReport, verify_chain_anchored,
 };
 
 use super::group_commit::Write;
@@ -67,7 +67,14 @@ pub trait AuditLog: Send + Sync {
 
     /// Checks the whole chain and reports the first record that was changed,
     /// inserted or deleted.
-    fn verify(&self) -> Result<VerifyReport, StoreError>;
+    fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.verify_anchored(&[])
+    }
+
+    /// [`AuditLog::verify`], holding the log to anchors taken earlier and kept
+    /// elsewhere: also reports records cut from the end, every record deleted, and a
+    /// chain rewritten from some record on (see [`Anchor`]).
+    fn verify_anchored(&self, anchors: &[Anchor]) -> Result<VerifyReport, StoreError>;
 
     /// Intents with no completion (after a crash), oldest first: write-effect calls
     /// here must never be re-run silently.
@@ -75,8 +82,8 @@ pub trait AuditLog: Send + Sync {
 }
 
 const SELECT_HEAD: &str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
-const INSERT: &str = "INSERT INTO audit (seq, kind, run_id, record, prev_hash, hash)
-                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+/// `kind`, `run_id`, `prev_hash` and `hash` are computed from `record` (schema 5).
+const INSERT: &str = "INSERT INTO audit (seq, record) VALUES (?1, ?2)";
 
 impl SqliteStore {
     fn audit_location(&self) -> String {
@@ -131,11 +138,7 @@ pub(super) fn append_in(
     let record = AuditRecord::seal(seq, &prev_hash, entry);
     tx.prepare_cached(INSERT)?.execute(params![
         i64::try_from(record.seq).unwrap_or(i64::MAX),
-        record.entry.kind.as_str(),
-        record.entry.run_id,
         record.to_canonical_json(),
-        record.prev_hash,
-        record.hash,
     ])?;
     Ok(record)
 }
@@ -158,24 +161,29 @@ impl AuditLog for SqliteStore {
         )
     }
 
-    fn verify(&self) -> Result<VerifyReport, StoreError> {
+    fn verify_anchored(&self, anchors: &[Anchor]) -> Result<VerifyReport, StoreError> {
         let error = self.error("verifying the audit log");
         let conn = self.conn();
         // Every column is read as whatever it now holds, so a row edited to the wrong
-        // type is reported as changed rather than failing the read.
+        // type is reported as changed rather than failing the read. Every column a
+        // command reads is read here and held to the hashed record: `pending` reads
+        // `kind` and `run_id`, appending reads `hash`.
         let mut stmt = conn
             .prepare_cached(
-                "SELECT seq, CAST(record AS BLOB), CAST(prev_hash AS TEXT), CAST(hash AS TEXT)
+                "SELECT seq, CAST(record AS BLOB), CAST(prev_hash AS TEXT), CAST(hash AS TEXT),
+                        CAST(kind AS TEXT), CAST(run_id AS TEXT)
                  FROM audit ORDER BY seq",
             )
             .map_err(&error)?;
         let mut rows = stmt.query([]).map_err(&error)?;
-        let mut verifier = ChainVerifier::new();
+        let mut verifier = ChainVerifier::with_anchors(anchors.iter().cloned());
         while let Some(row) = rows.next().map_err(&error)? {
             let seq: i64 = row.get(0).map_err(&error)?;
             let text: Option<Vec<u8>> = row.get(1).map_err(&error)?;
             let prev_hash: Option<String> = row.get(2).map_err(&error)?;
             let hash: Option<String> = row.get(3).map_err(&error)?;
+            let kind: Option<String> = row.get(4).map_err(&error)?;
+            let run_id: Option<String> = row.get(5).map_err(&error)?;
             let changed = ChainBreak::Changed {
                 seq: u64::try_from(seq).unwrap_or_default(),
             };
@@ -193,10 +201,14 @@ impl AuditLog for SqliteStore {
             if verifier.push(&record).is_some() {
                 break;
             }
-            // The columns mirror the record; one that disagrees was edited.
+            // The columns mirror the record; one that disagrees was edited. (They
+            // are computed from the record since schema 5, so only a table rebuilt
+            // by hand can disagree.)
             let columns_agree = i64::try_from(record.seq) == Ok(seq)
                 && prev_hash.as_deref() == Some(record.prev_hash.as_str())
-                && hash.as_deref() == Some(record.hash.as_str());
+                && hash.as_deref() == Some(record.hash.as_str())
+                && kind.as_deref() == Some(record.entry.kind.as_str())
+                && run_id.as_deref() == Some(record.entry.run_id.as_str());
             if !columns_agree {
                 verifier.fail(changed);
                 break;
@@ -258,8 +270,11 @@ impl AuditLog for MemoryAuditLog {
         Ok(records[records.len().saturating_sub(n)..].to_vec())
     }
 
-    fn verify(&self) -> Result<VerifyReport, StoreError> {
-        Ok(verify_chain(self.lock().iter()))
+    fn verify_anchored(&self, anchors: &[Anchor]) -> Result<VerifyReport, StoreError> {
+        Ok(verify_chain_anchored(
+            self.lock().iter(),
+            anchors.iter().cloned(),
+        ))
     }
 
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {

@@ -117,6 +117,24 @@ pub(super) fn record_call_in(
     Ok(())
 }
 
+/// A session's calls as `conn` sees it (the reader, or an open transaction).
+pub(super) fn calls_in(
+    conn: &rusqlite::Connection,
+    session: &str,
+) -> rusqlite::Result<Vec<RecordedCall>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT seq, tool, ok, time FROM calls WHERE session = ?1 ORDER BY seq")?;
+    let rows = stmt.query_map([session], |row| {
+        Ok(RecordedCall {
+            seq: row.get::<_, i64>(0)?.try_into().unwrap_or(0),
+            tool: row.get(1)?,
+            ok: row.get(2)?,
+            time: row.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
 impl CallHistory for SqliteStore {
     fn record_call(
         &self,
@@ -135,22 +153,7 @@ impl CallHistory for SqliteStore {
     }
 
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
-        let error = self.error("reading a session's calls");
-        let conn = self.reader();
-        let mut stmt = conn
-            .prepare_cached("SELECT seq, tool, ok, time FROM calls WHERE session = ?1 ORDER BY seq")
-            .map_err(&error)?;
-        let rows = stmt
-            .query_map([session], |row| {
-                Ok(RecordedCall {
-                    seq: row.get::<_, i64>(0)?.try_into().unwrap_or(0),
-                    tool: row.get(1)?,
-                    ok: row.get(2)?,
-                    time: row.get(3)?,
-                })
-            })
-            .map_err(&error)?;
-        rows.collect::<Result<_, _>>().map_err(&error)
+        calls_in(&self.reader(), session).map_err(self.error("reading a session's calls"))
     }
 
     fn forget_calls(&self, session: &str) -> Result<(), StoreError> {

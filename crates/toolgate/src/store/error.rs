@@ -20,6 +20,16 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
+    /// The database (or its `-wal` or `-shm` file) is a symbolic link, which could
+    /// send state and the audit log anywhere.
+    #[error(
+        "state store at {} is a symbolic link (to {}), which toolgate does not follow: a link could send state and the audit log anywhere; put the file itself there, or set {}=1 to open it through the link",
+        path.display(),
+        target.display(),
+        super::ALLOW_SYMLINK_ENV
+    )]
+    Symlink { path: PathBuf, target: PathBuf },
+
     /// The SQLite file could not be opened or prepared for use.
     #[error(
         "cannot open state store at {location}: {source}; check the directory is writable or set --state-dir (or TOOLGATE_STATE_DIR) to another place"

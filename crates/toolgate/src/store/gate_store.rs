@@ -1,13 +1,17 @@
 //! Everything a gate persists, behind one trait: conversation state, approvals and
-//! the audit log, with a call's state writes and its completion record kept together.
+//! the audit log, with a call's state writes and its completion record kept together,
+//! and a governed call's admission and intent record taken in one step.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
-use toolgate_core::{AuditEntry, AuditRecord, VerifyReport};
+use toolgate_core::{Anchor, AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
 use super::group_commit::{Completion, Write};
+use super::turns::{
+    Admission, AdmissionCheck, MemoryTurns, memory_turn, release_in_memory, standing_in_memory,
+};
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
     MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
@@ -37,6 +41,38 @@ pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory {
         }
         self.append(completion)
     }
+
+    /// Admits a call of a conversation a flow governs, atomically across every
+    /// process sharing the store: unless another run holds the session's turn
+    /// ([`Admission::Busy`]), runs `check` on the session's state and call history
+    /// as they stand, and if it passes, takes the turn for `intent.run_id` (for at
+    /// most `lease`) and appends `intent`, all in one transaction.
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError>;
+
+    /// [`GateStore::complete`] for a call [`GateStore::admit`] let in (its intent is
+    /// in the log already), releasing the session's turn in the same transaction.
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError>;
+
+    /// Records what became of a pending `intent`, as the operator found out: appends
+    /// `completion`, adds the call to its conversation's history unless it never ran
+    /// (outcome `cancelled`), and releases the conversation's turn if the run still
+    /// holds it, in one transaction.
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError>;
 }
 
 /// A gate store in memory, for tests and throwaway runs.
@@ -46,9 +82,72 @@ pub struct MemoryGateStore {
     approvals: MemoryApprovals,
     audit: MemoryAuditLog,
     calls: MemoryCallHistory,
+    turns: MemoryTurns,
 }
 
-impl GateStore for MemoryGateStore {}
+impl GateStore for MemoryGateStore {
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError> {
+        // Held throughout, so admissions to this store take turns as SQLite's write
+        // lock makes them.
+        let mut turns = self.turns.lock();
+        if let Some(refused) = standing_in_memory(&turns, session, &intent.run_id) {
+            return Ok(refused);
+        }
+        if !check(&self.state.load(session)?, &self.calls.calls(session)?) {
+            return Ok(Admission::Refused);
+        }
+        turns.insert(session.to_owned(), memory_turn(&intent, lease));
+        match self.audit.append(intent) {
+            Ok(record) => Ok(Admission::Admitted(Box::new(record))),
+            Err(e) => {
+                turns.remove(session);
+                Err(e)
+            }
+        }
+    }
+
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        let run_id = completion.run_id.clone();
+        let done = self.complete(session, writes, None, completion);
+        release_in_memory(&mut self.turns.lock(), session, &run_id);
+        done
+    }
+
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        let e = &intent.entry;
+        if let Some(ok) = ran(&completion) {
+            self.calls
+                .record_call(&e.session, &e.tool, ok, &completion.time)?;
+        }
+        let record = self.audit.append(completion)?;
+        release_in_memory(&mut self.turns.lock(), &e.session, &e.run_id);
+        Ok(record)
+    }
+}
+
+/// Whether an operator's resolution says the call ran, and if so whether it
+/// succeeded (`cancelled`: it never ran).
+fn ran(completion: &AuditEntry) -> Option<bool> {
+    match completion.outcome.as_deref() {
+        Some("cancelled") => None,
+        outcome => Some(outcome == Some("ok")),
+    }
+}
 
 impl GateStore for SqliteStore {
     fn complete(
@@ -63,6 +162,51 @@ impl GateStore for SqliteStore {
             writes: writes.to_vec(),
             intent,
             completion,
+            release_turn: false,
+            in_history: true,
+        }))
+    }
+
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError> {
+        self.admit_in_turn(session, intent, lease, check)
+    }
+
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        self.commit_write(Write::Complete(Completion {
+            session: session.to_owned(),
+            writes: writes.to_vec(),
+            intent: None,
+            completion,
+            release_turn: true,
+            in_history: true,
+        }))
+    }
+
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        // The turn is released by the intent's run id, which the completion shares.
+        let in_history = ran(&completion).is_some();
+        self.commit_write(Write::Complete(Completion {
+            session: intent.entry.session.clone(),
+            writes: Vec::new(),
+            intent: None,
+            completion,
+            release_turn: true,
+            in_history,
         }))
     }
 }
@@ -121,8 +265,8 @@ impl AuditLog for MemoryGateStore {
     fn tail(&self, n: usize) -> Result<Vec<AuditRecord>, StoreError> {
         self.audit.tail(n)
     }
-    fn verify(&self) -> Result<VerifyReport, StoreError> {
-        self.audit.verify()
+    fn verify_anchored(&self, anchors: &[Anchor]) -> Result<VerifyReport, StoreError> {
+        self.audit.verify_anchored(anchors)
     }
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {
         self.audit.pending()

@@ -19,6 +19,7 @@ use toolgate_core::{AuditEntry, AuditRecord};
 use super::audit::append_in;
 use super::calls::{completed_call, record_call_in};
 use super::sqlite::write_state;
+use super::turns::release_in;
 use super::{SqliteStore, StoreError};
 
 /// A write that ends with an audit record.
@@ -39,6 +40,10 @@ pub(super) struct Completion {
     pub(super) writes: Vec<(String, Value)>,
     pub(super) intent: Option<AuditEntry>,
     pub(super) completion: AuditEntry,
+    /// Whether the call held its session's turn (a governed call), released here.
+    pub(super) release_turn: bool,
+    /// Whether the call goes into its session's history (it ran).
+    pub(super) in_history: bool,
 }
 
 impl Write {
@@ -59,10 +64,17 @@ impl Write {
                 writes,
                 intent,
                 completion,
+                release_turn,
+                in_history,
             }) => {
                 write_state(tx, &session, &writes)?;
-                let (tool, ok, time) = completed_call(&completion);
-                record_call_in(tx, &session, tool, ok, time)?;
+                if release_turn {
+                    release_in(tx, &session, &completion.run_id)?;
+                }
+                if in_history {
+                    let (tool, ok, time) = completed_call(&completion);
+                    record_call_in(tx, &session, tool, ok, time)?;
+                }
                 if let Some(intent) = intent {
                     append_in(tx, intent)?;
                 }

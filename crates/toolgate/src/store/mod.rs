@@ -16,11 +16,13 @@ mod audit;
 mod calls;
 mod checkpoint;
 mod error;
+mod files;
 mod gate_store;
 mod group_commit;
 mod memory;
 mod pins;
 mod sqlite;
+mod turns;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -34,6 +36,7 @@ pub use approvals::{
 pub use audit::{AuditLog, MemoryAuditLog};
 pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
 pub use error::StoreError;
+pub use files::ALLOW_SYMLINK_ENV;
 pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
 pub use pins::{
@@ -41,6 +44,8 @@ pub use pins::{
     join_fields,
 };
 pub use sqlite::SqliteStore;
+pub(crate) use turns::lease_end;
+pub use turns::{Admission, AdmissionCheck};
 
 /// The environment variable that names the state directory.
 pub const STATE_DIR_ENV: &str = "TOOLGATE_STATE_DIR";

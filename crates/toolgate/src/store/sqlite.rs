@@ -83,6 +83,33 @@ const MIGRATIONS: &[&str] = &[
         time    TEXT NOT NULL,
         PRIMARY KEY (session, seq)
     ) WITHOUT ROWID;",
+    // Version 5: every column of the audit log that a command reads is computed from
+    // the hashed record, so none can be edited apart from it (`pending` reads `kind`
+    // and `run_id`; appending reads `hash`). The hash rule is unchanged (`kind` and
+    // `run_id` were always inside the hashed record), so every record keeps its hash
+    // and anchors taken before still hold; the copies the old columns held are
+    // dropped, and a copy edited before the migration is replaced by the record's.
+    // (A row an intruder made unreadable yields NULLs, not an error on every read.)
+    "CREATE TABLE audit_v5 (
+        seq       INTEGER PRIMARY KEY,
+        record    TEXT NOT NULL CHECK (json_valid(record)),
+        kind      TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.kind') END) VIRTUAL,
+        run_id    TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.run_id') END) VIRTUAL,
+        prev_hash TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.prev_hash') END) VIRTUAL,
+        hash      TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.hash') END) VIRTUAL
+    );
+    INSERT INTO audit_v5 (seq, record) SELECT seq, record FROM audit ORDER BY seq;
+    DROP TABLE audit;
+    ALTER TABLE audit_v5 RENAME TO audit;",
+    // Version 6: each governed conversation's turn, held by one run from admission to
+    // completion across processes (see `turns`).
+    "CREATE TABLE turns (
+        session    TEXT PRIMARY KEY,
+        run_id     TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        rerun_safe INTEGER NOT NULL CHECK (rerun_safe IN (0, 1)),
+        until_ms   INTEGER NOT NULL
+    ) WITHOUT ROWID;",
 ];
 
 /// The schema version this toolgate writes and understands.
@@ -119,17 +146,15 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens the store at `path`, creating its parent directories, the file and the
-    /// schema on first use, and migrating an older schema.
+    /// Opens the store at `path`, creating its parent directories (`0700`), the file
+    /// (`0600`) and the schema on first use, and migrating an older schema. A
+    /// symbolic link at `path` is refused unless
+    /// [`ALLOW_SYMLINK_ENV`](crate::ALLOW_SYMLINK_ENV) is `1`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let location = path.display().to_string();
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
+        // A new directory 0700 and a new file 0600; no link in place of the file.
+        super::files::prepare(path)?;
         let open_error = |source| open_error(&location, source);
         let mut conn = Connection::open(path).map_err(open_error)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
@@ -215,6 +240,31 @@ impl SqliteStore {
         move |source| StoreError::sqlite(&self.location, action, source)
     }
 
+    /// A session's state as `conn` sees it (the reader, or an open transaction).
+    pub(super) fn load_in(
+        &self,
+        conn: &Connection,
+        session: &str,
+    ) -> Result<Map<String, Value>, StoreError> {
+        let error = self.error("loading a session");
+        // Casting to BLOB reads the stored bytes whatever their type, so a bad row
+        // surfaces as a JSON error naming its key rather than a type error.
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT key, CAST(value AS BLOB) FROM state WHERE session = ?1 ORDER BY key",
+            )
+            .map_err(&error)?;
+        let mut rows = stmt.query([session]).map_err(&error)?;
+        let mut state = Map::new();
+        while let Some(row) = rows.next().map_err(&error)? {
+            let key: String = row.get(0).map_err(&error)?;
+            let bytes: Option<Vec<u8>> = row.get(1).map_err(&error)?;
+            let value = self.decode(session, &key, bytes.as_deref())?;
+            state.insert(key, value);
+        }
+        Ok(state)
+    }
+
     fn decode(&self, session: &str, key: &str, bytes: Option<&[u8]>) -> Result<Value, StoreError> {
         serde_json::from_slice(bytes.unwrap_or_default()).map_err(|source| {
             StoreError::CorruptValue {
@@ -292,24 +342,7 @@ pub(super) fn write_state(
 
 impl StateStore for SqliteStore {
     fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError> {
-        let error = self.error("loading a session");
-        let conn = self.reader();
-        // Casting to BLOB reads the stored bytes whatever their type, so a bad row
-        // surfaces as a JSON error naming its key rather than a type error.
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT key, CAST(value AS BLOB) FROM state WHERE session = ?1 ORDER BY key",
-            )
-            .map_err(&error)?;
-        let mut rows = stmt.query([session]).map_err(&error)?;
-        let mut state = Map::new();
-        while let Some(row) = rows.next().map_err(&error)? {
-            let key: String = row.get(0).map_err(&error)?;
-            let bytes: Option<Vec<u8>> = row.get(1).map_err(&error)?;
-            let value = self.decode(session, &key, bytes.as_deref())?;
-            state.insert(key, value);
-        }
-        Ok(state)
+        self.load_in(&self.reader(), session)
     }
 
     fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError> {
