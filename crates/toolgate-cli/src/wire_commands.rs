@@ -142,9 +142,14 @@ pub fn parse(
     options: RenderOptions,
     input: &str,
     stream: bool,
+    defer: Option<&[String]>,
 ) -> CommandResult {
     let text = read_input(input)?;
-    let reader: CallReader = rendered(args, target, options)?.reader;
+    // Read with the names of the render that made the request.
+    let reader: CallReader = match defer {
+        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded)?.reader,
+        None => rendered(args, target, options)?.reader,
+    };
     let calls = if stream {
         let mut parser = wire::stream_parser(target);
         for event in stream_events(&text)? {

@@ -72,6 +72,7 @@ pub fn read_call(
         Err(message) => (Value::Object(Default::default()), Some(message)),
     };
     if unknown.is_none() {
+        reader.restore_parameters(&name, &mut arguments);
         reader.restore_optionals(&name, &mut arguments);
     }
     ParsedCall {
