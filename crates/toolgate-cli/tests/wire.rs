@@ -153,3 +153,101 @@ fn a_catalog_larger_than_the_api_takes_says_to_defer_and_defer_renders_it() {
         assert!(calls[0].get("invalid").is_none(), "{}", calls[0]);
     }
 }
+
+const WEATHER: &str = r#"
+tools:
+  - name: weather
+    description: The weather in a city.
+    effect: read
+    parameters:
+      type: object
+      properties:
+        city: {type: string}
+"#;
+
+#[test]
+fn a_stream_with_any_of_the_line_endings_sse_allows_is_parsed() {
+    let dir = desk(WEATHER);
+    let chunk = |delta: Value| {
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+            .to_string()
+    };
+    let events = [
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":"}}]}),
+        ),
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Oslo\"}"}}]})),
+    ];
+    for ending in ["\n", "\r\n", "\r"] {
+        let mut text = format!(": a comment{ending}");
+        for event in &events {
+            text.push_str(&format!("data: {event}{ending}{ending}"));
+        }
+        text.push_str(&format!("data: [DONE]{ending}{ending}"));
+        let calls = ok_json(&toolgate(
+            dir.path(),
+            &["parse", "--for", "openai-chat", "--stream"],
+            Some(&text),
+        ));
+        assert_eq!(calls[0]["arguments"], json!({"city": "Oslo"}), "{ending:?}");
+    }
+}
+
+/// Runs `args`, failing the test (and ending the process) if it takes longer than 10 s.
+#[cfg(unix)]
+fn within_ten_seconds(dir: &Path, args: &[&str]) -> Output {
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_STATE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("`toolgate {}` still running after 10 s", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_given_as_a_file_is_refused_at_once() {
+    let dir = desk(WEATHER);
+    let fifo = dir.path().join("pipe.yaml");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = within_ten_seconds(dir.path(), &["check", "-f", "pipe.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "cannot read spec file pipe.yaml: it is a named pipe, not a regular file; a spec file is read whole"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    for args in [
+        &["parse", "--for", "openai-chat", "pipe.yaml"][..],
+        &["import", "--from", "mcp", "pipe.yaml"],
+    ] {
+        let out = within_ten_seconds(dir.path(), args);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("cannot read pipe.yaml: it is a named pipe, not a regular file; to read from a pipe, give `-`"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}

@@ -19,6 +19,7 @@ mod openapi;
 mod params;
 mod render;
 mod result;
+mod sse;
 mod strict;
 mod target;
 
@@ -31,6 +32,7 @@ pub use names::{NameMap, NameRules};
 pub use params::ParamNames;
 pub use render::{CallReader, DeferSet, Note, RenderInput, RenderOptions, Rendered};
 pub use result::ToolResult;
+pub use sse::{SseEvent, is_sse, sse_events};
 pub use target::{Target, UnknownTarget};
 
 use crate::ToolDescriptor;
