@@ -69,7 +69,14 @@ struct Pending {
     /// Why the streamed arguments could not be assembled.
     broken: Option<String>,
     complete: bool,
+    /// List items that partial arguments may still create (to reach an index, the
+    /// items before it are filled with `null`): bounds what a stream can make a call
+    /// allocate, however its indexes are spread over paths.
+    room: usize,
 }
+
+/// List items the partial arguments of one call may create in all.
+const MAX_CREATED_ITEMS: usize = 100_000;
 
 impl Assembler {
     fn new(target: Target) -> Self {
@@ -153,6 +160,7 @@ impl Assembler {
                     continuing: None,
                     broken: None,
                     complete: false,
+                    room: MAX_CREATED_ITEMS,
                 });
                 self.calls.len() - 1
             }
@@ -230,7 +238,7 @@ impl Pending {
             .then(|| path.to_owned());
         let Some(value) = value else { return };
         let args = self.args.get_or_insert_with(|| Value::Object(Map::new()));
-        if let Err(reason) = set_at(args, &segments, value, append) {
+        if let Err(reason) = set_at(args, &segments, value, append, &mut self.room) {
             self.broken = Some(format!("{reason} at `{path}`"));
         }
     }
@@ -286,12 +294,13 @@ fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
 }
 
 /// Sets (or, for a continued string, appends) `value` at `segments` under `root`,
-/// creating objects and arrays on the way.
+/// creating objects and arrays on the way, at most `room` list items in all.
 fn set_at(
     root: &mut Value,
     segments: &[Segment],
     value: Value,
     append: bool,
+    room: &mut usize,
 ) -> Result<(), String> {
     let mut node = root;
     for segment in segments {
@@ -313,6 +322,13 @@ fn set_at(
                     .as_array_mut()
                     .ok_or("an index inside a value that is not a list")?;
                 if array.len() <= *i {
+                    let created = i + 1 - array.len();
+                    if created > *room {
+                        return Err(format!(
+                            "list indexes that would make more than {MAX_CREATED_ITEMS} items"
+                        ));
+                    }
+                    *room -= created;
                     array.resize(i + 1, Value::Null);
                 }
                 &mut array[*i]
@@ -540,6 +556,29 @@ mod tests {
         )
         .unwrap();
         assert!(!calls[0].is_valid());
+    }
+
+    #[test]
+    fn indexes_spread_over_many_paths_cannot_make_a_call_allocate_without_bound() {
+        // Each index is below the per-index cap; together they would fill 100,000 items
+        // a level, at every level of the path.
+        let deep = format!("$.a{}", "[99999]".repeat(50));
+        let calls = stream(
+            Target::Vertex,
+            &[chunk(
+                json!([{"functionCall": {"name": "ping", "partialArgs": [
+                    {"jsonPath": "$.b[99998]", "boolValue": true},
+                    {"jsonPath": deep, "boolValue": true}
+                ]}}]),
+            )],
+        )
+        .unwrap();
+        assert_eq!(
+            calls[0].invalid.as_deref(),
+            Some(
+                format!("the streamed arguments for `ping` could not be assembled: list indexes that would make more than 100000 items at `{deep}`; send the call again").as_str()
+            )
+        );
     }
 
     #[test]
