@@ -661,6 +661,32 @@ tools:
 }
 
 #[test]
+fn a_tool_without_a_name_still_has_its_placeholders_checked() {
+    let text = "\
+tools:
+  - description: Fetch one order.
+    parameters: {type: object, properties: {order_id: {type: string}}}
+    response: {id: '{args.id}'}
+";
+    let source = SpecSource::from_text("nameless.yaml", text);
+    let messages: Vec<&str> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "a tool is missing the required key `name`",
+            "`{args.id}` names no argument of this tool"
+        ],
+        "{}",
+        source.render_diagnostics()
+    );
+}
+
+#[test]
 fn an_empty_file_is_one_clear_error() {
     let source = check("empty.yaml");
     let d = only(&source);

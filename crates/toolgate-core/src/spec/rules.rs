@@ -408,7 +408,15 @@ impl Rules<'_> {
                             self.error_at(
                                 &path,
                                 span,
-                                format!("`{{args.{name}}}` names no argument of `{}`", tool.name),
+                                match tool.name.as_str() {
+                                    // A name cut for a structural problem.
+                                    "" => {
+                                        format!("`{{args.{name}}}` names no argument of this tool")
+                                    }
+                                    tool => {
+                                        format!("`{{args.{name}}}` names no argument of `{tool}`")
+                                    }
+                                },
                                 Some(help),
                             );
                         }
