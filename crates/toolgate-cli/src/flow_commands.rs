@@ -166,7 +166,8 @@ fn spec_files_with_tests(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn has_tests(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    // A named pipe among the files would block the search for test files.
+    let Ok(text) = toolgate::read_regular_file(path) else {
         return false;
     };
     // A cheap look before parsing: only files that mention `tests` at all.

@@ -113,6 +113,15 @@ enum Command {
         /// The tools were rendered with `--strict`: a null for a field that was optional reads as absent.
         #[arg(long)]
         strict: bool,
+        /// The tools were rendered with `--json-schema` (Gemini, Vertex).
+        #[arg(long)]
+        json_schema: bool,
+        /// The tools were rendered with `--defer`: calls of `search_tools` are read too.
+        #[arg(long)]
+        defer: bool,
+        /// The tools were rendered with `--always-loaded` these tools.
+        #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+        always_loaded: Vec<String>,
         #[command(flatten)]
         spec: SpecArgs,
     },
@@ -287,13 +296,17 @@ fn main() -> ExitCode {
             input,
             stream,
             strict,
+            json_schema,
+            defer,
+            always_loaded,
             spec,
         } => {
             let options = toolgate::wire::RenderOptions {
                 strict,
-                json_schema: false,
+                json_schema,
             };
-            wire_commands::parse(&spec, target, options, &input, stream)
+            let defer = (defer || !always_loaded.is_empty()).then_some(always_loaded.as_slice());
+            wire_commands::parse(&spec, target, options, &input, stream, defer)
         }
         Command::Search {
             query,

@@ -88,7 +88,7 @@ pub fn search(
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {
-    std::fs::read_to_string(path)
+    toolgate::read_regular_file(path)
         .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
 }
 

@@ -142,9 +142,14 @@ pub fn parse(
     options: RenderOptions,
     input: &str,
     stream: bool,
+    defer: Option<&[String]>,
 ) -> CommandResult {
     let text = read_input(input)?;
-    let reader: CallReader = rendered(args, target, options)?.reader;
+    // Read with the names of the render that made the request.
+    let reader: CallReader = match defer {
+        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded)?.reader,
+        None => rendered(args, target, options)?.reader,
+    };
     let calls = if stream {
         let mut parser = wire::stream_parser(target);
         for event in stream_events(&text)? {
@@ -160,19 +165,24 @@ pub fn parse(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The events of a stream: SSE `data:` lines, a JSON array, or JSON Lines.
+/// The events of a stream: server-sent events (any line endings), a JSON array, or
+/// JSON Lines. An SSE event's data may hold several JSON values; each is an event.
 fn stream_events(text: &str) -> Result<Vec<Value>, String> {
     let parse = |line: &str, n: usize| {
         serde_json::from_str::<Value>(line).map_err(|e| format!("event {n} is not JSON: {e}"))
     };
-    if text.lines().any(|l| l.starts_with("data:")) {
-        return text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:").map(str::trim))
-            .filter(|data| !data.is_empty() && *data != "[DONE]")
-            .enumerate()
-            .map(|(n, data)| parse(data, n + 1))
-            .collect();
+    if wire::is_sse(text) {
+        let mut events = Vec::new();
+        for (n, event) in wire::sse_events(text).into_iter().enumerate() {
+            let data = event.data.trim();
+            if data.is_empty() || data == "[DONE]" {
+                continue;
+            }
+            for value in serde_json::Deserializer::from_str(data).into_iter::<Value>() {
+                events.push(value.map_err(|e| format!("event {} is not JSON: {e}", n + 1))?);
+            }
+        }
+        return Ok(events);
     }
     if let Ok(Value::Array(events)) = serde_json::from_str::<Value>(text) {
         return Ok(events);
@@ -193,7 +203,12 @@ fn read_input(input: &str) -> Result<String, String> {
             .map_err(|e| format!("cannot read standard input: {e}"))?;
         Ok(text)
     } else {
-        std::fs::read_to_string(input).map_err(|e| format!("cannot read {input}: {e}"))
+        toolgate::read_regular_file(Path::new(input)).map_err(|e| match e {
+            toolgate::OpenFileError::NotAFile { .. } => format!(
+                "cannot read {input}: {e}; to read from a pipe, give `-` and send the text on standard input"
+            ),
+            e => format!("cannot read {input}: {e}"),
+        })
     }
 }
 

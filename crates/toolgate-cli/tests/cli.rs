@@ -237,8 +237,14 @@ fn check_passes_the_helpdesk_and_fails_a_broken_file_with_every_problem() {
         printed.contains("tool name `lookup order` contains ' '"),
         "{printed}"
     );
+    // The structural mistake hides none of the rest: the flow's steps, tests and
+    // tool lists that name `lookup_order` no longer find it.
     assert!(
-        printed.ends_with("toolgate.yaml: 2 errors, 0 warnings\n"),
+        printed.contains("`lookup_order` is not a tool this file declares"),
+        "{printed}"
+    );
+    assert!(
+        printed.ends_with("toolgate.yaml: 6 errors, 10 warnings\n"),
         "{printed}"
     );
 }

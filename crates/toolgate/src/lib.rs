@@ -47,6 +47,7 @@ mod gate;
 mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod regular_file;
 mod search_tool;
 mod spec_file;
 mod spec_tool;
@@ -62,6 +63,7 @@ pub use http::{
     MAX_CONNECT_TIMEOUT,
 };
 pub use http::{Downgrade, binding_summary, mask_binding, mask_tool_secrets, sandbox};
+pub use regular_file::{OpenFileError, open_regular_file, read_regular_file};
 pub use search_tool::{SearchFilter, SearchTools};
 pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
 #[cfg(feature = "http")]

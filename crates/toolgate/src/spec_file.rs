@@ -10,6 +10,8 @@ use miette::{
 use toolgate_core::escape_for_terminal;
 use toolgate_core::spec::{self, Checked, Diagnostic, MAX_SPEC_BYTES, Severity};
 
+use crate::regular_file::OpenFileError;
+
 /// The spec file used when none is named.
 pub const DEFAULT_SPEC_FILE: &str = "toolgate.yaml";
 
@@ -21,6 +23,8 @@ pub enum SpecReadError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot read spec file {path}: it is {kind}, not a regular file; a spec file is read whole, so save it to a file and name that with -f FILE", path = .path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("{path} is {size}, more than a spec file may hold ({max}); check that this is the spec file you meant", path = .path.display(), size = human_size(*.size), max = human_size(MAX_SPEC_BYTES as u64))]
     TooLarge { path: PathBuf, size: u64 },
     #[error("{path} is not UTF-8 text (byte 0x{byte:02X} at line {line}, column {column}); a spec file is YAML or JSON, saved as UTF-8", path = .path.display())]
@@ -50,14 +54,22 @@ impl SpecSource {
             path: path.clone(),
             source,
         };
-        let size = std::fs::metadata(&path).map_err(io)?.len();
+        // A named pipe would block the open; only regular files are read.
+        let file = match crate::regular_file::open_regular_file(&path) {
+            Ok(file) => file,
+            Err(OpenFileError::Io(e)) => return Err(io(e)),
+            Err(OpenFileError::NotAFile { kind }) => {
+                return Err(SpecReadError::NotAFile { path, kind });
+            }
+        };
+        let size = file.metadata().map_err(io)?.len();
         if size > MAX_SPEC_BYTES as u64 {
             return Err(SpecReadError::TooLarge { path, size });
         }
         // Read at most one byte past the limit: the file may have grown since `metadata`.
         let mut bytes = Vec::new();
-        std::fs::File::open(&path)
-            .and_then(|file| file.take(MAX_SPEC_BYTES as u64 + 1).read_to_end(&mut bytes))
+        file.take(MAX_SPEC_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
             .map_err(io)?;
         if bytes.len() > MAX_SPEC_BYTES {
             let size = bytes.len() as u64;

@@ -555,6 +555,138 @@ fn a_file_with_several_problems_reports_all_of_them() {
 }
 
 #[test]
+fn a_structural_problem_in_a_tool_hides_none_of_its_other_problems() {
+    let source = check("several_problems_in_one_tool.yaml");
+    let found: Vec<(Severity, &str, &str)> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| (d.severity, d.message.as_str(), marked(&source, d)))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Severity::Error,
+                "tool `lookup_order` is declared twice",
+                "lookup_order"
+            ),
+            (
+                Severity::Error,
+                "unknown key `descripton` in tool `lookup_order`",
+                "descripton"
+            ),
+            (Severity::Error, "`effect` cannot be `reed`", "reed"),
+            (Severity::Error, "`soon` is not a duration", "soon"),
+            (
+                Severity::Error,
+                "`{args.id}` names no argument of `lookup_order`",
+                "{args.id}"
+            ),
+            (
+                Severity::Error,
+                "`{state.tier}` names no declared state key",
+                "{state.tier}"
+            ),
+        ]
+    );
+    assert!(source.checked.spec.is_none());
+    insta::assert_snapshot!(source.render_diagnostics());
+}
+
+#[test]
+fn a_structural_problem_in_a_section_hides_no_problem_in_another() {
+    let text = "\
+tools:
+  - name: lookup_order
+    description: Fetch one order.
+    effect: read
+    tags: [orders, 7]
+policy:
+  rules:
+    - tools: 'orders.*.x'
+      decision: deny
+";
+    let source = SpecSource::from_text("policy.yaml", text);
+    let messages: Vec<&str> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "`1` must be a string, not the number 7",
+            "`orders.*.x` is not a tool pattern"
+        ],
+        "{}",
+        source.render_diagnostics()
+    );
+}
+
+#[test]
+fn a_cut_binding_or_state_section_adds_no_misleading_report() {
+    // `http` without its `url` is cut: the tool must not then be read as a mock whose
+    // default response breaks `returns`. A broken `state:` hides no duplicate name,
+    // and state keys it may declare are not reported as undeclared.
+    let text = "\
+state: [not, a, mapping]
+tools:
+  - name: lookup_order
+    description: Fetch one order.
+    returns: {type: object, required: [id]}
+    http: {method: GET}
+    set_state: {last_order: x}
+  - name: lookup_order
+    description: Fetch it again.
+";
+    let source = SpecSource::from_text("cut.yaml", text);
+    let messages: Vec<&str> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "`state` must be a mapping, not a list",
+            "an `http` binding is missing the required key `url`",
+            "tool `lookup_order` is declared twice",
+        ],
+        "{}",
+        source.render_diagnostics()
+    );
+}
+
+#[test]
+fn a_tool_without_a_name_still_has_its_placeholders_checked() {
+    let text = "\
+tools:
+  - description: Fetch one order.
+    parameters: {type: object, properties: {order_id: {type: string}}}
+    response: {id: '{args.id}'}
+";
+    let source = SpecSource::from_text("nameless.yaml", text);
+    let messages: Vec<&str> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "a tool is missing the required key `name`",
+            "`{args.id}` names no argument of this tool"
+        ],
+        "{}",
+        source.render_diagnostics()
+    );
+}
+
+#[test]
 fn an_empty_file_is_one_clear_error() {
     let source = check("empty.yaml");
     let d = only(&source);

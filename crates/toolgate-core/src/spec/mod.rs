@@ -3,7 +3,7 @@
 //! [`check`] turns text into a [`SpecFile`] plus every problem found, each located
 //! in the text. Structural problems (syntax, unknown or missing keys, wrong types)
 //! come first; semantic ones (names, schemas, responses, bindings, state keys,
-//! placeholders) are checked once the structure is sound.
+//! placeholders) are checked on every part the structural problems leave intact.
 
 mod address;
 mod allow_entry;
@@ -14,6 +14,7 @@ mod model;
 mod network;
 mod network_checks;
 mod rules;
+mod salvage;
 mod shape;
 mod structure;
 pub mod template;
@@ -79,8 +80,8 @@ pub fn check(text: &str) -> Checked {
         }
     } else {
         // The parts that are sound are still checked, so one mistake hides no other.
-        if let Some((partial, positions)) = sound_part(&doc, &diagnostics) {
-            diagnostics.extend(rules::check_rules_at(&doc, &partial, &positions));
+        if let Some(part) = salvage::salvage(&doc, &diagnostics) {
+            diagnostics.extend(rules::check_rules_at(&doc, &part));
         }
         None
     };
@@ -91,49 +92,4 @@ pub fn check(text: &str) -> Checked {
         )
     });
     Checked { spec, diagnostics }
-}
-
-/// The tools without structural problems, with their positions in the file, and the
-/// state section; `None` when the state section (or the whole file) is unsound, as
-/// every tool's state checks would then mislead.
-fn sound_part(doc: &Document, structural: &[Diagnostic]) -> Option<(SpecFile, Vec<usize>)> {
-    let touches = |at: &str| {
-        structural
-            .iter()
-            .any(|d| d.path == at || d.path.starts_with(&format!("{at}/")))
-    };
-    if structural.iter().any(|d| d.path.is_empty()) || touches("/state") {
-        return None;
-    }
-    let state = match doc.value.get("state") {
-        Some(state) => serde_json::from_value(state.clone()).ok()?,
-        None => Default::default(),
-    };
-    let mut tools = Vec::new();
-    let mut positions = Vec::new();
-    if !structural.iter().any(|d| d.path == "/tools") {
-        let all = doc.value.get("tools").and_then(serde_json::Value::as_array);
-        for (i, tool) in all.into_iter().flatten().enumerate() {
-            if touches(&format!("/tools/{i}")) {
-                continue;
-            }
-            if let Ok(tool) = serde_json::from_value::<ToolSpec>(tool.clone()) {
-                tools.push(tool);
-                positions.push(i);
-            }
-        }
-    }
-    Some((
-        SpecFile {
-            tools,
-            state,
-            network: doc
-                .value
-                .get("network")
-                .and_then(|n| serde_json::from_value(n.clone()).ok())
-                .unwrap_or_default(),
-            ..SpecFile::default()
-        },
-        positions,
-    ))
 }

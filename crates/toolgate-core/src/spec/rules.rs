@@ -9,35 +9,45 @@ use super::diagnostic::{Diagnostic, Span, did_you_mean};
 use super::document::{Document, pointer_segment};
 use super::mcp_servers::check_mcp_servers;
 use super::model::{BindingKind, McpBinding, SpecFile, ToolSpec};
+use super::salvage::{Placed, Salvaged};
 use super::structure::{article, describe_typed, violation_message};
 use super::template::{Scope, placeholders};
 
 /// Every semantic problem in `spec`, located in `doc`.
 pub fn check_rules(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
-    let positions: Vec<usize> = (0..spec.tools.len()).collect();
-    check_rules_at(doc, spec, &positions)
+    let placed: Vec<Placed> = (0..spec.tools.len()).map(Placed::sound).collect();
+    check(doc, spec, &placed, true)
 }
 
-/// As [`check_rules`], for a spec that holds only some of the file's tools:
-/// `spec.tools[k]` stands at `/tools/{positions[k]}` in `doc`.
-pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> Vec<Diagnostic> {
+/// As [`check_rules`], for what a file with structural problems leaves checkable.
+pub(super) fn check_rules_at(doc: &Document, part: &Salvaged) -> Vec<Diagnostic> {
+    check(doc, &part.spec, &part.placed, part.state_sound)
+}
+
+/// `spec.tools[k]` stands at `/tools/{placed[k].index}` in `doc`.
+fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) -> Vec<Diagnostic> {
     let mut rules = Rules {
         doc,
         spec,
+        state_sound,
         out: Vec::new(),
     };
     rules.state_defaults();
     rules.patterns();
     rules.out.extend(check_mcp_servers(doc, spec));
     rules.network();
+    let positions: Vec<usize> = placed.iter().map(|place| place.index).collect();
     rules.out.extend(super::network_checks::check_network_use(
-        doc, spec, positions,
+        doc, spec, &positions,
     ));
     rules.out.extend(crate::flow::check_flow(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
-    for (tool, &i) in spec.tools.iter().zip(positions) {
+    for (tool, place) in spec.tools.iter().zip(placed) {
+        let i = place.index;
         let at = format!("/tools/{i}");
-        if let Err(e) = crate::validate_name(&tool.name) {
+        if place.is_unsound("name") {
+            // Its name is already reported as missing or malformed.
+        } else if let Err(e) = crate::validate_name(&tool.name) {
             let help = match suggest_name(&tool.name) {
                 Some(name) => format!("rename it, e.g. `name: {name}`"),
                 None => "give the tool a name, e.g. `name: lookup_order`".into(),
@@ -56,7 +66,7 @@ pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> V
         } else {
             first_by_name.insert(&tool.name, i);
         }
-        rules.tool(&at, tool);
+        rules.tool(&at, tool, place);
     }
     rules.out
 }
@@ -64,6 +74,8 @@ pub fn check_rules_at(doc: &Document, spec: &SpecFile, positions: &[usize]) -> V
 struct Rules<'a> {
     doc: &'a Document,
     spec: &'a SpecFile,
+    /// False when `state:` has structural problems: state keys are then unknown.
+    state_sound: bool,
     out: Vec<Diagnostic>,
 }
 
@@ -91,7 +103,7 @@ impl Rules<'_> {
         self.doc.line_of(offset)
     }
 
-    fn tool(&mut self, at: &str, tool: &ToolSpec) {
+    fn tool(&mut self, at: &str, tool: &ToolSpec, place: &Placed) {
         let parameters = self.schema(&format!("{at}/parameters"), tool.parameters.as_ref());
         if let Some(p) = &tool.parameters
             && p.get("type").is_some_and(|t| t != "object")
@@ -120,6 +132,8 @@ impl Rules<'_> {
                 }
                 // A bound tool's response comes from its server, not from this file.
                 None if tool.binding_kind() != BindingKind::Mock => {}
+                // A binding cut for a structural problem may still be meant.
+                None if place.is_unsound("http") || place.is_unsound("mcp") => {}
                 None => {
                     let reasons: Vec<String> = violations(&returns, &tool.canned_response())
                         .into_iter()
@@ -299,6 +313,9 @@ impl Rules<'_> {
     }
 
     fn state_writes(&mut self, at: &str, tool: &ToolSpec) {
+        if !self.state_sound {
+            return;
+        }
         let declared: Vec<&str> = self.spec.state.keys().map(String::as_str).collect();
         // Where each written key stands: a `set_state` key, or `save_response_as`'s value.
         let mut written: Vec<(String, Option<Span>, &str)> = tool
@@ -391,13 +408,21 @@ impl Rules<'_> {
                             self.error_at(
                                 &path,
                                 span,
-                                format!("`{{args.{name}}}` names no argument of `{}`", tool.name),
+                                match tool.name.as_str() {
+                                    // A name cut for a structural problem.
+                                    "" => {
+                                        format!("`{{args.{name}}}` names no argument of this tool")
+                                    }
+                                    tool => {
+                                        format!("`{{args.{name}}}` names no argument of `{tool}`")
+                                    }
+                                },
                                 Some(help),
                             );
                         }
                     }
                     Scope::State => {
-                        if !self.spec.state.contains_key(name) {
+                        if self.state_sound && !self.spec.state.contains_key(name) {
                             let help =
                                 did_you_mean(name, self.spec.state.keys().map(String::as_str))
                                     .unwrap_or_else(|| format!("declare `{name}` under `state:`"));

@@ -72,6 +72,7 @@ pub fn read_call(
         Err(message) => (Value::Object(Default::default()), Some(message)),
     };
     if unknown.is_none() {
+        reader.restore_parameters(&name, &mut arguments);
         reader.restore_optionals(&name, &mut arguments);
     }
     ParsedCall {
@@ -181,5 +182,101 @@ mod tests {
                 .unwrap()
                 .contains("there is no tool named `delete_everything`")
         );
+    }
+
+    mod properties {
+        use super::*;
+        use crate::wire::{Target, parse_response, stream_parser};
+        use proptest::prelude::*;
+
+        /// JSON built from every target's stream vocabulary, with indexes from
+        /// outside at their extremes.
+        fn event() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                prop_oneof![Just(u64::MAX), Just(u64::MAX - 1), any::<u64>()]
+                    .prop_map(|n| json!(n)),
+                Just(json!(i64::MIN)),
+                Just(json!(-1)),
+                Just(json!(1e300)),
+                prop_oneof![
+                    Just("function_call"),
+                    Just("tool_use"),
+                    Just("content_block_start"),
+                    Just("content_block_delta"),
+                    Just("input_json_delta"),
+                    Just("content_block_stop"),
+                    Just("response.output_item.added"),
+                    Just("response.output_item.done"),
+                    Just("response.function_call_arguments.delta"),
+                    Just("tools/call"),
+                    Just("github_create_issue"),
+                    Just("$.a[99999]"),
+                    Just("{\"a\""),
+                    Just(""),
+                ]
+                .prop_map(|s| json!(s)),
+            ];
+            leaf.prop_recursive(5, 64, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    proptest::collection::vec(
+                        (
+                            prop_oneof![
+                                Just("choices"),
+                                Just("delta"),
+                                Just("tool_calls"),
+                                Just("index"),
+                                Just("output_index"),
+                                Just("item_id"),
+                                Just("item"),
+                                Just("id"),
+                                Just("type"),
+                                Just("function"),
+                                Just("name"),
+                                Just("arguments"),
+                                Just("content_block"),
+                                Just("partial_json"),
+                                Just("candidates"),
+                                Just("content"),
+                                Just("parts"),
+                                Just("functionCall"),
+                                Just("args"),
+                                Just("partialArgs"),
+                                Just("jsonPath"),
+                                Just("stringValue"),
+                                Just("willContinue"),
+                                Just("method"),
+                                Just("params"),
+                                Just("jsonrpc"),
+                            ],
+                            inner,
+                        ),
+                        0..6,
+                    )
+                    .prop_map(|kv| Value::Object(
+                        kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+                    )),
+                ]
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn no_event_makes_any_targets_parser_panic(events in proptest::collection::vec(event(), 1..8)) {
+                let reader = reader();
+                for target in Target::ALL {
+                    for e in &events {
+                        let _ = parse_response(target, e, &reader);
+                    }
+                    let mut stream = stream_parser(target);
+                    for e in &events {
+                        let _ = stream.feed(e);
+                    }
+                    let _ = stream.finish(&reader);
+                }
+            }
+        }
     }
 }

@@ -5,8 +5,11 @@
 //! own (`googleSearch`, `codeExecution`, and on the Gemini API `fileSearch`). Input
 //! schemas go out as `parameters` in the OpenAPI subset (see `openapi.rs`), or as
 //! `parametersJsonSchema` unchanged when full JSON Schema is asked for; output schemas
-//! likewise as `response` / `responseJsonSchema`. Background tools are declared
+//! likewise as `response` / `responseJsonSchema`. Property names in `parameters` and
+//! `response` that the API refuses are renamed (see `params.rs`); calls are read back
+//! and results sent under the right names. Background tools are declared
 //! `behavior: NON_BLOCKING` on the Gemini API; for Vertex the field is stripped.
+//! Reading calls back lives in `gemini/calls.rs`.
 //!
 //! The API may leave a call's `id` out. Calls without one get a deterministic id,
 //! `toolgate_call_<n>` (`n` counts the calls of the response or stream from 0), so
@@ -15,16 +18,21 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
+mod calls;
+
+pub(super) use calls::{Stream, parse_response};
+
 use super::openapi::{escape, is_empty_object, to_openapi};
+use super::params::{GEMINI_PARAMETER, ParamNames, map_schema};
 use super::{
-    CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput,
-    Rendered, StreamParser, Target, ToolResult, read_call,
+    CallReader, HostedTool, NameMap, Note, ParsedCall, RenderInput, Rendered, Target, ToolResult,
 };
 use crate::{Scheduling, ToolDescriptor};
 
 /// The prefix of ids made up for calls the API sent without one.
 const SYNTHETIC_ID: &str = "toolgate_call_";
-/// Function declarations per request: the Gemini API's `Tool` documents 512, Vertex 128.
+/// Function declarations per request: the Gemini API refuses more than 512 ("At most
+/// 512 function declarations can be specified"); Vertex's `Tool` documents 128.
 const MAX_DECLARATIONS_GEMINI: usize = 512;
 const MAX_DECLARATIONS_VERTEX: usize = 128;
 /// Options of Gemini's `googleSearch` a spec's `web_search` may carry (camelCase on the wire).
@@ -93,7 +101,9 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
     };
     if declarations.len() > limit {
         out.problems.push(Note::request(format!(
-            "{} function declarations; {target} takes at most {limit} per request",
+            "{} function declarations; {target} takes at most {limit} per request: defer the rest \
+             (`render --defer` declares only the `always_loaded` tools and `search_tools`, which finds the others), \
+             or split the catalog across requests (by tags, say)",
             declarations.len()
         )));
     }
@@ -109,6 +119,7 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
 }
 
 /// A tool's `parameters` in the OpenAPI subset, or `None` for a function without any.
+/// Property names the API refuses are renamed, at every level; the reader maps them back.
 fn parameters(tool: &ToolDescriptor, out: &mut Rendered) -> Option<Value> {
     let converted = to_openapi(&tool.input_schema);
     out.changes.extend(
@@ -123,32 +134,50 @@ fn parameters(tool: &ToolDescriptor, out: &mut Rendered) -> Option<Value> {
             .into_iter()
             .map(|(path, message)| Note::at(&tool.name, path, message)),
     );
-    if let Some(properties) = converted
-        .schema
-        .get("properties")
-        .and_then(Value::as_object)
-    {
-        for name in properties.keys() {
-            if !is_parameter_name(name) {
-                out.problems.push(Note::at(
-                    &tool.name,
-                    format!("/properties/{}", escape(name)),
-                    "parameter names must start with a letter or `_` and hold only letters, digits and `_` (at most 64)",
-                ));
-            }
-        }
+    let mut schema = converted.schema;
+    if let Some(names) = rename_properties(&tool.name, &mut schema, Side::Parameters, out) {
+        out.reader.parameters.insert(tool.name.clone(), names);
     }
-    (!is_empty_object(&converted.schema)).then_some(converted.schema)
+    (!is_empty_object(&schema)).then_some(schema)
 }
 
-/// `[A-Za-z_][A-Za-z0-9_]{0,63}`, the parameter names the API documents.
-fn is_parameter_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && name.len() <= 64
+/// Which schema a property is renamed in.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Parameters,
+    Output,
+}
+
+/// Renames the properties of a rendered schema that break the API's parameter-name
+/// rule, noting each; the map, when anything was renamed.
+fn rename_properties(
+    tool: &str,
+    schema: &mut Value,
+    side: Side,
+    out: &mut Rendered,
+) -> Option<ParamNames> {
+    let (names, renamed) = map_schema(schema, &GEMINI_PARAMETER);
+    for r in &renamed {
+        let (what, then) = match side {
+            Side::Parameters => (
+                "parameter",
+                format!("calls are read back under `{}`", r.original),
+            ),
+            Side::Output => (
+                "output property",
+                format!("results are sent under `{}`", r.wire),
+            ),
+        };
+        out.changes.push(Note::at(
+            tool,
+            r.path.clone(),
+            format!(
+                "{what} `{}` renamed to `{}` to fit the API's names (`[A-Za-z_][A-Za-z0-9_]{{0,63}}`); {then}",
+                r.original, r.wire
+            ),
+        ));
+    }
+    (!names.is_identity()).then_some(names)
 }
 
 /// A tool's `response` in the OpenAPI subset. It is optional, so an output schema the
@@ -176,7 +205,11 @@ fn response(tool: &str, output: &Value, out: &mut Rendered) -> Option<Value> {
             .into_iter()
             .map(|(path, message)| Note::at(tool, path, format!("output schema: {message}"))),
     );
-    Some(converted.schema)
+    let mut schema = converted.schema;
+    if let Some(names) = rename_properties(tool, &mut schema, Side::Output, out) {
+        out.reader.results.insert(tool.to_owned(), names);
+    }
+    Some(schema)
 }
 
 /// A hosted tool as a Gemini `Tool`, or `None` (with a note) when the target has none.
@@ -274,331 +307,16 @@ fn camel_case(key: &str) -> String {
     out
 }
 
-/// The calls in a `GenerateContentResponse`: the `functionCall` parts of its first
-/// candidate, in order (other candidates are alternatives, not further calls).
-pub(super) fn parse_response(
-    target: Target,
-    response: &Value,
-    reader: &CallReader,
-) -> Result<Vec<ParsedCall>, ParseError> {
-    let mut assembler = Assembler::new(target);
-    assembler.take(response)?;
-    Ok(assembler.finish(reader))
-}
-
-/// Assembles calls from `streamGenerateContent`: each event is a whole
-/// `GenerateContentResponse` (a JSON array of them is taken too). The Gemini API
-/// sends each call whole; Vertex, asked to stream arguments, sends a call over several
-/// chunks as `partialArgs` (JSON path + value) while `willContinue` is true.
-pub(super) struct Stream {
-    assembler: Assembler,
-}
-
-impl Stream {
-    pub(super) fn new(target: Target) -> Self {
-        Stream {
-            assembler: Assembler::new(target),
-        }
-    }
-}
-
-impl StreamParser for Stream {
-    fn feed(&mut self, event: &Value) -> Result<(), ParseError> {
-        match event {
-            Value::Array(chunks) => chunks
-                .iter()
-                .try_for_each(|chunk| self.assembler.take(chunk)),
-            chunk => self.assembler.take(chunk),
-        }
-    }
-
-    fn finish(self: Box<Self>, reader: &CallReader) -> Vec<ParsedCall> {
-        self.assembler.finish(reader)
-    }
-}
-
-struct Assembler {
-    target: Target,
-    calls: Vec<Pending>,
-    /// The call that said `willContinue: true` and is still receiving parts.
-    open: Option<usize>,
-}
-
-struct Pending {
-    id: Option<String>,
-    name: String,
-    /// The arguments so far; a value that is not an object is kept to be reported.
-    args: Option<Value>,
-    /// The JSON path whose string value the last partial argument said would continue.
-    continuing: Option<String>,
-    /// Why the streamed arguments could not be assembled.
-    broken: Option<String>,
-    complete: bool,
-}
-
-impl Assembler {
-    fn new(target: Target) -> Self {
-        Assembler {
-            target,
-            calls: Vec::new(),
-            open: None,
-        }
-    }
-
-    fn error(&self, message: impl Into<String>) -> ParseError {
-        ParseError::new(self.target, message)
-    }
-
-    /// One `GenerateContentResponse`.
-    fn take(&mut self, response: &Value) -> Result<(), ParseError> {
-        let object = response
-            .as_object()
-            .ok_or_else(|| self.error("a response must be a JSON object"))?;
-        if let Some(error) = object.get("error") {
-            let detail = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("no message");
-            return Err(self.error(format!("the API reported an error: {detail}")));
-        }
-        let Some(candidates) = object.get("candidates") else {
-            return Ok(());
-        };
-        let candidates = candidates
-            .as_array()
-            .ok_or_else(|| self.error("`candidates` is not a list"))?;
-        let Some(candidate) = candidates
-            .iter()
-            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
-        else {
-            return Ok(());
-        };
-        let Some(parts) = candidate
-            .get("content")
-            .and_then(|content| content.get("parts"))
-        else {
-            return Ok(());
-        };
-        let parts = parts
-            .as_array()
-            .ok_or_else(|| self.error("`content.parts` is not a list"))?;
-        for part in parts {
-            if let Some(call) = part.get("functionCall") {
-                self.function_call(call)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn function_call(&mut self, call: &Value) -> Result<(), ParseError> {
-        let call = call
-            .as_object()
-            .ok_or_else(|| self.error("a `functionCall` is not an object"))?;
-        let name = call
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty());
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
-        let continues = self.open.is_some_and(|i| {
-            let open = &self.calls[i];
-            name.is_none_or(|n| n == open.name)
-                && id.is_none_or(|id| open.id.as_deref().is_none_or(|own| own == id))
-        });
-        let index = match (continues, self.open) {
-            (true, Some(index)) => index,
-            _ => {
-                let name = name.ok_or_else(|| self.error("a `functionCall` has no `name`"))?;
-                self.calls.push(Pending {
-                    id: id.map(str::to_owned),
-                    name: name.to_owned(),
-                    args: None,
-                    continuing: None,
-                    broken: None,
-                    complete: false,
-                });
-                self.calls.len() - 1
-            }
-        };
-        let pending = &mut self.calls[index];
-        if pending.id.is_none() {
-            pending.id = id.map(str::to_owned);
-        }
-        match (call.get("args"), &mut pending.args) {
-            (None | Some(Value::Null), _) => {}
-            (Some(Value::Object(more)), Some(Value::Object(args))) => args.extend(more.clone()),
-            (Some(args), slot) => *slot = Some(args.clone()),
-        }
-        if let Some(partials) = call.get("partialArgs") {
-            let partials = partials
-                .as_array()
-                .ok_or_else(|| ParseError::new(self.target, "`partialArgs` is not a list"))?;
-            for partial in partials {
-                pending.apply(partial);
-            }
-        }
-        let will_continue = call.get("willContinue").and_then(Value::as_bool) == Some(true);
-        pending.complete = !will_continue;
-        self.open = will_continue.then_some(index);
-        Ok(())
-    }
-
-    fn finish(self, reader: &CallReader) -> Vec<ParsedCall> {
-        self.calls
-            .into_iter()
-            .enumerate()
-            .map(|(n, pending)| {
-                let id = pending.id.unwrap_or_else(|| format!("{SYNTHETIC_ID}{n}"));
-                let args = pending.args.unwrap_or(Value::Null);
-                let mut call = read_call(reader, &id, &pending.name, RawArguments::Value(&args));
-                let known = reader.names.canonical(&pending.name).is_some();
-                if known && let Some(broken) = pending.broken {
-                    call.invalid = Some(format!("the streamed arguments for `{}` could not be assembled: {broken}; send the call again", call.name));
-                } else if known && !pending.complete {
-                    call.invalid = Some(format!("the response ended before the arguments for `{}` were complete; send the call again", call.name));
-                }
-                call
-            })
-            .collect()
-    }
-}
-
-impl Pending {
-    /// One Vertex `PartialArg`: a value at a JSON path; string values may come in pieces.
-    fn apply(&mut self, partial: &Value) {
-        if self.broken.is_some() {
-            return;
-        }
-        let Some(path) = partial.get("jsonPath").and_then(Value::as_str) else {
-            self.broken = Some("a partial argument has no `jsonPath`".into());
-            return;
-        };
-        let Some(segments) = parse_json_path(path) else {
-            self.broken = Some(format!("the JSON path `{path}` is not a simple path"));
-            return;
-        };
-        let value = if let Some(text) = partial.get("stringValue").and_then(Value::as_str) {
-            Some(Value::String(text.to_owned()))
-        } else if let Some(number) = partial.get("numberValue").filter(|v| v.is_number()) {
-            Some(number.clone())
-        } else if let Some(flag) = partial.get("boolValue").and_then(Value::as_bool) {
-            Some(Value::Bool(flag))
-        } else if partial.get("nullValue").is_some() {
-            Some(Value::Null)
-        } else {
-            None
-        };
-        let append = self.continuing.as_deref() == Some(path);
-        self.continuing = (partial.get("willContinue").and_then(Value::as_bool) == Some(true))
-            .then(|| path.to_owned());
-        let Some(value) = value else { return };
-        let args = self.args.get_or_insert_with(|| Value::Object(Map::new()));
-        if let Err(reason) = set_at(args, &segments, value, append) {
-            self.broken = Some(format!("{reason} at `{path}`"));
-        }
-    }
-}
-
-#[derive(Debug, PartialEq)]
-enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-/// `$`, then `.name`, `[n]`, `['name']` or `["name"]` segments; `None` for anything else
-/// (wildcards, filters, slices, recursive descent).
-fn parse_json_path(path: &str) -> Option<Vec<Segment>> {
-    let mut rest = path.strip_prefix('$')?;
-    let mut segments = Vec::new();
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            let name = &after[..end];
-            if name.is_empty()
-                || name == "*"
-                || !name
-                    .chars()
-                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-            {
-                return None;
-            }
-            segments.push(Segment::Key(name.to_owned()));
-            rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix('[') {
-            let end = after.find(']')?;
-            let inner = &after[..end];
-            let quoted = inner
-                .strip_prefix('\'')
-                .and_then(|s| s.strip_suffix('\''))
-                .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')));
-            match quoted {
-                Some(name) if !name.contains(['\'', '"', '\\']) => {
-                    segments.push(Segment::Key(name.to_owned()))
-                }
-                Some(_) => return None,
-                None => segments.push(Segment::Index(
-                    inner.parse().ok().filter(|n: &usize| *n < 100_000)?,
-                )),
-            }
-            rest = &after[end + 1..];
-        } else {
-            return None;
-        }
-    }
-    Some(segments)
-}
-
-/// Sets (or, for a continued string, appends) `value` at `segments` under `root`,
-/// creating objects and arrays on the way.
-fn set_at(
-    root: &mut Value,
-    segments: &[Segment],
-    value: Value,
-    append: bool,
-) -> Result<(), String> {
-    let mut node = root;
-    for segment in segments {
-        node = match segment {
-            Segment::Key(key) => {
-                if node.is_null() {
-                    *node = Value::Object(Map::new());
-                }
-                let object = node
-                    .as_object_mut()
-                    .ok_or("a name inside a value that is not an object")?;
-                object.entry(key.clone()).or_insert(Value::Null)
-            }
-            Segment::Index(i) => {
-                if node.is_null() {
-                    *node = Value::Array(Vec::new());
-                }
-                let array = node
-                    .as_array_mut()
-                    .ok_or("an index inside a value that is not a list")?;
-                if array.len() <= *i {
-                    array.resize(i + 1, Value::Null);
-                }
-                &mut array[*i]
-            }
-        };
-    }
-    match (node, value) {
-        (Value::String(existing), Value::String(more)) if append => existing.push_str(&more),
-        (node, value) => *node = value,
-    }
-    Ok(())
-}
-
 /// The `functionResponse` part for `call` (it goes in the next `user` turn's `parts`).
 /// A made-up id is not sent back; background tools carry their `scheduling`.
+/// An output whose schema was declared with renamed properties goes under those names.
 pub(super) fn result_message(
     call: &ParsedCall,
-    wire_name: &str,
+    reader: &CallReader,
     result: &ToolResult,
     descriptor: Option<&ToolDescriptor>,
 ) -> Value {
+    let wire_name = reader.names.wire(&call.name).unwrap_or(&call.name);
     let mut response = Map::new();
     if !call.id.is_empty() && !call.id.starts_with(SYNTHETIC_ID) {
         response.insert("id".into(), json!(call.id));
@@ -607,7 +325,11 @@ pub(super) fn result_message(
     let body = if result.is_error {
         json!({"error": result.text()})
     } else {
-        json!({"output": result.content})
+        let mut output = result.content.clone();
+        if let Some(names) = reader.results.get(&call.name) {
+            names.to_wire(&mut output);
+        }
+        json!({"output": output})
     };
     response.insert("response".into(), body);
     if let Some(scheduling) = descriptor.and_then(|d| d.background) {
@@ -644,7 +366,7 @@ mod tests {
         json!({"tools": out.tools, "changes": out.changes, "problems": out.problems})
     }
 
-    fn reader() -> CallReader {
+    pub(super) fn reader() -> CallReader {
         rendered(Target::Gemini, false).reader
     }
 
@@ -692,261 +414,112 @@ mod tests {
         );
     }
 
-    #[test]
-    fn parameter_names_outside_the_documented_set_are_a_problem() {
-        let schema = json!({"type": "object", "properties": {"api-key": {"type": "string"}}});
-        let tools = vec![ToolDescriptor::new(
-            "login",
-            "Log in.",
-            schema,
-            Effect::Read,
-            ToolSource::Builtin,
-        )];
-        let out = render(Target::Gemini, &tools, &[], RenderOptions::default());
-        assert_eq!(out.problems.len(), 1);
-        assert_eq!(out.problems[0].path, "/properties/api-key");
-    }
-
-    #[test]
-    fn function_calls_are_read_back_with_ids_made_up_where_missing() {
-        let response = json!({
-            "candidates": [{
-                "index": 0,
-                "content": {"role": "model", "parts": [
-                    {"text": "Let me check."},
-                    {"functionCall": {"name": "github.create_issue", "args": {"title": "Crash", "kind": "issue"}}, "thoughtSignature": "c2ln"},
-                    {"functionCall": {"id": "fc_9", "name": "ping", "args": {}}},
-                    {"functionCall": {"name": "ping"}}
-                ]},
-                "finishReason": "STOP"
-            }],
-            "usageMetadata": {"promptTokenCount": 10}
+    /// A tool whose parameter names Gemini refuses, at the root and nested, with an
+    /// output schema of the same kind.
+    fn spanish_tool() -> ToolDescriptor {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "año": {"type": "integer"},
+                "größe": {"type": "string"},
+                "api-key": {"type": "string"},
+                "2fa": {"type": "boolean"},
+                "dirección": {
+                    "type": "object",
+                    "properties": {"código postal": {"type": "string"}, "calle": {"type": "string"}},
+                    "required": ["código postal"]
+                },
+                "líneas": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"precio.unit": {"type": "number"}}
+                }}
+            },
+            "required": ["año", "dirección"]
         });
-        let calls = parse_response(Target::Gemini, &response, &reader()).unwrap();
-        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["toolgate_call_0", "fc_9", "toolgate_call_2"]);
+        let mut tool = ToolDescriptor::new(
+            "pedidos.crear",
+            "Crea un pedido.",
+            schema,
+            Effect::Write,
+            ToolSource::Builtin,
+        );
+        tool.output_schema = Some(json!({
+            "type": "object",
+            "properties": {"número": {"type": "string"}, "total": {"type": "number"}}
+        }));
+        tool
+    }
+
+    #[test]
+    fn parameter_names_the_api_refuses_are_renamed_at_every_level() {
+        for target in [Target::Gemini, Target::Vertex] {
+            let out = render(target, &[spanish_tool()], &[], RenderOptions::default());
+            assert_eq!(out.problems, Vec::new(), "{target}");
+            if target == Target::Gemini {
+                insta::assert_json_snapshot!(snapshot_of(&out));
+            }
+        }
+    }
+
+    #[test]
+    fn renamed_parameters_are_read_back_under_their_own_names() {
+        let out = render(
+            Target::Gemini,
+            &[spanish_tool()],
+            &[],
+            RenderOptions::default(),
+        );
+        let response = json!({"candidates": [{"content": {"parts": [{"functionCall": {
+            "name": "pedidos.crear",
+            "args": {"ano": 2024, "grosse": "L", "api_key": "k", "_2fa": true,
+                     "direccion": {"codigo_postal": "28001", "calle": "Mayor"},
+                     "lineas": [{"precio_unit": 1.5}]}
+        }}]}}]});
+        let calls = parse_response(Target::Gemini, &response, &out.reader).unwrap();
         assert_eq!(
             calls[0].arguments,
-            json!({"title": "Crash", "kind": "issue"})
+            json!({"año": 2024, "größe": "L", "api-key": "k", "2fa": true,
+                   "dirección": {"código postal": "28001", "calle": "Mayor"},
+                   "líneas": [{"precio.unit": 1.5}]})
         );
-        assert_eq!(calls[2].arguments, json!({}));
-        assert!(calls.iter().all(ParsedCall::is_valid));
-    }
-
-    #[test]
-    fn a_response_without_calls_has_none() {
-        let reader = reader();
-        for response in [
-            json!({"promptFeedback": {"blockReason": "SAFETY"}}),
-            json!({"candidates": []}),
-            json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL"}]}),
-            json!({"candidates": [{"content": {"role": "model"}}]}),
-        ] {
-            assert_eq!(
-                parse_response(Target::Gemini, &response, &reader).unwrap(),
-                Vec::new()
-            );
-        }
-    }
-
-    #[test]
-    fn malformed_responses_are_errors_or_invalid_calls() {
-        let reader = reader();
-        for response in [
-            json!([]),
-            json!({"candidates": {}}),
-            json!({"candidates": [{"content": {"parts": {}}}]}),
-            json!({"candidates": [{"content": {"parts": [{"functionCall": "ping"}]}}]}),
-            json!({"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]}),
-            json!({"error": {"code": 400, "message": "Invalid JSON payload"}}),
-        ] {
-            assert!(
-                parse_response(Target::Gemini, &response, &reader).is_err(),
-                "{response}"
-            );
-        }
-        let calls = parse_response(
-            Target::Gemini,
-            &json!({"candidates": [{"content": {"parts": [
-                {"functionCall": {"name": "ping", "args": "{}"}},
-                {"functionCall": {"name": "format_disk", "args": {}}}
-            ]}}]}),
-            &reader,
-        )
-        .unwrap();
-        assert!(
-            calls[0]
-                .invalid
-                .as_deref()
-                .unwrap()
-                .contains("must be a JSON object, not a string")
-        );
-        assert!(
-            calls[1]
-                .invalid
-                .as_deref()
-                .unwrap()
-                .contains("there is no tool named `format_disk`")
-        );
-    }
-
-    fn stream(target: Target, events: &[Value]) -> Result<Vec<ParsedCall>, ParseError> {
-        let mut parser = stream_parser(target);
-        for event in events {
-            parser.feed(event)?;
-        }
-        Ok(parser.finish(&reader()))
-    }
-
-    fn chunk(parts: Value) -> Value {
-        json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
-    }
-
-    #[test]
-    fn streamed_chunks_each_carry_whole_calls() {
-        let calls = stream(
-            Target::Gemini,
-            &[
-                chunk(json!([{"text": "Checking"}])),
-                chunk(json!([{"functionCall": {"name": "ping", "args": {}}}])),
-                json!([chunk(json!([{"functionCall": {"id": "b", "name": "report.build", "args": {"query": "q3"}}}])), {"usageMetadata": {}}]),
-            ],
-        )
-        .unwrap();
-        assert_eq!(calls.len(), 2);
-        assert_eq!(
-            (calls[0].id.as_str(), calls[0].name.as_str()),
-            ("toolgate_call_0", "ping")
-        );
-        assert_eq!(calls[1].arguments, json!({"query": "q3"}));
-    }
-
-    #[test]
-    fn vertex_partial_args_are_assembled_by_json_path() {
-        let calls = stream(
+        // Vertex's streamed partial arguments name the wire names in their paths.
+        let out = render(
             Target::Vertex,
-            &[
-                chunk(json!([{"functionCall": {"id": "c1", "name": "github.create_issue", "willContinue": true}}])),
-                chunk(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "Crash on ", "willContinue": true}], "willContinue": true}}])),
-                chunk(json!([{"functionCall": {"partialArgs": [
-                    {"jsonPath": "$.title", "stringValue": "start"},
-                    {"jsonPath": "$.labels[1]", "stringValue": "p1"},
-                    {"jsonPath": "$.labels[0]", "stringValue": "bug"},
-                    {"jsonPath": "$['kind']", "stringValue": "issue"},
-                    {"jsonPath": "$.body", "nullValue": "NULL_VALUE"}
-                ], "willContinue": true}}])),
-                chunk(json!([{"functionCall": {"willContinue": false}}])),
-            ],
-        )
-        .unwrap();
-        assert_eq!(calls.len(), 1);
-        assert_eq!(calls[0].id, "c1");
-        assert_eq!(
-            calls[0].arguments,
-            json!({"title": "Crash on start", "labels": ["bug", "p1"], "kind": "issue", "body": null})
+            &[spanish_tool()],
+            &[],
+            RenderOptions::default(),
         );
-        assert!(calls[0].is_valid());
-    }
-
-    #[test]
-    fn partial_args_with_a_path_that_is_not_simple_make_the_call_invalid() {
-        let calls = stream(
-            Target::Vertex,
-            &[chunk(json!([{"functionCall": {"name": "ping", "partialArgs": [{"jsonPath": "$..deep[*]", "numberValue": 1}]}}]))],
-        )
-        .unwrap();
-        assert_eq!(
-            calls[0].invalid.as_deref(),
-            Some(
-                "the streamed arguments for `ping` could not be assembled: the JSON path `$..deep[*]` is not a simple path; send the call again"
-            )
-        );
-    }
-
-    #[test]
-    fn a_call_the_stream_left_open_is_invalid() {
-        let calls = stream(
-            Target::Vertex,
-            &[chunk(json!([{"functionCall": {"name": "ping", "partialArgs": [{"jsonPath": "$.a", "boolValue": true}], "willContinue": true}}]))],
-        )
-        .unwrap();
-        assert!(
-            calls[0]
-                .invalid
-                .as_deref()
-                .unwrap()
-                .starts_with("the response ended before the arguments for `ping` were complete")
-        );
-    }
-
-    #[test]
-    fn malformed_stream_chunks_are_errors_not_panics() {
-        for event in [
-            json!("data"),
-            json!({"candidates": 1}),
-            json!([{"candidates": [{"content": {"parts": [{"functionCall": {}}]}}]}]),
-            chunk(json!([{"functionCall": {"name": "ping", "partialArgs": {}}}])),
-        ] {
-            assert!(
-                stream(Target::Vertex, std::slice::from_ref(&event)).is_err(),
-                "{event}"
-            );
-        }
-        // Shapes that are wrong inside the arguments give invalid calls instead.
-        let calls = stream(
-            Target::Vertex,
-            &[chunk(
-                json!([{"functionCall": {"name": "ping", "partialArgs": [
-                    {"jsonPath": "$.a", "stringValue": "x"},
-                    {"jsonPath": "$.a.b", "stringValue": "y"}
+        let mut parser = stream_parser(Target::Vertex);
+        parser
+            .feed(&chunk(
+                json!([{"functionCall": {"name": "pedidos.crear", "partialArgs": [
+                    {"jsonPath": "$.ano", "numberValue": 2024},
+                    {"jsonPath": "$.direccion.codigo_postal", "stringValue": "28001"}
                 ]}}]),
-            )],
-        )
-        .unwrap();
-        assert!(
-            calls[0]
-                .invalid
-                .as_deref()
-                .unwrap()
-                .contains("a name inside a value that is not an object at `$.a.b`")
+            ))
+            .unwrap();
+        let calls = parser.finish(&out.reader);
+        assert_eq!(
+            calls[0].arguments,
+            json!({"año": 2024, "dirección": {"código postal": "28001"}})
         );
-        let calls = stream(
-            Target::Vertex,
-            &[chunk(
-                json!([{"functionCall": {"name": "ping", "partialArgs": [{"stringValue": "x"}]}}]),
-            )],
-        )
-        .unwrap();
-        assert!(!calls[0].is_valid());
+        // A result goes back under the names its declared `response` schema uses.
+        let message = crate::wire::result_message(
+            Target::Gemini,
+            &calls[0],
+            &ToolResult::ok(json!({"número": "P-1", "total": 3})),
+            &out.reader,
+            None,
+        );
+        assert_eq!(
+            message["functionResponse"]["response"]["output"],
+            json!({"numero": "P-1", "total": 3})
+        );
     }
 
-    #[test]
-    fn json_paths_are_parsed_only_when_simple() {
-        use Segment::{Index, Key};
-        assert_eq!(parse_json_path("$"), Some(vec![]));
-        assert_eq!(
-            parse_json_path("$.a[2]['b c'][\"d\"].e_f"),
-            Some(vec![
-                Key("a".into()),
-                Index(2),
-                Key("b c".into()),
-                Key("d".into()),
-                Key("e_f".into())
-            ])
-        );
-        for path in [
-            "a.b",
-            "$.",
-            "$[*]",
-            "$..a",
-            "$[0:2]",
-            "$[?(@.a)]",
-            "$.a[",
-            "$['a]",
-            "$[99999999999]",
-        ] {
-            assert_eq!(parse_json_path(path), None, "{path}");
-        }
+    /// One streamed `GenerateContentResponse` carrying `parts`.
+    pub(super) fn chunk(parts: Value) -> Value {
+        json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
     }
 
     #[test]
@@ -959,13 +532,9 @@ mod tests {
             arguments: json!({}),
             invalid: None,
         };
+        let reader = reader();
         assert_eq!(
-            result_message(
-                &call,
-                "report.build",
-                &ToolResult::ok(json!({"rows": 3})),
-                report
-            ),
+            result_message(&call, &reader, &ToolResult::ok(json!({"rows": 3})), report),
             json!({"functionResponse": {"id": "fc_1", "name": "report.build", "response": {"output": {"rows": 3}}, "scheduling": "WHEN_IDLE"}})
         );
         let made_up = ParsedCall {
@@ -975,7 +544,7 @@ mod tests {
             invalid: None,
         };
         assert_eq!(
-            result_message(&made_up, "ping", &ToolResult::error("down"), None),
+            result_message(&made_up, &reader, &ToolResult::error("down"), None),
             json!({"functionResponse": {"name": "ping", "response": {"error": "down"}}})
         );
     }

@@ -16,8 +16,10 @@ mod names;
 mod openai_chat;
 mod openai_responses;
 mod openapi;
+mod params;
 mod render;
 mod result;
+mod sse;
 mod strict;
 mod target;
 
@@ -27,8 +29,10 @@ pub use call::{ParseError, ParsedCall, RawArguments, StreamParser, read_call};
 pub use hosted::HostedTool;
 pub use import::{ImportError, ImportFormat, Imported, UnknownImportFormat, import_tools};
 pub use names::{NameMap, NameRules};
+pub use params::ParamNames;
 pub use render::{CallReader, DeferSet, Note, RenderInput, RenderOptions, Rendered};
 pub use result::ToolResult;
+pub use sse::{SseEvent, is_sse, sse_events};
 pub use target::{Target, UnknownTarget};
 
 use crate::ToolDescriptor;
@@ -183,14 +187,11 @@ pub fn result_message(
     reader: &CallReader,
     descriptor: Option<&ToolDescriptor>,
 ) -> Value {
-    let wire_name = reader.names.wire(&call.name).unwrap_or(&call.name);
     match target {
         Target::OpenAiChat => openai_chat::result_message(call, result),
         Target::OpenAiResponses | Target::Qwen => openai_responses::result_message(call, result),
         Target::Anthropic => anthropic::result_message(call, result),
-        Target::Gemini | Target::Vertex => {
-            gemini::result_message(call, wire_name, result, descriptor)
-        }
+        Target::Gemini | Target::Vertex => gemini::result_message(call, reader, result, descriptor),
         Target::Mcp => mcp::result_message(result),
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! Canonical names may hold dots and run to 128 characters; APIs are stricter.
 //! A [`NameMap`] gives every tool a wire name that fits the API's [`NameRules`]:
-//! names that already fit keep themselves; the others are sanitized (each
-//! disallowed character becomes `_`) and, when that is too long or taken, cut and
+//! names that already fit keep themselves; the others are sanitized (letters
+//! transliterated to ASCII, each other disallowed character becoming `_`) and, when that is too long or taken, cut and
 //! suffixed with a hash of the canonical name. The map is deterministic (the same
 //! names give the same map in any order), injective (two tools never share a wire
 //! name) and never lets a mapped name shadow another tool's real name.
@@ -140,7 +140,9 @@ impl NameMap {
 
 /// A wire name for a canonical name that does not fit, avoiding `taken`.
 fn mapped_name(name: &str, rules: &NameRules, taken: &BTreeSet<String>) -> String {
-    let mut sanitized: String = name
+    // Letters outside ASCII read as their nearest ASCII spelling (`ñ` → `n`, `ß` → `ss`).
+    let mut sanitized: String = deunicode::deunicode(name)
+        .trim()
         .chars()
         .map(|c| if (rules.allowed)(c) { c } else { '_' })
         .collect();

@@ -290,7 +290,12 @@ impl Stream {
                     .map(|(k, c)| (k.1, c.id.clone()));
                 match last {
                     Some((index, last_id)) if id.is_empty() || id == last_id => index,
-                    Some((index, _)) => index + 1,
+                    Some((index, _)) => index.checked_add(1).ok_or_else(|| {
+                        ParseError::new(
+                            TARGET,
+                            format!("a tool call without `index` follows one at index {index}, the largest there is; give every tool call its `index`"),
+                        )
+                    })?,
                     None => 0,
                 }
             }
@@ -685,6 +690,27 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn the_largest_index_is_a_parse_error_not_a_wrap() {
+        let mut stream = stream_parser(TARGET);
+        let max = u64::MAX;
+        stream
+            .feed(&chunk(json!({"tool_calls": [{"index": max, "id": "c1", "function": {"name": "weather", "arguments": "{}"}}]})))
+            .unwrap();
+        let err = stream
+            .feed(&chunk(json!({"tool_calls": [{"id": "c2", "function": {"name": "weather", "arguments": "{}"}}]})))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("follows one at index 18446744073709551615"),
+            "{err}"
+        );
+        // The call at the largest index itself is kept.
+        let calls = stream.finish(&rendered(false).reader);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].id, "c1");
+    }
+
+    #[test]
     fn a_stream_error_or_a_chunk_of_the_wrong_shape_is_a_parse_error() {
         let mut stream = stream_parser(TARGET);
         assert!(
@@ -725,6 +751,10 @@ pub(super) mod tests {
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
             any::<i32>().prop_map(|n| json!(n)),
+            // Indexes from outside: the extremes must not wrap or index out of bounds.
+            prop_oneof![Just(u64::MAX), Just(u64::MAX - 1), any::<u64>()].prop_map(|n| json!(n)),
+            Just(json!(i64::MIN)),
+            Just(json!(1e300)),
             prop_oneof![
                 Just("index"),
                 Just("function"),

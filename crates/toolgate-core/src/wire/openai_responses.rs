@@ -445,7 +445,14 @@ impl Stream {
         let index = match (index, self.by_item.get(item_id)) {
             (Some(index), _) => index,
             (None, Some(index)) => *index,
-            (None, None) => self.calls.keys().next_back().map_or(0, |last| last + 1),
+            (None, None) => match self.calls.keys().next_back() {
+                None => 0,
+                Some(&last) => last.checked_add(1).ok_or_else(|| {
+                    self.error(format!(
+                        "an output item without `output_index` follows one at index {last}, the largest there is; give every item its `output_index`"
+                    ))
+                })?,
+            },
         };
         let call = self.calls.entry(index).or_default();
         if !item_id.is_empty() {
@@ -898,6 +905,23 @@ mod tests {
             stream
                 .feed(&json!({"type": "response.output_item.added", "output_index": 0}))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn the_largest_output_index_is_a_parse_error_not_a_wrap() {
+        let mut stream = stream_parser(Target::OpenAiResponses);
+        let item = |id: &str| json!({"type": "function_call", "id": id, "call_id": id, "name": "weather", "arguments": "{}"});
+        stream
+            .feed(&json!({"type": "response.output_item.done", "output_index": u64::MAX, "item": item("fc_1")}))
+            .unwrap();
+        let err = stream
+            .feed(&json!({"type": "response.output_item.done", "item": item("fc_2")}))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("follows one at index 18446744073709551615"),
+            "{err}"
         );
     }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{HostedTool, NameMap, Target};
+use super::{HostedTool, NameMap, ParamNames, Target};
 use crate::ToolDescriptor;
 
 /// How to render.
@@ -72,13 +72,19 @@ pub struct Rendered {
 }
 
 /// Reads an API's calls back into canonical form: wire names to canonical names,
-/// and `null`s the model sent for fields that were optional before a strict
-/// transform made them required-but-nullable, dropped again.
+/// renamed parameters to their own names, and `null`s the model sent for fields that
+/// were optional before a strict transform made them required-but-nullable, dropped
+/// again.
 #[derive(Debug, Clone, Default)]
 pub struct CallReader {
     pub names: NameMap,
     /// Per canonical tool, the property paths (object keys from the root) that were optional.
     pub nullable_optionals: HashMap<String, Vec<Vec<String>>>,
+    /// Per canonical tool whose parameters were renamed to fit the API, the map.
+    pub parameters: HashMap<String, ParamNames>,
+    /// Per canonical tool whose output schema was declared with renamed
+    /// properties, the map (results are sent under those names).
+    pub results: HashMap<String, ParamNames>,
 }
 
 impl CallReader {
@@ -86,7 +92,14 @@ impl CallReader {
     pub fn new(names: NameMap) -> Self {
         CallReader {
             names,
-            nullable_optionals: HashMap::new(),
+            ..CallReader::default()
+        }
+    }
+
+    /// Renames the arguments of a call to `tool` from the API's names to the schema's.
+    pub fn restore_parameters(&self, tool: &str, arguments: &mut Value) {
+        if let Some(names) = self.parameters.get(tool) {
+            names.to_original(arguments);
         }
     }
 
