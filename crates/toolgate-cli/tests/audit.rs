@@ -2,9 +2,12 @@
 //! real binary, a real state file, and an intruder with a SQLite connection to it.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use rusqlite::Connection;
+
+use support::toolgate;
+
+mod support;
 
 const SPEC: &str = r#"
 tools:
@@ -12,15 +15,6 @@ tools:
     description: Look something up.
     effect: read
 "#;
-
-fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_STATE_DIR")
-        .output()
-        .unwrap()
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -1,10 +1,14 @@
 //! The `toolgate` command, run as a user runs it: a real binary, real files, one
 //! process per command.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+
+use support::toolgate;
+
+mod support;
 
 const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
 
@@ -37,15 +41,6 @@ impl Desk {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     }
-}
-
-fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_STATE_DIR")
-        .output()
-        .unwrap()
 }
 
 fn stdout(out: &Output) -> String {

@@ -12,6 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use support::toolgate;
+
+mod support;
+
 const PROCESSES: usize = 10;
 
 /// A server that answers every request after `delay`, counting them.
@@ -139,15 +143,6 @@ fn a_never_until_guard_on_state_holds_across_processes() {
     for message in &refused {
         assert!(message.starts_with("exit Some(4): denied:"), "{message}");
     }
-}
-
-fn toolgate(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_STATE_DIR")
-        .output()
-        .unwrap()
 }
 
 #[test]

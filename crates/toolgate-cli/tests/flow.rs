@@ -2,7 +2,11 @@
 //! runs them: the real binary, real files, one process per command.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use support::toolgate;
+
+mod support;
 
 const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
 
@@ -12,15 +16,6 @@ fn fixtures() -> PathBuf {
 
 fn helpdesk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk/toolgate.yaml")
-}
-
-fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_STATE_DIR")
-        .output()
-        .unwrap()
 }
 
 fn stdout(out: &Output) -> String {

@@ -3,10 +3,13 @@
 //! the screen), C1 controls and bidi overrides. A person sees them escaped; `--json`
 //! keeps them exactly.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
+
+use support::toolgate;
+
+mod support;
 
 /// A tool whose title, description, parameter description and canned response
 /// drive a terminal, behind a policy rule whose reason does too.
@@ -34,15 +37,6 @@ fn dir_with(spec: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
     dir
-}
-
-fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_STATE_DIR")
-        .output()
-        .unwrap()
 }
 
 /// Both streams, checked for anything a terminal would obey.
