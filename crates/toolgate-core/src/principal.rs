@@ -34,6 +34,17 @@ impl Principal {
     pub fn sees(&self, tool: &ToolDescriptor) -> bool {
         tool.effect.tier() <= self.ceiling && self.has_scope_for(&tool.name)
     }
+
+    /// Whether words for this principal may name `name`, whose descriptor is
+    /// `tool` when the catalog has one: a tool in its view, or a name no tool
+    /// has (a flow may name one) that a scope admits. Flow reasons and digests
+    /// say "a step you cannot take" in place of any other name.
+    pub fn may_name(&self, name: &str, tool: Option<&ToolDescriptor>) -> bool {
+        match tool {
+            Some(tool) => self.sees(tool),
+            None => self.has_scope_for(name),
+        }
+    }
 }
 
 impl Default for Principal {

@@ -617,3 +617,72 @@ proptest! {
         }
     }
 }
+
+// Words for a principal.
+
+#[test]
+fn words_for_a_viewer_name_no_tool_outside_its_view() {
+    let f = flow(
+        r#"
+steps:
+  - id: identify
+    allow: [verify_identity]
+    done: {called_ok: verify_identity}
+  - id: wrap_up
+    after: [identify]
+    terminal: true
+    allow: [close_case]
+constraints:
+  - require: {tool: escalate, when: {called_ok: refund_order}}
+  - never_until: {tool: lookup_order, until: {not: {called_ok: refund_order}}}
+confirm:
+  - {tool: close_case, when: {not: {called_ok: escalate}}}
+"#,
+    );
+    // Sees neither `refund_order` nor `escalate`.
+    let sees = |tool: &str| !matches!(tool, "refund_order" | "escalate");
+    let monitor = Monitor::new(&f).seen_by(&sees);
+    let history = ok(&["verify_identity", "refund_order"]);
+    let v = monitor.view(&Map::new(), &history, TOOLS.iter().copied());
+    assert_eq!(
+        reason(&v, "close_case"),
+        "close_case is blocked until a step you cannot take has been done (it is required because a step you cannot take has been done)"
+    );
+    assert_eq!(
+        reason(&v, "lookup_order"),
+        "lookup_order is blocked for the rest of this conversation: a step you cannot take has already been done"
+    );
+    assert_eq!(v.required[0].tool, "a step you cannot take");
+    let text = serde_json::to_string(&v).unwrap();
+    assert!(
+        !text.contains("refund_order") && !text.contains("escalate"),
+        "{text}"
+    );
+    // The same facts without a viewer: every tool named, for the operator.
+    let full = view(&f, &Map::new(), &history);
+    assert_eq!(
+        reason(&full, "close_case"),
+        "close_case is blocked until escalate has succeeded (it is required because refund_order has succeeded)"
+    );
+    // A confirmation's reason too.
+    let history = ok(&["verify_identity"]);
+    let f = flow(
+        r#"
+confirm:
+  - {tool: close_case, when: {not: {called_ok: escalate}}}
+"#,
+    );
+    let status =
+        Monitor::new(&f)
+            .seen_by(&sees)
+            .admit(&Map::new(), &history, "close_case", &json!({}));
+    assert_eq!(
+        status,
+        ToolStatus::Allowed {
+            confirm: Some(
+                "the flow asks the user to confirm close_case when a step you cannot take has not been done"
+                    .into()
+            )
+        }
+    );
+}

@@ -5,7 +5,8 @@
 //! It keeps its own [`SearchIndex`] of the catalog; when tools come and go (an MCP
 //! server's list changes), [`SearchTools::insert`] and [`SearchTools::remove`]
 //! update it in place, through a shared reference. What the caller may not use
-//! is left out: tools the policy denies the call's principal, tools the
+//! is left out: tools outside the call's principal's view (its tier ceiling and
+//! scopes, with or without a policy), tools the policy denies it, tools the
 //! conversation's flow blocks now, and whatever a host filter excludes
 //! (quarantine, open breaker).
 //!
@@ -142,6 +143,9 @@ impl SearchTools {
         flow: Option<&FlowView>,
         tool: &ToolDescriptor,
     ) -> Option<Exclusion> {
+        if !principal.sees(tool) {
+            return Some(Exclusion::NotPermitted);
+        }
         if let Some(ToolStatus::Blocked { .. }) = flow.and_then(|view| view.tools.get(&tool.name)) {
             return Some(Exclusion::FlowBlocked);
         }

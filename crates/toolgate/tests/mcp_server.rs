@@ -357,6 +357,36 @@ async fn tools_list_shows_what_the_principal_may_use_with_annotations_from_effec
 }
 
 #[tokio::test]
+async fn tools_list_names_no_tool_outside_the_principal_s_view_in_a_flow_s_reasons() {
+    let spec: SpecFile = serde_json::from_value(json!({
+        "tools": [],
+        "flow": {"constraints": [{"before": {"first": "delete_account", "then": "lookup_order"}}]}
+    }))
+    .unwrap();
+    let gate = Gate::builder(catalog())
+        .spec(&spec)
+        .flow_visibility(toolgate::flow::FlowVisibility::Mark)
+        .build();
+    let reader = Principal {
+        id: "reader".into(),
+        ceiling: Tier::Read,
+        scopes: vec!["*".into()],
+    };
+    let server = McpServer::builder(Arc::new(gate)).principal(reader).build();
+    let session = over_pipe(server, Client::default()).await;
+    let tools = session.client.list_all_tools().await.unwrap();
+    let listed = serde_json::to_string(&tools).unwrap();
+    assert!(!listed.contains("delete_account"), "{listed}");
+    let lookup = tools.iter().find(|t| t.name == "lookup_order").unwrap();
+    assert_eq!(
+        lookup.description.as_deref(),
+        Some(
+            "[Not available yet: lookup_order is blocked until a step you cannot take has been done.] Look up an order by its id."
+        )
+    );
+}
+
+#[tokio::test]
 async fn the_operator_sees_every_tool_and_a_destructive_one_is_annotated_so() {
     let server = McpServer::builder(gate(Arc::default())).build();
     let session = over_pipe(server, Client::default()).await;

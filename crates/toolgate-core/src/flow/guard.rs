@@ -22,6 +22,30 @@ pub(crate) trait Facts {
     fn unmet_done(&self, step: &str) -> Vec<Cond>;
     /// The arguments of the call being admitted, if any.
     fn args(&self) -> Option<&Value>;
+    /// Whether the words are for someone who may know of the tool: a principal
+    /// is never told the name of a tool outside its view.
+    fn may_name(&self, _tool: &str) -> bool {
+        true
+    }
+}
+
+/// What a principal is told in place of a tool it may not know of:
+/// "blocked until a step you cannot take has been done".
+pub(crate) const HIDDEN_STEP: &str = "a step you cannot take";
+
+/// `lookup_order has succeeded`, or for a tool the reader may not know of,
+/// `a step you cannot take has been done`; `already` says it for good.
+pub(crate) fn succeeded_words(
+    tool: &str,
+    may_name: &dyn Fn(&str) -> bool,
+    already: bool,
+) -> String {
+    match (may_name(tool), already) {
+        (true, false) => format!("{tool} has succeeded"),
+        (true, true) => format!("{tool} has already succeeded"),
+        (false, false) => format!("{HIDDEN_STEP} has been done"),
+        (false, true) => format!("{HIDDEN_STEP} has already been done"),
+    }
 }
 
 /// One thing that must become true, in words; or, when `permanent`, a fact that
@@ -118,7 +142,11 @@ pub(crate) fn unmet(guard: &Guard, facts: &dyn Facts) -> Vec<Cond> {
             .filter(|(key, want)| !values_equal(facts.state(key).unwrap_or(&Value::Null), want))
             .map(|(key, want)| Cond::needs(format!("`{key}` is {}", value_words(want))))
             .collect(),
-        Guard::CalledOk(tool) => vec![Cond::needs(format!("{tool} has succeeded"))],
+        Guard::CalledOk(tool) => vec![Cond::needs(succeeded_words(
+            tool,
+            &|t| facts.may_name(t),
+            false,
+        ))],
         Guard::Done(step) => facts.unmet_done(step),
         Guard::All(parts) => parts.iter().flat_map(|p| unmet(p, facts)).collect(),
         Guard::Any(parts) => {
@@ -150,7 +178,11 @@ fn negated(guard: &Guard, facts: &dyn Facts) -> Vec<Cond> {
                 })
                 .collect(),
         ),
-        Guard::CalledOk(tool) => vec![Cond::fact(format!("{tool} has already succeeded"))],
+        Guard::CalledOk(tool) => vec![Cond::fact(succeeded_words(
+            tool,
+            &|t| facts.may_name(t),
+            true,
+        ))],
         Guard::Done(step) => vec![Cond::fact(format!("step `{step}` is already done"))],
         Guard::All(parts) => either(parts.iter().map(|p| negated(p, facts)).collect()),
         Guard::Any(parts) => parts.iter().flat_map(|p| negated(p, facts)).collect(),
@@ -193,6 +225,13 @@ pub(crate) fn join_and<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
 
 /// What the guard says, in words.
 pub(crate) fn describe(guard: &Guard) -> String {
+    describe_for(guard, &|_| true)
+}
+
+/// [`describe`] for a reader who may know only of the tools `may_name` admits.
+pub(crate) fn describe_for(guard: &Guard, may_name: &dyn Fn(&str) -> bool) -> String {
+    let describe = |guard: &Guard| describe_for(guard, may_name);
+    let describe_part = |guard: &Guard| describe_part(guard, may_name);
     match guard {
         Guard::Always => "always".into(),
         Guard::IsTrue(key) => format!("`{key}` is true"),
@@ -205,7 +244,7 @@ pub(crate) fn describe(guard: &Guard) -> String {
                 .iter()
                 .map(String::as_str),
         ),
-        Guard::CalledOk(tool) => format!("{tool} has succeeded"),
+        Guard::CalledOk(tool) => succeeded_words(tool, may_name, false),
         Guard::Done(step) => format!("step `{step}` is done"),
         Guard::All(parts) => {
             let words: Vec<String> = parts.iter().map(describe_part).collect();
@@ -219,7 +258,8 @@ pub(crate) fn describe(guard: &Guard) -> String {
             Guard::Always => "never".into(),
             Guard::IsTrue(key) => format!("`{key}` is not true"),
             Guard::IsSet(key) => format!("`{key}` is not set"),
-            Guard::CalledOk(tool) => format!("{tool} has not succeeded"),
+            Guard::CalledOk(tool) if may_name(tool) => format!("{tool} has not succeeded"),
+            Guard::CalledOk(_) => format!("{HIDDEN_STEP} has not been done"),
             Guard::Done(step) => format!("step `{step}` is not done"),
             Guard::Above(above) => above_words(above, true),
             other => format!("not ({})", describe(other)),
@@ -229,12 +269,12 @@ pub(crate) fn describe(guard: &Guard) -> String {
 }
 
 /// A part of a compound guard, parenthesized when it is itself compound.
-fn describe_part(guard: &Guard) -> String {
+fn describe_part(guard: &Guard, may_name: &dyn Fn(&str) -> bool) -> String {
     match guard {
         Guard::All(parts) | Guard::Any(parts) if parts.len() > 1 => {
-            format!("({})", describe(guard))
+            format!("({})", describe_for(guard, may_name))
         }
-        _ => describe(guard),
+        _ => describe_for(guard, may_name),
     }
 }
 

@@ -18,9 +18,11 @@ mod model;
 mod monitor;
 mod satisfy;
 mod script;
+mod status;
 mod visibility;
 
 pub use check::check_flow;
+pub(crate) use guard::HIDDEN_STEP;
 pub use guard::values_equal;
 pub use history::CallRecord;
 pub use mermaid::mermaid;
@@ -28,8 +30,9 @@ pub use model::{
     Above, Ambient, Before, Confirm, ConfirmWhen, Constraint, Flow, Guard, NeverUntil, Require,
     Step,
 };
-pub use monitor::{FlowView, Monitor, Requirement, StepStatus, StepView, ToolStatus};
+pub use monitor::Monitor;
 pub use script::{Approval, CallEvent, Event, Expect, ExpectedOutcome, TestScript};
+pub use status::{FlowView, Requirement, StepStatus, StepView, ToolStatus};
 pub use visibility::{FlowVisibility, NOT_AVAILABLE_YET, is_visible, visible_tools};
 
 /// What a guard says, in words: `lookup_order has succeeded`, `` `verified` is true ``.

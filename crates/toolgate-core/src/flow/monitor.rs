@@ -5,145 +5,52 @@
 //! It is a pure function of its inputs: the same flow, state and history give the
 //! same answer, in any process, so a conversation can go on wherever its state and
 //! history are kept.
+//!
+//! Words for a principal ([`Monitor::seen_by`]) never name a tool outside its
+//! view: "blocked until a step you cannot take has been done". The caller keeps
+//! the full reason (from a monitor without a viewer) for the operator.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::guard::{self, Cond, Facts, join_and};
+use super::guard::{self, Cond, Facts, HIDDEN_STEP, join_and};
 use super::history::CallRecord;
 use super::model::{Ambient, Constraint, Flow, Guard, Step};
+use super::status::{FlowView, Requirement, StepStatus, StepView, ToolStatus};
 
 /// Answers questions about one flow.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Monitor<'f> {
     flow: &'f Flow,
+    /// The tools the reader of its words may know of; `None`: every tool.
+    viewer: Option<&'f dyn Fn(&str) -> bool>,
 }
 
-/// Where a conversation stands: its steps, what it still owes, and every tool's status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlowView {
-    /// Every step, in flow order.
-    pub steps: Vec<StepView>,
-    /// Tools that must still succeed before the conversation may end (`require`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub required: Vec<Requirement>,
-    /// The terminal step whose completion ended the flow, if one has.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished_by: Option<String>,
-    /// Each tool asked about, in the order asked.
-    pub tools: IndexMap<String, ToolStatus>,
-}
-
-/// One step and where it stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StepView {
-    pub id: String,
-    pub status: StepStatus,
-    /// What the model should do while it is active.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instruction: Option<String>,
-    /// Why a waiting step is not active.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub why: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    Active,
-    Done,
-    Waiting,
-}
-
-/// A tool that must succeed before the conversation may end.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Requirement {
-    pub tool: String,
-    /// Why, in words: the `when` guard that holds.
-    pub because: String,
-}
-
-/// Whether a tool may run now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum ToolStatus {
-    Allowed {
-        /// Why the user must confirm a call, when the flow says so.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        confirm: Option<String>,
-    },
-    Blocked {
-        /// One sentence for the model: what must happen first.
-        reason: String,
-        /// Each rule that blocks it and the guard that does not hold, for people.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        details: Vec<String>,
-    },
-}
-
-impl ToolStatus {
-    pub fn is_allowed(&self) -> bool {
-        matches!(self, ToolStatus::Allowed { .. })
-    }
-
-    /// The reason a blocked tool is blocked.
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            ToolStatus::Blocked { reason, .. } => Some(reason),
-            ToolStatus::Allowed { .. } => None,
-        }
-    }
-}
-
-impl FlowView {
-    /// The ids of the active steps.
-    pub fn active(&self) -> Vec<&str> {
-        self.with_status(StepStatus::Active)
-    }
-
-    /// The ids of the done steps.
-    pub fn done(&self) -> Vec<&str> {
-        self.with_status(StepStatus::Done)
-    }
-
-    fn with_status(&self, status: StepStatus) -> Vec<&str> {
-        self.steps
-            .iter()
-            .filter(|s| s.status == status)
-            .map(|s| s.id.as_str())
-            .collect()
-    }
-
-    /// The instructions of the active steps, as `(step, text)`.
-    pub fn instructions(&self) -> Vec<(&str, &str)> {
-        self.steps
-            .iter()
-            .filter(|s| s.status == StepStatus::Active)
-            .filter_map(|s| Some((s.id.as_str(), s.instruction.as_deref()?)))
-            .collect()
-    }
-
-    /// A tool's status; tools the view was not asked about are allowed.
-    pub fn status(&self, tool: &str) -> ToolStatus {
-        self.tools
-            .get(tool)
-            .cloned()
-            .unwrap_or(ToolStatus::Allowed { confirm: None })
-    }
-
-    /// Whether a tool may run now.
-    pub fn is_allowed(&self, tool: &str) -> bool {
-        self.tools.get(tool).is_none_or(ToolStatus::is_allowed)
+impl std::fmt::Debug for Monitor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Monitor")
+            .field("flow", self.flow)
+            .field("viewer", &self.viewer.is_some())
+            .finish()
     }
 }
 
 impl<'f> Monitor<'f> {
     pub fn new(flow: &'f Flow) -> Self {
-        Monitor { flow }
+        Monitor { flow, viewer: None }
+    }
+
+    /// Answers in words for a principal that may know only of the tools `sees`
+    /// admits: a tool outside its view is never named (what it must do is "a step
+    /// you cannot take", a required one's `tool` too), a view leaves such tools
+    /// out of `tools`, and the details and `why` written for people are left out.
+    pub fn seen_by(self, sees: &'f dyn Fn(&str) -> bool) -> Self {
+        Monitor {
+            viewer: Some(sees),
+            ..self
+        }
     }
 
     /// Where the conversation stands, with the status of each of `tools`.
@@ -153,9 +60,10 @@ impl<'f> Monitor<'f> {
         history: &[CallRecord],
         tools: impl IntoIterator<Item = &'t str>,
     ) -> FlowView {
-        let eval = Eval::new(self.flow, state, history);
+        let eval = Eval::new(self.flow, state, history, self.viewer);
         let tools = tools
             .into_iter()
+            .filter(|tool| eval.may_name(tool))
             .map(|tool| {
                 let status = match eval.blocked(tool) {
                     Some(blocked) => blocked,
@@ -173,8 +81,12 @@ impl<'f> Monitor<'f> {
             required: eval
                 .open_requirements()
                 .map(|(tool, when)| Requirement {
-                    tool: tool.to_owned(),
-                    because: guard::describe(when),
+                    tool: if eval.may_name(tool) {
+                        tool.to_owned()
+                    } else {
+                        HIDDEN_STEP.to_owned()
+                    },
+                    because: eval.describe(when),
                 })
                 .collect(),
             finished_by: eval.finished_by().map(|i| self.flow.steps[i].id.clone()),
@@ -191,7 +103,7 @@ impl<'f> Monitor<'f> {
         tool: &str,
         arguments: &Value,
     ) -> ToolStatus {
-        let eval = Eval::new(self.flow, state, history);
+        let eval = Eval::new(self.flow, state, history, self.viewer);
         if let Some(blocked) = eval.blocked(tool) {
             return blocked;
         }
@@ -220,6 +132,8 @@ struct Eval<'a> {
     explaining: RefCell<Vec<bool>>,
     /// The arguments of the call being admitted, while a confirmation is decided.
     args: Option<&'a Value>,
+    /// The tools the reader may know of (see [`Monitor::seen_by`]).
+    viewer: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 impl Facts for Eval<'_> {
@@ -245,10 +159,19 @@ impl Facts for Eval<'_> {
     fn args(&self) -> Option<&Value> {
         self.args
     }
+
+    fn may_name(&self, tool: &str) -> bool {
+        self.viewer.is_none_or(|sees| sees(tool))
+    }
 }
 
 impl<'a> Eval<'a> {
-    fn new(flow: &'a Flow, state: &'a Map<String, Value>, history: &'a [CallRecord]) -> Self {
+    fn new(
+        flow: &'a Flow,
+        state: &'a Map<String, Value>,
+        history: &'a [CallRecord],
+        viewer: Option<&'a dyn Fn(&str) -> bool>,
+    ) -> Self {
         let mut successes = HashMap::new();
         for call in history.iter().filter(|c| c.ok) {
             *successes.entry(call.tool.as_str()).or_insert(0) += 1;
@@ -267,7 +190,13 @@ impl<'a> Eval<'a> {
             done: RefCell::new(vec![Memo::Unknown; n]),
             explaining: RefCell::new(vec![false; n]),
             args: None,
+            viewer,
         }
+    }
+
+    /// What a guard says, in words the reader may be told.
+    fn describe(&self, guard: &Guard) -> String {
+        guard::describe_for(guard, &|tool| self.may_name(tool))
     }
 
     fn step(&self, i: usize) -> &'a Step {
@@ -364,8 +293,9 @@ impl<'a> Eval<'a> {
         if step.terminal {
             out.extend(self.open_requirements().map(|(tool, when)| {
                 Cond::needs(format!(
-                    "{tool} has succeeded (it is required because {})",
-                    guard::describe(when)
+                    "{} (it is required because {})",
+                    guard::succeeded_words(tool, &|t| self.may_name(t), false),
+                    self.describe(when)
                 ))
             }));
         }
@@ -376,6 +306,9 @@ impl<'a> Eval<'a> {
     fn why_waiting(&self, i: usize) -> Vec<String> {
         let step = self.step(i);
         let mut why = Vec::new();
+        if self.viewer.is_some() {
+            return why;
+        }
         if let Some(t) = self.finished_by() {
             why.push(format!(
                 "the flow has ended: terminal step `{}` is done",
@@ -497,7 +430,11 @@ impl<'a> Eval<'a> {
                     }
                 }
                 Constraint::Before(b) if b.then == tool && !self.succeeded(&b.first) => {
-                    until.push(Cond::needs(format!("{} has succeeded", b.first)));
+                    until.push(Cond::needs(guard::succeeded_words(
+                        &b.first,
+                        &|t| self.may_name(t),
+                        false,
+                    )));
                     details.push(format!(
                         "`before: {{first: {}, then: {}}}`: {} has not succeeded",
                         b.first, b.then, b.first
@@ -514,6 +451,9 @@ impl<'a> Eval<'a> {
             }
         }
 
+        if self.viewer.is_some() {
+            details.clear();
+        }
         if let Some(first) = never.into_iter().next() {
             return Some(ToolStatus::Blocked {
                 reason: first,
@@ -562,7 +502,7 @@ impl<'a> Eval<'a> {
                     Some(false) => None,
                     None => Some(format!(
                         "the user confirms calls where {}",
-                        guard::describe(when)
+                        self.describe(when)
                     )),
                 },
             })
@@ -591,7 +531,7 @@ impl<'a> Eval<'a> {
                     };
                     format!(
                         "the flow asks the user to confirm {tool} when {}{values}",
-                        guard::describe(when)
+                        eval.describe(when)
                     )
                 }),
             })

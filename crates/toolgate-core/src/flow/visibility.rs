@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::monitor::{FlowView, ToolStatus};
+use super::status::{FlowView, ToolStatus};
 use crate::ToolDescriptor;
 
 /// How blocked tools are shown to a model.

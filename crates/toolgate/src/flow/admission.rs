@@ -7,6 +7,9 @@
 //! store that checks again, takes the conversation's turn and records the intent
 //! (see `store::turns`), so that calls in other processes on the same state file
 //! cannot both pass `once`, `before` or `never_until`.
+//!
+//! The caller is told why in words that name no tool outside its principal's
+//! view ([`Monitor::seen_by`]); the audit record keeps the full reason.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -16,7 +19,7 @@ use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::flow::{CallRecord, Flow, FlowVisibility, Monitor, ToolStatus};
-use toolgate_core::{AuditEntry, Decision, Verdict};
+use toolgate_core::{AuditEntry, Decision, Principal, Tier, Verdict};
 
 use crate::gate::{Gate, Outcome};
 use crate::store::{Admission, RecordedCall, StoreError};
@@ -48,12 +51,35 @@ pub(crate) struct Admitted {
     /// The session's turn in this process, held until the call is recorded; `Some`
     /// exactly when the flow governs the call.
     turn: Option<OwnedMutexGuard<()>>,
+    /// On whose behalf, when the flow governs the call: what it is told when the
+    /// flow is checked again.
+    principal: Option<Principal>,
 }
 
 /// A call the flow refused: the audit outcome and what the caller is told.
 pub(crate) struct Refusal {
     pub status: &'static str,
     pub outcome: Outcome,
+    /// The flow's full reason, for the audit record (the caller is told only
+    /// what its view allows).
+    pub reason: Option<String>,
+}
+
+/// The refusal of a call the flow blocks: the caller is told `reason`, in the
+/// words of its view; the audit keeps the full reason.
+fn blocked(
+    flow: &Flow,
+    facts: (&Map<String, Value>, &[CallRecord]),
+    tool: &str,
+    arguments: &Value,
+    reason: String,
+) -> Refusal {
+    let full = Monitor::new(flow).admit(facts.0, facts.1, tool, arguments);
+    Refusal {
+        status: "blocked",
+        outcome: Outcome::Denied { reason },
+        reason: full.reason().map(str::to_owned),
+    }
 }
 
 impl FlowGate {
@@ -86,11 +112,13 @@ impl FlowGate {
         session: &str,
         tool: &str,
         arguments: &Value,
+        principal: &Principal,
     ) -> Result<Admitted, Refusal> {
         let Some(flow) = self.flow.as_ref().filter(|f| f.governs(tool)) else {
             return Ok(Admitted {
                 confirm: None,
                 turn: None,
+                principal: None,
             });
         };
         let turn = self.turn(session).lock_owned().await;
@@ -100,15 +128,20 @@ impl FlowGate {
                 format!("the conversation's flow cannot be checked ({e}), so nothing ran; tell the operator"),
                 true,
             ),
+            reason: None,
         })?;
-        match Monitor::new(flow).admit(&state, &history, tool, arguments) {
-            ToolStatus::Blocked { reason, .. } => Err(Refusal {
-                status: "blocked",
-                outcome: Outcome::Denied { reason },
-            }),
+        let sees = gate.may_name_to(principal);
+        match Monitor::new(flow)
+            .seen_by(&sees)
+            .admit(&state, &history, tool, arguments)
+        {
+            ToolStatus::Blocked { reason, .. } => {
+                Err(blocked(flow, (&state, &history), tool, arguments, reason))
+            }
             ToolStatus::Allowed { confirm } => Ok(Admitted {
                 confirm,
                 turn: Some(turn),
+                principal: Some(principal.clone()),
             }),
         }
     }
@@ -136,18 +169,23 @@ impl FlowGate {
         let lease = timeout.saturating_add(LEASE_MARGIN);
         let give_up = crate::store::lease_end(lease);
         let mut pause = Duration::from_millis(2);
+        // Only a governed call is claimed; were another, it would be told nothing.
+        let nobody = Principal {
+            id: String::new(),
+            ceiling: Tier::Read,
+            scopes: Vec::new(),
+        };
+        let sees = gate.may_name_to(admitted.principal.as_ref().unwrap_or(&nobody));
         loop {
             let mut refusal = None;
             let mut facts = None;
             let mut check = |state: &Map<String, Value>, calls: &[RecordedCall]| {
                 let state = gate.over_defaults(state.clone());
                 let history: Vec<CallRecord> = calls.iter().map(CallRecord::from).collect();
-                match Monitor::new(flow).admit(&state, &history, tool, arguments) {
+                let monitor = Monitor::new(flow).seen_by(&sees);
+                match monitor.admit(&state, &history, tool, arguments) {
                     ToolStatus::Blocked { reason, .. } => {
-                        refusal = Some(Refusal {
-                            status: "blocked",
-                            outcome: Outcome::Denied { reason },
-                        });
+                        refusal = Some(blocked(flow, (&state, &history), tool, arguments, reason));
                         false
                     }
                     ToolStatus::Allowed { confirm: Some(_) } if admitted.confirm.is_none() => {
@@ -159,6 +197,7 @@ impl FlowGate {
                                 ),
                                 true,
                             ),
+                            reason: None,
                         });
                         false
                     }
@@ -181,14 +220,21 @@ impl FlowGate {
                     run_id,
                     tool: theirs,
                 }) => {
+                    // Another principal's call in this conversation stays nameless.
+                    let theirs = if sees(&theirs) {
+                        format!("a call of `{theirs}`")
+                    } else {
+                        "an earlier call".to_owned()
+                    };
                     return Err(Refusal {
                         status: "error",
                         outcome: Outcome::error(
                             format!(
-                                "`{tool}` did not run: a call of `{theirs}` in this conversation (run {run_id}) never completed, as the process running it stopped, and it may have taken effect; tell the operator, who checks and records it with `toolgate audit resolve {run_id} --outcome ok|error|cancelled`"
+                                "`{tool}` did not run: {theirs} in this conversation (run {run_id}) never completed, as the process running it stopped, and it may have taken effect; tell the operator, who checks and records it with `toolgate audit resolve {run_id} --outcome ok|error|cancelled`"
                             ),
                             false,
                         ),
+                        reason: None,
                     });
                 }
                 Err(e) => return Err(cannot_check(&e.to_string())),
@@ -203,6 +249,7 @@ impl FlowGate {
                         ),
                         true,
                     ),
+                    reason: None,
                 });
             }
             tokio::select! {
@@ -211,6 +258,7 @@ impl FlowGate {
                     return Err(Refusal {
                         status: "cancelled",
                         outcome: Outcome::error(format!("the call to `{tool}` was cancelled before it ran"), false),
+                        reason: None,
                     });
                 }
             }
@@ -241,6 +289,7 @@ fn cannot_check(why: &str) -> Refusal {
             ),
             true,
         ),
+        reason: None,
     }
 }
 

@@ -24,27 +24,48 @@ impl Gate {
     /// tool's status; `None` when the gate has no flow.
     pub fn flow_view(&self, session: &str) -> Result<Option<FlowView>, StoreError> {
         match self.flow() {
-            Some(_) => self.flow_view_in(session, &self.state(session)?),
+            Some(_) => self.flow_view_in(session, &self.state(session)?, None),
+            None => Ok(None),
+        }
+    }
+
+    /// [`flow_view`](Self::flow_view) as `principal` may see it: only the tools
+    /// in its view, and reasons that name no other tool ("blocked until a step
+    /// you cannot take has been done"); the details for people are left out.
+    pub fn flow_view_for(
+        &self,
+        session: &str,
+        principal: &Principal,
+    ) -> Result<Option<FlowView>, StoreError> {
+        match self.flow() {
+            Some(_) => self.flow_view_in(session, &self.state(session)?, Some(principal)),
             None => Ok(None),
         }
     }
 
     /// [`flow_view`](Self::flow_view) of a conversation whose `state` (with the
-    /// declared defaults) is already loaded.
+    /// declared defaults) is already loaded; for `principal`, as
+    /// [`flow_view_for`](Self::flow_view_for).
     pub(crate) fn flow_view_in(
         &self,
         session: &str,
         state: &Map<String, Value>,
+        principal: Option<&Principal>,
     ) -> Result<Option<FlowView>, StoreError> {
         let Some(flow) = self.flow() else {
             return Ok(None);
         };
         let history = call_records(self, session)?;
-        Ok(Some(Monitor::new(flow).view(
-            state,
-            &history,
-            self.catalog().iter().map(|t| t.name()),
-        )))
+        let tools = self.catalog().iter().map(|t| t.name());
+        Ok(Some(match principal {
+            Some(principal) => {
+                let sees = self.may_name_to(principal);
+                Monitor::new(flow)
+                    .seen_by(&sees)
+                    .view(state, &history, tools)
+            }
+            None => Monitor::new(flow).view(state, &history, tools),
+        }))
     }
 
     /// The calls that ran in conversation `session`, oldest first.
@@ -57,12 +78,24 @@ impl Gate {
     /// marked (see [`GateBuilder::flow_visibility`](crate::GateBuilder::flow_visibility)).
     /// Render these with any wire target, or list them over MCP.
     pub fn visible_tools(&self, session: &str) -> Result<Vec<ToolDescriptor>, StoreError> {
+        self.visible_tools_for(session, &Principal::operator())
+    }
+
+    /// [`visible_tools`](Self::visible_tools) for `principal`: only the tools in
+    /// its view, a marked tool's reason naming no other tool.
+    pub fn visible_tools_for(
+        &self,
+        session: &str,
+        principal: &Principal,
+    ) -> Result<Vec<ToolDescriptor>, StoreError> {
         let tools: Vec<ToolDescriptor> = self
             .catalog()
             .iter()
-            .map(|t| t.descriptor().clone())
+            .map(|t| t.descriptor())
+            .filter(|d| principal.sees(d))
+            .cloned()
             .collect();
-        Ok(match self.flow_view(session)? {
+        Ok(match self.flow_view_for(session, principal)? {
             Some(view) => visible_tools(&tools, &view, self.flow_visibility()),
             None => tools,
         })
@@ -97,7 +130,7 @@ impl Gate {
             .iter()
             .map(|t| t.descriptor().clone())
             .collect();
-        Ok(match self.flow_view(session)? {
+        Ok(match self.flow_view_for(session, principal)? {
             Some(view) => planner_digest_in_flow(
                 &tools,
                 self.policy(),

@@ -379,9 +379,17 @@ impl Gate {
         };
         entry.arguments = audit_arguments(&arguments, tool.input_schema());
         // Admit: the conversation's flow may not allow this call yet (see `crate::flow`).
-        let admitted = match self.flow.admit(self, session, &call.name, &arguments).await {
+        // The caller is told only what its view allows; the audit keeps the full reason.
+        let admitted = match self
+            .flow
+            .admit(self, session, &call.name, &arguments, principal)
+            .await
+        {
             Ok(admitted) => admitted,
-            Err(refusal) => return self.refuse(entry, refusal.status, refusal.outcome),
+            Err(refusal) => {
+                entry.reason = refusal.reason;
+                return self.refuse(entry, refusal.status, refusal.outcome);
+            }
         };
         // Authorize.
         let verdict = admitted.decide(verdict);
@@ -454,6 +462,9 @@ impl Gate {
                 Err(refusal) => {
                     entry.kind = RecordKind::Refusal;
                     entry.run_id = String::new();
+                    if refusal.reason.is_some() {
+                        entry.reason = refusal.reason;
+                    }
                     return self.refuse(entry, refusal.status, refusal.outcome);
                 }
             }
@@ -488,7 +499,7 @@ impl Gate {
             ctx = ctx.with_idempotency_key(key);
         }
         if tool.reads_flow() {
-            match self.flow_view_in(session, &state) {
+            match self.flow_view_in(session, &state, Some(principal)) {
                 Ok(Some(view)) => ctx = ctx.with_flow_view(Arc::new(view)),
                 Ok(None) => {}
                 Err(e) => return store_failure("the state store", e),
@@ -557,6 +568,15 @@ impl Gate {
         self.catalog
             .find(name)
             .is_some_and(|tool| principal.sees(tool.descriptor()))
+    }
+
+    /// Whether words for `principal` may name `name` ([`Principal::may_name`]):
+    /// what a flow's reasons and digests hold to.
+    pub(crate) fn may_name_to<'p>(
+        &'p self,
+        principal: &'p Principal,
+    ) -> impl Fn(&str) -> bool + 'p {
+        |name| principal.may_name(name, self.catalog.find(name).map(|t| t.descriptor()))
     }
 
     /// The refusal of a call to a tool `principal` does not know of: the same for

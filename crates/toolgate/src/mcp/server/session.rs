@@ -62,9 +62,10 @@ impl Session {
         }
     }
 
-    /// The tools this session's client is offered now, before the principal's
-    /// filter: with a flow, as the flow offers them in this conversation; with
-    /// search, those listed in this session.
+    /// The tools this session's client is offered now, before the policy's
+    /// filter: those in its principal's view, with a flow as the flow offers them
+    /// in this conversation (a marked tool's reason naming no tool outside the
+    /// view); with search, those listed in this session.
     fn offered(
         &self,
         offering: &Offering,
@@ -72,13 +73,16 @@ impl Session {
     ) -> Vec<ToolDescriptor> {
         let gate = &offering.gate;
         let session = self.conversation(context);
-        let mut descriptors = gate.visible_tools(session).unwrap_or_else(|e| {
-            warn_flow_unreadable(session, &e);
-            gate.catalog()
-                .iter()
-                .map(|tool| tool.descriptor().clone())
-                .collect()
-        });
+        let principal = &self.shared.principal;
+        let mut descriptors = gate
+            .visible_tools_for(session, principal)
+            .unwrap_or_else(|e| {
+                warn_flow_unreadable(session, &e);
+                gate.catalog()
+                    .iter()
+                    .map(|tool| tool.descriptor().clone())
+                    .collect()
+            });
         if let Some(searched) = self.searched() {
             descriptors.retain(|d| searched.is_listed(&d.name));
         }
