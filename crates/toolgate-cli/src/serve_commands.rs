@@ -61,7 +61,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration, requires = "http")]
     session_idle: Duration,
     /// The largest arguments a call may carry, in bytes (instead of the spec file's
-    /// `limits.max_argument_bytes`; default 1 MiB).
+    /// `limits.max_argument_bytes`; default 1 MiB). An MCP message may be four
+    /// times that plus 64 KiB.
     #[arg(long, value_name = "BYTES", value_parser = crate::commands::parse_max_argument_bytes)]
     max_argument_bytes: Option<u64>,
 }
