@@ -1,8 +1,9 @@
 //! `limits:` in a spec file, and the flags that override it, as a user meets them:
 //! a real binary, a real spec file and state database, one process per command.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -135,4 +136,49 @@ fn a_zero_or_huge_argument_limit_flag_is_refused_with_what_to_write() {
         assert_eq!(out.status.code(), Some(2), "serve {value}");
     }
     assert_eq!(noted(dir.path()), json!(false));
+}
+
+#[test]
+fn serve_refuses_a_call_over_the_flags_argument_limit_and_runs_nothing() {
+    let dir = desk();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--max-argument-bytes", "32"])
+        .current_dir(dir.path())
+        .env_remove("TOOLGATE_STATE_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| writeln!(input, "{message}").unwrap();
+    let mut answer = || {
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    assert_eq!(answer()["id"], 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let arguments: Value = serde_json::from_str(&arguments_of(65)).unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "note", "arguments": arguments}}));
+    let refused = answer();
+    assert_eq!(refused["id"], 2);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("are 65 bytes, more than the 32 bytes a call may carry; nothing ran"),
+        "{refused}"
+    );
+    drop(input);
+    child.wait().unwrap();
+    assert_eq!(noted(dir.path()), json!(false), "the tool did not run");
 }
