@@ -171,13 +171,17 @@ pub fn call(
     name: &str,
     arguments: Option<&str>,
     caller: Option<&str>,
+    max_argument_bytes: Option<u64>,
 ) -> CommandResult {
     let arguments: Value = match arguments {
         None => json!({}),
         Some(text) => serde_json::from_str(text)
             .map_err(|e| format!("the arguments are not JSON ({e}); pass an object such as '{{\"order_id\": \"A-1\"}}'"))?,
     };
-    let (spec, source) = load(args)?;
+    let (mut spec, source) = load(args)?;
+    if max_argument_bytes.is_some() {
+        spec.limits.max_argument_bytes = max_argument_bytes;
+    }
     let principal = principal(&spec, caller)?;
     let store = open_store(args, state)?;
     let pins = store.clone() as Arc<dyn toolgate::PinStore>;
@@ -220,6 +224,17 @@ pub fn call(
         Outcome::PendingApproval { .. } => 3,
         Outcome::Denied { .. } => 4,
     }))
+}
+
+/// The value of `--max-argument-bytes`: a byte count the spec file's
+/// `limits.max_argument_bytes` could hold.
+pub(crate) fn parse_max_argument_bytes(text: &str) -> Result<u64, String> {
+    let bytes: u64 = text.trim().parse().map_err(|_| {
+        format!("`{text}` is not a number of bytes; write one such as `65536` (64 KiB)")
+    })?;
+    toolgate::spec::check_max_argument_bytes(bytes)
+        .map_err(|(problem, help)| format!("{problem}; {help}"))?;
+    Ok(bytes)
 }
 
 /// `call --json`'s outcome, every field of it safe to hand to a model: for an

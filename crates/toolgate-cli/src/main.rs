@@ -87,6 +87,10 @@ enum Command {
         /// Call as this principal (declared under `principals:`; default: the operator).
         #[arg(long = "as", value_name = "PRINCIPAL")]
         caller: Option<String>,
+        /// The largest arguments the call may carry, in bytes (instead of the spec
+        /// file's `limits.max_argument_bytes`; default 1 MiB).
+        #[arg(long, value_name = "BYTES", value_parser = commands::parse_max_argument_bytes)]
+        max_argument_bytes: Option<u64>,
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -277,9 +281,17 @@ fn main() -> ExitCode {
             tool,
             args,
             caller,
+            max_argument_bytes,
             spec,
             state,
-        } => commands::call(&spec, &state, &tool, args.as_deref(), caller.as_deref()),
+        } => commands::call(
+            &spec,
+            &state,
+            &tool,
+            args.as_deref(),
+            caller.as_deref(),
+            max_argument_bytes,
+        ),
         Command::Render { render, spec } => wire_commands::render(
             &spec,
             render.target,

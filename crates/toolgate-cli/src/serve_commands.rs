@@ -60,10 +60,18 @@ pub struct ServeArgs {
     /// How long an HTTP session may sit idle before it is closed.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration, requires = "http")]
     session_idle: Duration,
+    /// The largest arguments a call may carry, in bytes (instead of the spec file's
+    /// `limits.max_argument_bytes`; default 1 MiB). An MCP message may be four
+    /// times that plus 64 KiB.
+    #[arg(long, value_name = "BYTES", value_parser = crate::commands::parse_max_argument_bytes)]
+    max_argument_bytes: Option<u64>,
 }
 
 pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> CommandResult {
-    let (spec, source) = load(spec_args)?;
+    let (mut spec, source) = load(spec_args)?;
+    if args.max_argument_bytes.is_some() {
+        spec.limits.max_argument_bytes = args.max_argument_bytes;
+    }
     let principal = principal(&spec, args.caller.as_deref())?;
     let access = match &args.token_env {
         None => HttpAccess::open(),

@@ -449,6 +449,30 @@ fn a_timeout_that_is_not_a_duration_is_an_error() {
     insta::assert_snapshot!(source.render_diagnostics());
 }
 
+#[test]
+fn an_argument_limit_of_zero_is_an_error_that_says_what_to_write() {
+    let source = check("zero_max_argument_bytes.yaml");
+    assert_error(
+        &source,
+        "`max_argument_bytes` is 0, so no call could carry arguments",
+        "0",
+        "write a number of bytes, e.g. `65536` (64 KiB); leave it out for the default of 1048576 (1 MiB)",
+    );
+    insta::assert_snapshot!(source.render_diagnostics());
+}
+
+#[test]
+fn an_argument_limit_written_as_a_size_asks_for_the_number_of_bytes() {
+    let source = check("max_argument_bytes_as_a_size.yaml");
+    assert_error(
+        &source,
+        "`max_argument_bytes` must be empty or an integer, not the string `512 KiB`",
+        "512 KiB",
+        "write the number of bytes, e.g. `max_argument_bytes: 65536` for 64 KiB",
+    );
+    insta::assert_snapshot!(source.render_diagnostics());
+}
+
 // State and placeholders.
 
 #[test]

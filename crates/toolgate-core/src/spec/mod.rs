@@ -9,6 +9,7 @@ mod address;
 mod allow_entry;
 mod diagnostic;
 mod document;
+mod limits;
 mod mcp_servers;
 mod model;
 mod network;
@@ -22,6 +23,7 @@ pub mod template;
 pub use crate::Scheduling;
 pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
+pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};
 pub use mcp_servers::{
     EnvRef, McpServerSpec, McpTimeouts, env_references, expand_env, is_namespace,
 };

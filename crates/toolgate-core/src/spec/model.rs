@@ -31,6 +31,9 @@ pub struct SpecFile {
     /// Where HTTP bindings may connect (default: public addresses only).
     #[serde(default, skip_serializing_if = "super::NetworkSection::is_default")]
     pub network: super::NetworkSection,
+    /// Bounds on what one call may carry (its arguments' size).
+    #[serde(default, skip_serializing_if = "super::LimitsSection::is_default")]
+    pub limits: super::LimitsSection,
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,

@@ -36,6 +36,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules.patterns();
     rules.out.extend(check_mcp_servers(doc, spec));
     rules.network();
+    rules
+        .out
+        .extend(super::limits::check_limits(doc, &spec.limits));
     let positions: Vec<usize> = placed.iter().map(|place| place.index).collect();
     rules.out.extend(super::network_checks::check_network_use(
         doc, spec, &positions,

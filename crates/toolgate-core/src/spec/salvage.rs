@@ -93,6 +93,7 @@ pub(super) fn salvage(doc: &Document, structural: &[Diagnostic]) -> Option<Salva
     let state_sound = state.is_some();
     spec.state = state.unwrap_or_default();
     spec.network = read(section("network")).unwrap_or_default();
+    spec.limits = read(section("limits")).unwrap_or_default();
     spec.hosted = read(section("hosted")).unwrap_or_default();
     spec.policy = read(section("policy")).unwrap_or_default();
     spec.principals = read(section("principals")).unwrap_or_default();

@@ -283,6 +283,9 @@ fn type_help(field: &str, expected: &str, instance: &Value) -> Option<String> {
             "quote it to make it a string: `{field}: \"{}\"`",
             scalar_text(instance)
         )),
+        Value::String(_) if expected.contains("an integer") && field.ends_with("_bytes") => Some(
+            format!("write the number of bytes, e.g. `{field}: 65536` for 64 KiB"),
+        ),
         _ => None,
     }
 }
@@ -326,6 +329,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("PrincipalSpec") => "a principal",
         Some("HostedTool") => "a hosted tool",
         Some("NetworkSection") => "`network`",
+        Some("LimitsSection") => "`limits`",
         Some("Flow") => "`flow`",
         Some("Step") => "a flow step",
         Some("Guard") => "a guard",

@@ -69,7 +69,8 @@ pub struct GateOptions {
     /// Fail a call whose value does not match the tool's `returns` (else report it).
     pub fail_on_output_mismatch: bool,
     /// The largest arguments a call may have, as compact JSON; larger ones are
-    /// refused before anything reads them.
+    /// refused before anything reads them. A spec file's `limits.max_argument_bytes`
+    /// replaces it ([`GateBuilder::spec`]).
     pub max_argument_bytes: usize,
 }
 
@@ -134,7 +135,8 @@ pub struct GateBuilder {
 }
 
 impl GateBuilder {
-    /// Takes state effects, state defaults, timeouts and the policy from a spec file.
+    /// Takes state effects, state defaults, timeouts, the policy and the
+    /// `limits` from a spec file (its limits replace those of [`GateOptions`]).
     pub fn spec(mut self, spec: &SpecFile) -> Self {
         self.spec = Some(spec.clone());
         self
@@ -209,6 +211,10 @@ impl GateBuilder {
                 (tool.name().to_owned(), entry)
             })
             .collect();
+        let mut options = self.options;
+        if let Some(bytes) = spec.limits.max_argument_bytes {
+            options.max_argument_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
         let defaults = spec
             .state
             .iter()
@@ -222,7 +228,7 @@ impl GateBuilder {
             store: self
                 .store
                 .unwrap_or_else(|| Arc::new(MemoryGateStore::default())),
-            options: self.options,
+            options,
             clock: self.clock,
             run_prefix: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
             runs: AtomicU64::new(1),
@@ -265,6 +271,11 @@ impl Gate {
 
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The largest arguments a call may have, in bytes of compact JSON.
+    pub fn max_argument_bytes(&self) -> usize {
+        self.options.max_argument_bytes
     }
 
     pub fn store(&self) -> &Arc<dyn GateStore> {

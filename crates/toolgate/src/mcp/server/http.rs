@@ -93,7 +93,8 @@ pub fn check_path(path: &str) -> Result<(), ServeError> {
 }
 
 /// The router serving the MCP endpoint at `path`, its sessions capped (see
-/// `capacity`); the bearer token, if any, is checked first. Sessions end when
+/// `capacity`) and its request bodies bounded by [`super::max_message_bytes`] of
+/// the gate's argument limit; the bearer token, if any, is checked first. Sessions end when
 /// `sessions` is cancelled.
 pub(crate) fn router(
     shared: Arc<Shared>,
@@ -102,7 +103,10 @@ pub(crate) fn router(
     access: &HttpAccess,
     sessions: CancellationToken,
 ) -> Router {
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(sessions);
+    let largest = super::max_message_bytes(shared.offering().gate.max_argument_bytes());
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(sessions)
+        .with_max_request_body_bytes(largest);
     config = if addr.ip().is_loopback() {
         config.with_allowed_hosts(allowed_hosts(addr.ip()))
     } else {

@@ -79,6 +79,18 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 /// How long the server waits for a person to answer an approval question, by default.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The largest MCP message (an HTTP body, a line on stdio) a server takes in, for
+/// a gate taking `max_argument_bytes` of arguments: four times that, for a
+/// client's escapes and spacing (`\u00e9` for `é`, `", "` for `","`), plus 64 KiB
+/// for the JSON-RPC envelope. Past it a message is refused unread (HTTP 413, or the
+/// line dropped on stdio); below it the gate refuses oversized arguments with a
+/// message the client can act on.
+pub fn max_message_bytes(max_argument_bytes: usize) -> usize {
+    max_argument_bytes
+        .saturating_mul(4)
+        .saturating_add(64 << 10)
+}
+
 /// After the calls are done, how long the transport gets to deliver their results.
 const SETTLE: Duration = Duration::from_millis(200);
 
@@ -367,8 +379,10 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let session = CancellationToken::new();
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer)
+            .with_max_line_length(max_message_bytes(self.gate().max_argument_bytes()));
         let running = Session::new(self.shared.clone())
-            .serve_with_ct((reader, writer), session.clone())
+            .serve_with_ct(transport, session.clone())
             .await
             .map_err(|e| ServeError::Stdio(e.to_string()))?;
         let waiting = running.waiting();
