@@ -3,9 +3,13 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+
+use support::toolgate;
+
+mod support;
 
 /// A tool whose running shows in the state (`noted` turns true), under a limit of
 /// 64 bytes of arguments.
@@ -25,15 +29,6 @@ tools:
       required: [text]
     set_state: {noted: true}
 "#;
-
-fn toolgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_STATE_DIR")
-        .output()
-        .unwrap()
-}
 
 fn desk() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
