@@ -207,6 +207,11 @@ pub(super) fn check_mcp_servers(doc: &Document, spec: &SpecFile) -> Vec<Diagnost
                     .with_help("name the program to start, e.g. `command: npx`"),
                 false,
             ),
+            (None, Some(url)) if !env_references(url).is_empty() => push(
+                Diagnostic::error(format!("{at}/url"), URL_READS_ENV)
+                    .with_help("write the URL literally, and pass a credential in `headers:` (e.g. `Authorization: Bearer ${env.TOKEN}`), which reads the environment"),
+                false,
+            ),
             (None, Some(url)) => {
                 if let Some(problem) = url_problem(url) {
                     push(
@@ -343,6 +348,10 @@ fn references(path: &str, value: &str, push: &mut impl FnMut(Diagnostic, bool)) 
     }
 }
 
+/// Why an MCP server's `url` holding `${env.NAME}` is refused: it would be sent as
+/// written, and a host read from the environment would escape the network policy.
+pub const URL_READS_ENV: &str = "an MCP server's `url` does not read the environment: `${env.NAME}` there would be sent as written";
+
 /// Why `url` cannot be an MCP endpoint, if it cannot.
 fn url_problem(url: &str) -> Option<String> {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -386,6 +395,26 @@ mcp_servers:
     headers: {Authorization: "Bearer ${env.GH}"}
 "#;
         assert_eq!(check(text), vec![]);
+    }
+
+    #[test]
+    fn a_url_that_reads_the_environment_is_an_error_naming_headers_instead() {
+        for url in [
+            "https://${env.HOST}/mcp",
+            "https://h.example/${env.TENANT}/mcp",
+        ] {
+            let found = check(&format!("mcp_servers:\n  a: {{url: '{url}'}}\n"));
+            assert_eq!(found.len(), 1, "{url}: {found:?}");
+            assert_eq!(found[0].message, URL_READS_ENV);
+            assert_eq!(found[0].path, "/mcp_servers/a/url");
+            assert!(
+                found[0]
+                    .help
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("headers:")
+            );
+        }
     }
 
     #[test]

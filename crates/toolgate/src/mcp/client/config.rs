@@ -11,7 +11,8 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use toolgate_core::Effect;
 use toolgate_core::spec::{
-    McpBinding, McpServerRef, McpServerSpec, McpTimeouts, NetworkPolicy, expand_env,
+    McpBinding, McpServerRef, McpServerSpec, McpTimeouts, NetworkPolicy, URL_READS_ENV,
+    env_references, expand_env,
 };
 
 /// Environment variables a stdio server inherits from toolgate; everything else it
@@ -135,6 +136,9 @@ impl ServerConfig {
                         .map(|cwd| anchored(Path::new(cwd), base_dir))
                         .or_else(|| base_dir.map(Path::to_path_buf)),
                 }
+            }
+            (None, Some(url)) if !env_references(url).is_empty() => {
+                return Err(invalid(URL_READS_ENV.into()));
             }
             (None, Some(url)) => Transport::Http {
                 url: url.clone(),
@@ -511,6 +515,17 @@ mod tests {
             err.to_string(),
             "MCP server `gh`: `headers.Authorization` references the environment variable `GH_TOKEN`, which is not set; export it before starting toolgate"
         );
+    }
+
+    #[test]
+    fn a_url_that_reads_the_environment_is_refused_not_sent_as_written() {
+        let spec = McpServerSpec {
+            url: Some("https://${env.HOST}/mcp".into()),
+            ..McpServerSpec::default()
+        };
+        let err =
+            ServerConfig::from_spec("up", &spec, None, &env_of(&[("HOST", "h")])).unwrap_err();
+        assert!(err.to_string().contains(URL_READS_ENV), "{err}");
     }
 
     #[test]
