@@ -143,14 +143,27 @@ pub fn sanitize_description(text: &str, opts: &SanitizeOptions) -> Sanitized {
 /// assert_eq!(sanitize_value(&value), json!({"status": ["shipped <¦im_end¦>", 3]}));
 /// ```
 pub fn sanitize_value(value: &serde_json::Value) -> serde_json::Value {
+    sanitize_value_with(value, &SanitizeOptions::for_output())
+}
+
+/// As [`sanitize_value`], with every string and key sanitized under `opts`.
+pub(crate) fn sanitize_value_with(
+    value: &serde_json::Value,
+    opts: &SanitizeOptions,
+) -> serde_json::Value {
     use serde_json::Value;
-    let clean = |s: &str| sanitize_description(s, &SanitizeOptions::for_output()).text;
+    let clean = |s: &str| sanitize_description(s, opts).text;
     match value {
         Value::String(s) => Value::String(clean(s)),
-        Value::Array(items) => Value::Array(items.iter().map(sanitize_value).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| sanitize_value_with(item, opts))
+                .collect(),
+        ),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (clean(k), sanitize_value(v)))
+                .map(|(k, v)| (clean(k), sanitize_value_with(v, opts)))
                 .collect(),
         ),
         other => other.clone(),

@@ -290,14 +290,7 @@ fn prose_text(text: &str) -> String {
 
 /// Every string and key in `value`, sanitized as prose.
 fn prose(value: &Value) -> Value {
-    match value {
-        Value::String(text) => Value::String(prose_text(text)),
-        Value::Array(items) => Value::Array(items.iter().map(prose).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (prose_text(k), prose(v))).collect())
-        }
-        other => other.clone(),
-    }
+    crate::sanitize::sanitize_value_with(value, &data_options())
 }
 
 /// Appends `/segment` (JSON-pointer escaped, control characters shown) to `pointer`.
