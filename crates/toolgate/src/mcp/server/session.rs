@@ -34,9 +34,10 @@ use crate::{Gate, Outcome, ToolCall};
 /// The header that carries the session id on the streamable HTTP transport.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The newest protocol revision served: the last one with sessions, which are
-/// what gives each client its own conversation.
-const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+/// The newest protocol revision served. Clients of the revisions with sessions
+/// (2025-06-18, 2025-11-25) initialize; clients of 2026-07-28 send their version
+/// and capabilities in every request's `_meta`.
+const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
 /// The handler of one MCP session.
 #[derive(Clone)]
