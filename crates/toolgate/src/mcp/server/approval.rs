@@ -9,7 +9,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
@@ -56,29 +56,34 @@ pub(crate) async fn ask(
         _ = cancel.cancelled() => return Answer::None("the server is shutting down".into()),
     };
     match asked {
-        Ok(result) => match result.action {
-            ElicitationAction::Accept => {
-                let approve = result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get(APPROVE_FIELD))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true);
-                if approve {
-                    Answer::Approve
-                } else {
-                    Answer::Deny
-                }
-            }
-            ElicitationAction::Decline => Answer::Deny,
-            ElicitationAction::Cancel => Answer::None("the person dismissed the question".into()),
-            _ => Answer::None("the client answered in a way this server does not know".into()),
-        },
+        Ok(result) => answer_of(&result),
         Err(ServiceError::Timeout { .. }) => Answer::None(format!(
             "no answer within {}",
             humantime::format_duration(timeout)
         )),
         Err(e) => Answer::None(format!("the client could not ask ({e})")),
+    }
+}
+
+/// What an elicitation's result says of the approval.
+pub(super) fn answer_of(result: &ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => {
+            let approve = result
+                .content
+                .as_ref()
+                .and_then(|c| c.get(APPROVE_FIELD))
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            if approve {
+                Answer::Approve
+            } else {
+                Answer::Deny
+            }
+        }
+        ElicitationAction::Decline => Answer::Deny,
+        ElicitationAction::Cancel => Answer::None("the person dismissed the question".into()),
+        _ => Answer::None("the client answered in a way this server does not know".into()),
     }
 }
 
@@ -114,7 +119,7 @@ pub(crate) fn pending_message(approval_id: &str, reason: &str, why: Option<&str>
     )
 }
 
-fn question(approval_id: &str, reason: &str, approval: Option<&Approval>) -> String {
+pub(super) fn question(approval_id: &str, reason: &str, approval: Option<&Approval>) -> String {
     let mut text = match approval {
         Some(a) => format!(
             "Allow `{}` to run with these arguments?\n{}\n",
@@ -129,7 +134,7 @@ fn question(approval_id: &str, reason: &str, approval: Option<&Approval>) -> Str
     text
 }
 
-fn schema() -> ElicitationSchema {
+pub(super) fn schema() -> ElicitationSchema {
     ElicitationSchema::builder()
         .optional_bool_with(APPROVE_FIELD, |b| {
             b.title("Approve this call")

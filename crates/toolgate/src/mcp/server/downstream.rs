@@ -138,23 +138,43 @@ impl Downstream {
     }
 }
 
-/// The least severe level a session's client wants logged; shared by the session
-/// and every call it makes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct LogLevel(Arc<Mutex<Option<LoggingLevel>>>);
+/// The least severe level a client wants logged: a session's, shared by the
+/// session and every call it makes (`info` until it asks), or the one a stateless
+/// request named (none: no logs).
+#[derive(Clone, Debug)]
+pub(crate) struct LogLevel {
+    asked: Arc<Mutex<Option<LoggingLevel>>>,
+    /// The level until the client asks; `None` logs nothing.
+    unasked: Option<LoggingLevel>,
+}
+
+impl Default for LogLevel {
+    fn default() -> Self {
+        LogLevel {
+            asked: Arc::default(),
+            unasked: Some(LoggingLevel::Info),
+        }
+    }
+}
 
 impl LogLevel {
+    /// The level a stateless request asked for, if any (else nothing is logged).
+    pub(crate) fn fixed(level: Option<LoggingLevel>) -> Self {
+        LogLevel {
+            asked: Arc::new(Mutex::new(level)),
+            unasked: None,
+        }
+    }
+
     pub(crate) fn set(&self, level: LoggingLevel) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+        *self.asked.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
     }
 
     fn admits(&self, level: LoggingLevel) -> bool {
-        let floor = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .unwrap_or(LoggingLevel::Info);
-        severity(level) >= severity(floor)
+        let asked = *self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        asked
+            .or(self.unasked)
+            .is_some_and(|floor| severity(level) >= severity(floor))
     }
 }
 
@@ -185,6 +205,14 @@ mod tests {
         assert!(level.admits(LoggingLevel::Error));
         level.set(LoggingLevel::Debug);
         assert!(level.admits(LoggingLevel::Debug));
+    }
+
+    #[test]
+    fn a_stateless_request_that_names_no_level_gets_no_logs() {
+        assert!(!LogLevel::fixed(None).admits(LoggingLevel::Emergency));
+        let warning = LogLevel::fixed(Some(LoggingLevel::Warning));
+        assert!(!warning.admits(LoggingLevel::Info));
+        assert!(warning.admits(LoggingLevel::Error));
     }
 
     #[tokio::test]

@@ -37,13 +37,16 @@
 
 mod approval;
 mod capacity;
+mod conversations;
 mod downstream;
 mod forward;
 mod http;
 mod inflight;
+mod input_required;
 mod offering;
 mod result;
 mod session;
+mod stateless;
 mod tools;
 
 use std::fmt;
@@ -65,11 +68,14 @@ pub use forward::PeerLookup;
 pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, MIN_TOKEN_BYTES, check_path};
 pub use inflight::DrainReport;
 pub use result::{content_blocks, content_value};
+pub use stateless::{CONVERSATION_HEADER, CONVERSATION_META, DEFAULT_CONVERSATION};
 
 use crate::Gate;
 use capacity::CappedSessions;
+use conversations::Conversations;
 use forward::{Forwarded, Offers};
 use inflight::InFlight;
+use input_required::ApprovalQuestions;
 use offering::Offering;
 use session::Session;
 
@@ -185,9 +191,11 @@ pub(crate) struct Shared {
     /// Counts replaced offerings; sessions watch it to tell their clients.
     generation: watch::Sender<u64>,
     principal: Principal,
-    /// With search: what every session lists from the start (`search_tools` and the
-    /// always-loaded tools); others are listed once a search in that session found them.
-    search: Option<ListedTools>,
+    /// What each conversation lists (with search: `search_tools`, the
+    /// always-loaded tools, and those a search in it found) and was last shown.
+    conversations: Conversations,
+    /// Approval questions put to stateless clients as `input_required`.
+    questions: ApprovalQuestions,
     /// A fixed conversation id for every session (else one per session).
     session: Option<String>,
     /// Upstream servers whose prompts and resources are passed on.
@@ -283,7 +291,11 @@ impl McpServerBuilder {
                 offering: RwLock::new(Arc::new(offering)),
                 generation: watch::Sender::new(0),
                 principal: self.principal,
-                search: self.search,
+                conversations: Conversations::new(
+                    self.options.sessions.max_sessions.saturating_mul(4),
+                    self.search,
+                ),
+                questions: ApprovalQuestions::new(self.options.approval_timeout),
                 session: self.session,
                 forwarded: self.forwarded,
                 offers,
@@ -318,13 +330,11 @@ impl McpServer {
     pub fn tool_names(&self) -> Vec<String> {
         let offering = self.shared.offering();
         let listed = offering.tools.names();
-        match &self.shared.search {
-            None => listed,
-            Some(first) => listed
-                .into_iter()
-                .filter(|name| first.is_listed(offering.tools.canonical(name)))
-                .collect(),
-        }
+        let conversations = &self.shared.conversations;
+        listed
+            .into_iter()
+            .filter(|name| conversations.listed_at_first(offering.tools.canonical(name)))
+            .collect()
     }
 
     /// Tools the principal may use that MCP cannot carry, each with the reason.

@@ -6,29 +6,34 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestMethod,
+    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestMethod,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsRequestMethod,
     ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    ServerCapabilities, ServerConfig, ServerNotification, SetLevelRequestParams,
+    SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::ToolDescriptor;
-use toolgate_core::search::{ListedTools, SEARCH_TOOLS, found_tool_names};
+use toolgate_core::search::{SEARCH_TOOLS, found_tool_names};
 
 use super::Shared;
 use super::approval::{self, Answer};
 use super::downstream::{Downstream, LogLevel};
 use super::forward::Forwarded;
+use super::input_required;
 use super::offering::Offering;
 use super::result::{call_result, error_result};
+use super::stateless;
 use super::tools::{ToolList, arguments, shown_names};
+use crate::store::ApprovalStore;
 use crate::{Gate, Outcome, ToolCall};
 
 /// The header that carries the session id on the streamable HTTP transport.
@@ -39,17 +44,16 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// and capabilities in every request's `_meta`.
 const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
-/// The handler of one MCP session.
+/// How long a client may keep a tool list that no flow or search can change.
+const STABLE_LIST_TTL_MS: u64 = 60_000;
+
+/// The handler of one MCP session, or on the stateless revision of one request.
 #[derive(Clone)]
 pub(crate) struct Session {
     shared: Arc<Shared>,
-    /// The gate's conversation id, fixed by the first call.
+    /// The gate's conversation id of a session, fixed by its first request.
     id: Arc<OnceLock<String>>,
     log_level: LogLevel,
-    /// The tool names last listed to the client, to tell it when they change.
-    listed: Arc<Mutex<Option<Vec<String>>>>,
-    /// With search: the tools this session lists (see [`Shared::search`](super::Shared)).
-    searched: Arc<Mutex<ListedTools>>,
 }
 
 impl Session {
@@ -57,23 +61,16 @@ impl Session {
         Session {
             id: Arc::default(),
             log_level: LogLevel::default(),
-            searched: Arc::new(Mutex::new(shared.search.clone().unwrap_or_default())),
-            listed: Arc::default(),
             shared,
         }
     }
 
-    /// The tools this session's client is offered now, before the policy's
+    /// The tools this conversation's client is offered now, before the policy's
     /// filter: those in its principal's view, with a flow as the flow offers them
     /// in this conversation (a marked tool's reason naming no tool outside the
-    /// view); with search, those listed in this session.
-    fn offered(
-        &self,
-        offering: &Offering,
-        context: &RequestContext<RoleServer>,
-    ) -> Vec<ToolDescriptor> {
+    /// view); with search, those listed in this conversation.
+    fn offered(&self, offering: &Offering, session: &str) -> Vec<ToolDescriptor> {
         let gate = &offering.gate;
-        let session = self.conversation(context);
         let principal = &self.shared.principal;
         let mut descriptors = gate
             .visible_tools_for(session, principal)
@@ -84,95 +81,85 @@ impl Session {
                     .map(|tool| tool.descriptor().clone())
                     .collect()
             });
-        if let Some(searched) = self.searched() {
-            descriptors.retain(|d| searched.is_listed(&d.name));
-        }
+        let conversations = &self.shared.conversations;
+        descriptors.retain(|d| conversations.is_listed(session, &d.name));
         descriptors
     }
 
-    /// The names of the tools `tools/list` would show this session's client now,
-    /// found without copying or rendering a descriptor.
-    fn shown_now(&self, offering: &Offering, context: &RequestContext<RoleServer>) -> Vec<String> {
+    /// The names of the tools `tools/list` would show this conversation's client
+    /// now, found without copying or rendering a descriptor.
+    fn shown_now(&self, offering: &Offering, session: &str) -> Vec<String> {
         let gate = &offering.gate;
-        let session = self.conversation(context);
         let names = gate.visible_tool_names(session).unwrap_or_else(|e| {
             warn_flow_unreadable(session, &e);
             gate.catalog().iter().map(|tool| tool.name()).collect()
         });
-        let searched = self.searched();
+        let conversations = &self.shared.conversations;
         let offered = names
             .into_iter()
-            .filter(|name| searched.as_ref().is_none_or(|s| s.is_listed(name)))
+            .filter(|name| conversations.is_listed(session, name))
             .filter_map(|name| gate.catalog().get(name).ok())
             .map(|tool| tool.descriptor());
         shown_names(gate, &self.shared.principal, &offering.withheld, offered)
     }
 
-    /// With search, the tools this session lists.
-    fn searched(&self) -> Option<MutexGuard<'_, ListedTools>> {
-        self.shared
-            .search
-            .is_some()
-            .then(|| self.searched.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// Lists for this session the tools a `search_tools` call found.
-    fn reveal_found(&self, tool: &str, outcome: &Outcome) {
-        if self.shared.search.is_none() || tool != SEARCH_TOOLS {
+    /// Lists in this conversation the tools a `search_tools` call found.
+    fn reveal_found(&self, session: &str, tool: &str, outcome: &Outcome) {
+        if !self.shared.conversations.searching() || tool != SEARCH_TOOLS {
             return;
         }
         if let Outcome::Ok { value, .. } = outcome {
-            let found = found_tool_names(value);
-            self.searched
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .reveal(found.iter().map(String::as_str));
+            self.shared
+                .conversations
+                .reveal(session, &found_tool_names(value));
         }
     }
 
     /// Tells the client when a call changed the tools it is offered (a flow
-    /// opened or closed some), once it has listed them.
+    /// opened or closed some), once it has listed them: a session's client
+    /// directly, a stateless client through its subscription.
     async fn tell_if_tools_changed(
         &self,
         offering: &Offering,
+        session: &str,
         context: &RequestContext<RoleServer>,
     ) {
-        if self
-            .listed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
-        {
+        let conversations = &self.shared.conversations;
+        if !conversations.has_listed(session) {
             return;
         }
-        let now = self.shown_now(offering, context);
-        let changed = {
-            let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
-            let changed = listed.as_ref() != Some(&now);
-            *listed = Some(now);
-            changed
-        };
-        if changed {
+        let now = self.shown_now(offering, session);
+        if conversations.offered_now(session, now) && !stateless::is_stateless(context) {
             let _ = context.peer.notify_tool_list_changed().await;
         }
     }
 
-    /// The conversation: `mcp-` and the transport's session id, or a fresh id
-    /// on a transport without one (stdio: one process, one conversation).
-    fn conversation(&self, context: &RequestContext<RoleServer>) -> &str {
-        self.id.get_or_init(|| {
+    /// The conversation of a request: the server's fixed one if it has one; on
+    /// the stateless revision the one the request names (see [`stateless`]);
+    /// otherwise `mcp-` and the transport's session id, or a fresh id on a
+    /// transport without one (stdio: one process, one conversation).
+    fn conversation(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        if let Some(fixed) = &self.shared.session {
+            return Ok(fixed.clone());
+        }
+        if stateless::is_stateless(context) {
+            let named = stateless::named_conversation(context)?;
+            let id = named.as_deref().unwrap_or(stateless::DEFAULT_CONVERSATION);
+            return Ok(format!("mcp-{id}"));
+        }
+        let id = self.id.get_or_init(|| {
             let header = context
                 .extensions
                 .get::<axum::http::request::Parts>()
                 .and_then(|parts| parts.headers.get(SESSION_HEADER))
                 .and_then(|value| value.to_str().ok())
                 .filter(|id| !id.is_empty());
-            match (&self.shared.session, header) {
-                (Some(fixed), _) => fixed.clone(),
-                (None, Some(id)) => format!("mcp-{id}"),
-                (None, None) => format!("mcp-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+            match header {
+                Some(id) => format!("mcp-{id}"),
+                None => format!("mcp-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
             }
-        })
+        });
+        Ok(id.clone())
     }
 
     /// Runs `call` through the gate, as the downstream client's call; stops when
@@ -237,7 +224,7 @@ impl Session {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let shared = self.shared.clone();
         let offering = shared.offering();
         let gate = &offering.gate;
@@ -245,18 +232,50 @@ impl Session {
         let Some(_guard) = shared.inflight.enter() else {
             return Ok(error_result(
                 "the server is shutting down and takes no new calls; call again once it is back",
-            ));
+            )
+            .into());
         };
-        let session = self.conversation(&context).to_owned();
+        let session = self.conversation(&context)?;
+        let binding = input_required::binding(&shared.principal.id, &session, &name);
+        if let Some(state) = &request.request_state {
+            let retry =
+                shared
+                    .questions
+                    .retry(state, request.input_responses.as_ref(), &binding)?;
+            match retry.answer {
+                // Asked, but not answered: ask again.
+                None => {
+                    let reason = pending_reason(gate, &retry.approval_id);
+                    return Ok(shared
+                        .questions
+                        .ask(gate, &retry.approval_id, &reason, &binding)
+                        .into());
+                }
+                Some(answer) => {
+                    approval::record(gate, &retry.approval_id, &answer);
+                    if let Answer::None(why) = &answer {
+                        let reason = pending_reason(gate, &retry.approval_id);
+                        let message =
+                            approval::pending_message(&retry.approval_id, &reason, Some(why));
+                        return Ok(error_result(message).into());
+                    }
+                }
+            }
+        }
         let call = ToolCall::new(
             format!("mcp-{}", context.id),
             name.clone(),
             arguments(request.arguments),
         );
+        let log_level = if stateless::is_stateless(&context) {
+            LogLevel::fixed(stateless::log_level(&context))
+        } else {
+            self.log_level.clone()
+        };
         let downstream = Downstream::new(
             context.peer.clone(),
             context.meta.get_progress_token(),
-            self.log_level.clone(),
+            log_level,
         );
         // A tool outside the principal's view is as unknown as a name no tool has.
         let known = gate.knows(&name, &shared.principal);
@@ -271,13 +290,24 @@ impl Session {
             reason,
         } = &outcome
         {
+            if stateless::is_stateless(&context) {
+                if stateless::can_elicit_form(&context) {
+                    return Ok(shared
+                        .questions
+                        .ask(gate, approval_id, reason, &binding)
+                        .into());
+                }
+                let why = "the MCP client cannot ask its user";
+                let message = approval::pending_message(approval_id, reason, Some(why));
+                return Ok(error_result(message).into());
+            }
             match self
                 .ask(gate, &context, &downstream, approval_id, reason)
                 .await
             {
                 Some(why) => {
                     let message = approval::pending_message(approval_id, reason, Some(&why));
-                    return Ok(error_result(message));
+                    return Ok(error_result(message).into());
                 }
                 None => {
                     outcome = self
@@ -286,11 +316,21 @@ impl Session {
                 }
             }
         }
-        self.reveal_found(&name, &outcome);
-        self.tell_if_tools_changed(&offering, &context).await;
+        self.reveal_found(&session, &name, &outcome);
+        self.tell_if_tools_changed(&offering, &session, &context)
+            .await;
         let tool = gate.catalog().get(&name).ok().map(|t| t.as_ref());
-        Ok(call_result(&outcome, tool))
+        Ok(call_result(&outcome, tool).into())
     }
+}
+
+/// The reason an approval is asked for, as the approvals store has it.
+fn pending_reason(gate: &Gate, approval_id: &str) -> String {
+    ApprovalStore::get(gate.store().as_ref(), approval_id)
+        .ok()
+        .flatten()
+        .map(|approval| approval.reason)
+        .unwrap_or_else(|| "the policy asks a person first".to_owned())
 }
 
 impl Session {
@@ -350,23 +390,72 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let offering = self.shared.offering();
-        let descriptors = self.offered(&offering, &context);
+        let session = self.conversation(&context)?;
+        let descriptors = self.offered(&offering, &session);
         let names = shown_names(
             &offering.gate,
             &self.shared.principal,
             &offering.withheld,
             &descriptors,
         );
-        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
+        self.shared.conversations.listed(&session, names);
         let offered = ToolList::of(
             &offering.gate,
             &self.shared.principal,
             &offering.withheld,
             descriptors,
         );
-        Ok(ListToolsResult::with_all_items(
-            offered.tools.as_ref().clone(),
-        ))
+        // The list is the principal's, so only its client may cache it; where a
+        // flow or search changes it from call to call, not even that.
+        let per_conversation =
+            self.shared.conversations.searching() || offering.gate.flow.flow().is_some();
+        let ttl_ms = if per_conversation {
+            0
+        } else {
+            STABLE_LIST_TTL_MS
+        };
+        let mut result =
+            ListToolsResult::with_all_items(offered.tools.as_ref().clone()).with_ttl_ms(ttl_ms);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// A stateless client's subscription hears when the server's catalog is
+    /// replaced, and when a call in its conversation changed what it is offered.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let session = self.conversation(subscription.request_context())?;
+        let mut generation = self.shared.generation.subscribe();
+        let mut changed = self.shared.conversations.subscribe();
+        loop {
+            let tell = tokio::select! {
+                _ = subscription.cancelled() => return Ok(()),
+                replaced = generation.changed() => {
+                    if replaced.is_err() {
+                        return Ok(());
+                    }
+                    true
+                }
+                heard = changed.recv() => match heard {
+                    Ok(id) => id == session,
+                    Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            };
+            if tell {
+                let notification =
+                    ServerNotification::ToolListChangedNotification(Default::default());
+                if subscription.sink().send(notification).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Tells the client whenever the server's catalog is replaced, for as long as
@@ -388,9 +477,7 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context)
-            .await
-            .map(CallToolResponse::from)
+        self.call(request, context).await
     }
 
     async fn list_prompts(
