@@ -445,3 +445,56 @@ async fn over_stdio_a_stateless_client_discovers_lists_and_calls_in_its_conversa
     stop.send(()).unwrap();
     assert_eq!(server.await.unwrap().unwrap().calls, 3);
 }
+
+// ---- headers -----------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_call_whose_mcp_param_header_contradicts_its_argument_is_refused() {
+    let spec: SpecFile = serde_json::from_value(json!({
+        "tools": [{
+            "name": "forecast", "description": "The weather in a region.", "effect": "read",
+            "parameters": {"type": "object", "required": ["region"], "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}
+            }},
+            "response": {"sky": "clear"}
+        }]
+    }))
+    .unwrap();
+    let http = over_http(server(&spec, Arc::default())).await;
+    let client = connect(&http.url, Client::default()).await;
+    let tools = client.list_tools(None).await.unwrap();
+    assert_eq!(
+        tools.tools[0].input_schema["properties"]["region"]["x-mcp-header"],
+        json!("Region"),
+        "served to MCP clients as written"
+    );
+    let mut params = CallToolRequestParams::new("forecast")
+        .with_arguments(json!({"region": "eu"}).as_object().unwrap().clone());
+    params.set_meta(in_conversation("c1"));
+    let fine = client.call_tool(params).await.unwrap();
+    assert_eq!(
+        fine.is_error,
+        Some(false),
+        "rmcp mirrors the argument: {}",
+        text(&fine)
+    );
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "forecast", "arguments": {"region": "eu"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }}
+    });
+    let refused = reqwest::Client::new()
+        .post(&http.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "forecast")
+        .header("mcp-param-region", "us")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400, "{:?}", refused.text().await);
+}

@@ -420,6 +420,12 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
+    /// The streamable HTTP transport checks a call's `Mcp-Param-*` headers against
+    /// the `x-mcp-header` annotations of the tool's schema.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.shared.offering().tools.with_header_params(name)
+    }
+
     fn accepted_subscription_filter(
         &self,
         _requested: &SubscriptionFilter,

@@ -18,6 +18,9 @@ pub(crate) struct ToolList {
     pub(crate) reader: CallReader,
     /// Tools the principal may use that MCP cannot carry, each with the reason.
     pub(crate) left_out: Vec<(String, String)>,
+    /// Whether a tool's schema mirrors an argument into an `Mcp-Param-*` header
+    /// (`x-mcp-header`, SEP-2243), so calls' headers need checking.
+    header_params: bool,
 }
 
 impl ToolList {
@@ -76,11 +79,24 @@ impl ToolList {
                 )),
             }
         }
+        let header_params = tools.iter().any(|tool| {
+            serde_json::to_string(&tool.input_schema).is_ok_and(|s| s.contains("\"x-mcp-header\""))
+        });
         ToolList {
             tools: Arc::new(tools),
             reader: rendered.reader,
             left_out,
+            header_params,
         }
+    }
+
+    /// The served tool called `wire`, where its schema names `Mcp-Param-*`
+    /// headers; `None` where no tool's does (nothing to check).
+    pub(crate) fn with_header_params(&self, wire: &str) -> Option<Tool> {
+        if !self.header_params {
+            return None;
+        }
+        self.tools.iter().find(|tool| tool.name == wire).cloned()
     }
 
     /// The catalog name of the tool called as `wire`.
