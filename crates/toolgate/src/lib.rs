@@ -42,6 +42,8 @@
 pub use toolgate_core::*;
 pub use toolgate_derive::Tool;
 
+#[cfg(feature = "mcp")]
+pub mod auth;
 pub mod flow;
 mod gate;
 mod http;

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::capacity;
 use super::session::Session;
 use super::{ServeError, Shared};
+use crate::auth::{ApiKeys, AuthMethod, Identity};
 
 /// The default address of `toolgate serve --http`.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8731";
@@ -32,15 +33,20 @@ pub const MIN_TOKEN_BYTES: usize = 32;
 /// carrying `Authorization: Bearer TOKEN`. Only the token's SHA-256 digest is
 /// kept, and a presented token is compared digest to digest in constant time, so
 /// the time an answer takes says nothing about the token or its length.
+///
+/// With API keys ([`HttpAccess::with_keys`]) a request may instead carry
+/// `Authorization: Bearer tgk_...`, and then runs as the key's principal.
 #[derive(Clone, Default)]
 pub struct HttpAccess {
     token: Option<Arc<[u8; 32]>>,
+    keys: Option<ApiKeys>,
 }
 
 impl std::fmt::Debug for HttpAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpAccess")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("keys", &self.keys)
             .finish()
     }
 }
@@ -48,7 +54,14 @@ impl std::fmt::Debug for HttpAccess {
 impl HttpAccess {
     /// No token: only for loopback addresses.
     pub fn open() -> Self {
-        HttpAccess { token: None }
+        HttpAccess::default()
+    }
+
+    /// Also take the API keys of `keys`: a request carrying one runs as its
+    /// principal. A server with keys refuses requests without a credential.
+    pub fn with_keys(mut self, keys: ApiKeys) -> Self {
+        self.keys = Some(keys);
+        self
     }
 
     /// Requests must carry `Authorization: Bearer {token}`; others get 401. The
@@ -65,17 +78,19 @@ impl HttpAccess {
         }
         Ok(HttpAccess {
             token: Some(Arc::new(digest(token.as_bytes()))),
+            keys: None,
         })
     }
 
+    /// Whether a request needs a credential (a token or an API key).
     pub fn requires_token(&self) -> bool {
-        self.token.is_some()
+        self.token.is_some() || self.keys.is_some()
     }
 
     /// Refuses to open a non-loopback address without a token: anyone on the
     /// network could run the catalog's tools as the served principal.
     pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
-        if addr.ip().is_loopback() || self.token.is_some() {
+        if addr.ip().is_loopback() || self.requires_token() {
             Ok(())
         } else {
             Err(ServeError::TokenRequired { addr })
@@ -122,9 +137,10 @@ pub(crate) fn router(
     let router = Router::new()
         .route_service(path, service)
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
-    match &access.token {
-        Some(token) => router.layer(middleware::from_fn_with_state(token.clone(), bearer)),
-        None => router,
+    if access.requires_token() {
+        router.layer(middleware::from_fn_with_state(access.clone(), authenticate))
+    } else {
+        router
     }
 }
 
@@ -135,8 +151,23 @@ fn allowed_hosts(ip: IpAddr) -> Vec<String> {
     vec![ip.to_string(), "localhost".to_owned()]
 }
 
-/// Lets through requests with the right bearer token; answers 401 otherwise.
-async fn bearer(State(token): State<Arc<[u8; 32]>>, request: Request, next: Next) -> Response {
+/// Lets through requests with a live API key or the right bearer token, marked
+/// with who they are from (an [`Identity`] in the request's extensions); answers
+/// 401 otherwise. A credential in the URL is refused: URLs end up in logs.
+async fn authenticate(
+    State(access): State<HttpAccess>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if request
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token=")))
+    {
+        return unauthorized(
+            "a credential in the URL is refused (URLs are logged): send `Authorization: Bearer <token>` instead\n",
+        );
+    }
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -144,18 +175,39 @@ async fn bearer(State(token): State<Arc<[u8; 32]>>, request: Request, next: Next
         .and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
-        });
-    match presented {
-        Some(presented) if same(&digest(presented.trim().as_bytes()), &token) => {
+        })
+        .map(str::trim);
+    let identity = presented.and_then(|presented| {
+        if let Some(identity) = access.keys.as_ref().and_then(|keys| keys.verify(presented)) {
+            return Some(identity);
+        }
+        let token = access.token.as_ref()?;
+        same(&digest(presented.as_bytes()), token).then_some(Identity {
+            principal: None,
+            method: AuthMethod::BearerToken,
+            credential: None,
+        })
+    });
+    match identity {
+        Some(identity) => {
+            request.extensions_mut().insert(identity);
             next.run(request).await
         }
-        _ => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer realm=\"toolgate\"")],
-            "a bearer token is required: send `Authorization: Bearer <token>` with the token the server was started with\n",
-        )
-            .into_response(),
+        None => unauthorized(if access.keys.is_some() {
+            "a credential is required: send `Authorization: Bearer <key>` with an API key from `toolgate keys add`\n"
+        } else {
+            "a bearer token is required: send `Authorization: Bearer <token>` with the token the server was started with\n"
+        }),
     }
+}
+
+fn unauthorized(message: &'static str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer realm=\"toolgate\"")],
+        message,
+    )
+        .into_response()
 }
 
 fn digest(token: &[u8]) -> [u8; 32] {

@@ -49,6 +49,7 @@ mod session;
 mod stateless;
 mod tools;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -190,7 +191,12 @@ pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
     /// Counts replaced offerings; sessions watch it to tell their clients.
     generation: watch::Sender<u64>,
+    /// Whom requests without a credential of their own run as.
     principal: Principal,
+    /// The principals a credential may name, by id.
+    principals: HashMap<String, Principal>,
+    /// What the server offers principals other than `principal`, built on first use.
+    offerings: RwLock<HashMap<String, Arc<Offering>>>,
     /// What each conversation lists (with search: `search_tools`, the
     /// always-loaded tools, and those a search in it found) and was last shown.
     conversations: Conversations,
@@ -216,12 +222,50 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+
+    /// The declared principal `id` (the operator is always declared).
+    pub(crate) fn principal_named(&self, id: &str) -> Option<Principal> {
+        match self.principals.get(id) {
+            Some(principal) => Some(principal.clone()),
+            None if id == self.principal.id => Some(self.principal.clone()),
+            None => (id == "operator").then(Principal::operator),
+        }
+    }
+
+    /// What the server offers `principal` now: its view of the catalog, its digest.
+    pub(crate) fn offering_for(&self, principal: &Principal) -> Arc<Offering> {
+        let current = self.offering();
+        if principal.id == self.principal.id {
+            return current;
+        }
+        let cached = self
+            .offerings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&principal.id)
+            .filter(|offering| Arc::ptr_eq(&offering.gate, &current.gate))
+            .cloned();
+        if let Some(offering) = cached {
+            return offering;
+        }
+        let built = Arc::new(Offering::new(
+            current.gate.clone(),
+            principal,
+            current.withheld.clone(),
+        ));
+        self.offerings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(principal.id.clone(), built.clone());
+        built
+    }
 }
 
 /// Builds an [`McpServer`].
 pub struct McpServerBuilder {
     gate: Arc<Gate>,
     principal: Principal,
+    principals: HashMap<String, Principal>,
     session: Option<String>,
     withheld: Vec<String>,
     search: Option<ListedTools>,
@@ -230,9 +274,18 @@ pub struct McpServerBuilder {
 }
 
 impl McpServerBuilder {
-    /// Serve on behalf of `principal` (default: the operator).
+    /// Serve on behalf of `principal` (default: the operator) the requests that
+    /// carry no credential naming another.
     pub fn principal(mut self, principal: Principal) -> Self {
         self.principal = principal;
+        self
+    }
+
+    /// The principals a request's credential may name (an API key's principal),
+    /// e.g. every one the spec file declares.
+    pub fn principals(mut self, principals: impl IntoIterator<Item = Principal>) -> Self {
+        self.principals
+            .extend(principals.into_iter().map(|p| (p.id.clone(), p)));
         self
     }
 
@@ -291,6 +344,8 @@ impl McpServerBuilder {
                 offering: RwLock::new(Arc::new(offering)),
                 generation: watch::Sender::new(0),
                 principal: self.principal,
+                principals: self.principals,
+                offerings: RwLock::default(),
                 conversations: Conversations::new(
                     self.options.sessions.max_sessions.saturating_mul(4),
                     self.search,
@@ -318,6 +373,7 @@ impl McpServer {
         McpServerBuilder {
             gate,
             principal: Principal::operator(),
+            principals: HashMap::new(),
             session: None,
             withheld: Vec::new(),
             search: None,
@@ -364,6 +420,11 @@ impl McpServer {
             .offering
             .write()
             .unwrap_or_else(PoisonError::into_inner) = offering;
+        self.shared
+            .offerings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.shared.generation.send_modify(|g| *g += 1);
     }
 

@@ -10,19 +10,19 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestMethod,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, ServerNotification, SetLevelRequestParams,
-    SubscriptionFilter,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
-use toolgate_core::ToolDescriptor;
 use toolgate_core::search::{SEARCH_TOOLS, found_tool_names};
+use toolgate_core::{Principal, ToolDescriptor};
 
 use super::Shared;
 use super::approval::{self, Answer};
@@ -33,6 +33,7 @@ use super::offering::Offering;
 use super::result::{call_result, error_result};
 use super::stateless;
 use super::tools::{ToolList, arguments, shown_names};
+use crate::auth::Identity;
 use crate::store::ApprovalStore;
 use crate::{Gate, Outcome, ToolCall};
 
@@ -53,25 +54,71 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     /// The gate's conversation id of a session, fixed by its first request.
     id: Arc<OnceLock<String>>,
+    /// The credential that opened the session: no other may use it.
+    opened_by: Arc<OnceLock<Option<String>>>,
     log_level: LogLevel,
+}
+
+/// Who a request runs as, and what the server offers that principal.
+pub(crate) struct Caller {
+    pub(crate) principal: Principal,
+    pub(crate) offering: Arc<Offering>,
 }
 
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Session {
             id: Arc::default(),
+            opened_by: Arc::default(),
             log_level: LogLevel::default(),
             shared,
         }
+    }
+
+    /// Who the request runs as: the principal its credential names (see
+    /// [`crate::auth`]), else the one the server serves. A session belongs to the
+    /// credential that opened it; another credential's request is refused.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        let identity = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Identity>());
+        if !stateless::is_stateless(context) {
+            let presented = identity.map(|i| format!("{:?}|{:?}", i.principal, i.credential));
+            let opener = self.opened_by.get_or_init(|| presented.clone());
+            if *opener != presented {
+                return Err(McpError::invalid_request(
+                    "this MCP session was opened with another credential; open a session of your own",
+                    None,
+                ));
+            }
+        }
+        let principal = match identity.and_then(|i| i.principal.as_deref()) {
+            None => self.shared.principal.clone(),
+            Some(id) => self.shared.principal_named(id).ok_or_else(|| {
+                McpError::invalid_request(
+                    format!(
+                        "the credential names the principal `{id}`, which the spec file does not declare; \
+                         declare it under `principals:` or make a key for a declared one"
+                    ),
+                    None,
+                )
+            })?,
+        };
+        let offering = self.shared.offering_for(&principal);
+        Ok(Caller {
+            principal,
+            offering,
+        })
     }
 
     /// The tools this conversation's client is offered now, before the policy's
     /// filter: those in its principal's view, with a flow as the flow offers them
     /// in this conversation (a marked tool's reason naming no tool outside the
     /// view); with search, those listed in this conversation.
-    fn offered(&self, offering: &Offering, session: &str) -> Vec<ToolDescriptor> {
-        let gate = &offering.gate;
-        let principal = &self.shared.principal;
+    fn offered(&self, caller: &Caller, session: &str) -> Vec<ToolDescriptor> {
+        let gate = &caller.offering.gate;
+        let principal = &caller.principal;
         let mut descriptors = gate
             .visible_tools_for(session, principal)
             .unwrap_or_else(|e| {
@@ -88,8 +135,8 @@ impl Session {
 
     /// The names of the tools `tools/list` would show this conversation's client
     /// now, found without copying or rendering a descriptor.
-    fn shown_now(&self, offering: &Offering, session: &str) -> Vec<String> {
-        let gate = &offering.gate;
+    fn shown_now(&self, caller: &Caller, session: &str) -> Vec<String> {
+        let gate = &caller.offering.gate;
         let names = gate.visible_tool_names(session).unwrap_or_else(|e| {
             warn_flow_unreadable(session, &e);
             gate.catalog().iter().map(|tool| tool.name()).collect()
@@ -100,7 +147,7 @@ impl Session {
             .filter(|name| conversations.is_listed(session, name))
             .filter_map(|name| gate.catalog().get(name).ok())
             .map(|tool| tool.descriptor());
-        shown_names(gate, &self.shared.principal, &offering.withheld, offered)
+        shown_names(gate, &caller.principal, &caller.offering.withheld, offered)
     }
 
     /// Lists in this conversation the tools a `search_tools` call found.
@@ -120,7 +167,7 @@ impl Session {
     /// directly, a stateless client through its subscription.
     async fn tell_if_tools_changed(
         &self,
-        offering: &Offering,
+        caller: &Caller,
         session: &str,
         context: &RequestContext<RoleServer>,
     ) {
@@ -128,7 +175,7 @@ impl Session {
         if !conversations.has_listed(session) {
             return;
         }
-        let now = self.shown_now(offering, session);
+        let now = self.shown_now(caller, session);
         if conversations.offered_now(session, now) && !stateless::is_stateless(context) {
             let _ = context.peer.notify_tool_list_changed().await;
         }
@@ -138,14 +185,24 @@ impl Session {
     /// the stateless revision the one the request names (see [`stateless`]);
     /// otherwise `mcp-` and the transport's session id, or a fresh id on a
     /// transport without one (stdio: one process, one conversation).
-    fn conversation(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
+    /// A stateless conversation belongs to its principal: another principal
+    /// naming the same id is in a conversation of its own (`mcp-PRINCIPAL-ID`).
+    fn conversation(
+        &self,
+        context: &RequestContext<RoleServer>,
+        principal: &Principal,
+    ) -> Result<String, McpError> {
         if let Some(fixed) = &self.shared.session {
             return Ok(fixed.clone());
         }
         if stateless::is_stateless(context) {
             let named = stateless::named_conversation(context)?;
             let id = named.as_deref().unwrap_or(stateless::DEFAULT_CONVERSATION);
-            return Ok(format!("mcp-{id}"));
+            return Ok(if principal.id == self.shared.principal.id {
+                format!("mcp-{id}")
+            } else {
+                format!("mcp-{}-{id}", principal.id)
+            });
         }
         let id = self.id.get_or_init(|| {
             let header = context
@@ -166,18 +223,18 @@ impl Session {
     /// the client cancels the request or the server's grace period ends.
     async fn run(
         &self,
-        gate: &Gate,
+        caller: &Caller,
         session: &str,
         call: ToolCall,
         downstream: &Downstream,
         request: &CancellationToken,
     ) -> Outcome {
-        let shared = &self.shared;
-        let cancel = shared.inflight.cancellation().child_token();
+        let cancel = self.shared.inflight.cancellation().child_token();
+        let gate = &caller.offering.gate;
         let gate_call =
             downstream
                 .clone()
-                .scope(gate.call_with(session, call, &shared.principal, &cancel));
+                .scope(gate.call_with(session, call, &caller.principal, &cancel));
         tokio::pin!(gate_call);
         tokio::select! {
             biased;
@@ -226,17 +283,17 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let shared = self.shared.clone();
-        let offering = shared.offering();
-        let gate = &offering.gate;
-        let name = offering.tools.canonical(&request.name).to_owned();
+        let caller = self.caller(&context)?;
+        let gate = &caller.offering.gate;
+        let name = caller.offering.tools.canonical(&request.name).to_owned();
         let Some(_guard) = shared.inflight.enter() else {
             return Ok(error_result(
                 "the server is shutting down and takes no new calls; call again once it is back",
             )
             .into());
         };
-        let session = self.conversation(&context)?;
-        let binding = input_required::binding(&shared.principal.id, &session, &name);
+        let session = self.conversation(&context, &caller.principal)?;
+        let binding = input_required::binding(&caller.principal.id, &session, &name);
         if let Some(state) = &request.request_state {
             let retry =
                 shared
@@ -278,9 +335,9 @@ impl Session {
             log_level,
         );
         // A tool outside the principal's view is as unknown as a name no tool has.
-        let known = gate.knows(&name, &shared.principal);
+        let known = gate.knows(&name, &caller.principal);
         let mut outcome = self
-            .run(gate, &session, call.clone(), &downstream, &context.ct)
+            .run(&caller, &session, call.clone(), &downstream, &context.ct)
             .await;
         if !known {
             return Err(McpError::invalid_params(outcome.message_for_model(), None));
@@ -311,13 +368,13 @@ impl Session {
                 }
                 None => {
                     outcome = self
-                        .run(gate, &session, call, &downstream, &context.ct)
+                        .run(&caller, &session, call, &downstream, &context.ct)
                         .await;
                 }
             }
         }
         self.reveal_found(&session, &name, &outcome);
-        self.tell_if_tools_changed(&offering, &session, &context)
+        self.tell_if_tools_changed(&caller, &session, &context)
             .await;
         let tool = gate.catalog().get(&name).ok().map(|t| t.as_ref());
         Ok(call_result(&outcome, tool).into())
@@ -380,6 +437,20 @@ impl ServerHandler for Session {
         config
     }
 
+    /// Binds the session to the credential that opens it, and gives its
+    /// principal's planner digest as the instructions.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let caller = self.caller(&context)?;
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        result.instructions = caller.offering.instructions.clone();
+        Ok(result)
+    }
+
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
     }
@@ -389,19 +460,20 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let offering = self.shared.offering();
-        let session = self.conversation(&context)?;
-        let descriptors = self.offered(&offering, &session);
+        let caller = self.caller(&context)?;
+        let session = self.conversation(&context, &caller.principal)?;
+        let descriptors = self.offered(&caller, &session);
+        let offering = &caller.offering;
         let names = shown_names(
             &offering.gate,
-            &self.shared.principal,
+            &caller.principal,
             &offering.withheld,
             &descriptors,
         );
         self.shared.conversations.listed(&session, names);
         let offered = ToolList::of(
             &offering.gate,
-            &self.shared.principal,
+            &caller.principal,
             &offering.withheld,
             descriptors,
         );
@@ -436,7 +508,9 @@ impl ServerHandler for Session {
     /// A stateless client's subscription hears when the server's catalog is
     /// replaced, and when a call in its conversation changed what it is offered.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
-        let session = self.conversation(subscription.request_context())?;
+        let context = subscription.request_context();
+        let caller = self.caller(context)?;
+        let session = self.conversation(context, &caller.principal)?;
         let mut generation = self.shared.generation.subscribe();
         let mut changed = self.shared.conversations.subscribe();
         loop {
@@ -489,26 +563,28 @@ impl ServerHandler for Session {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let forwarded = self
             .forwarded(true)
             .ok_or_else(McpError::method_not_found::<ListPromptsRequestMethod>)?;
         Ok(ListPromptsResult::with_all_items(
-            forwarded.list_prompts(&self.shared.principal).await,
+            forwarded
+                .list_prompts(&self.caller(&context)?.principal)
+                .await,
         ))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let forwarded = self
             .forwarded(true)
             .ok_or_else(McpError::method_not_found::<GetPromptRequestMethod>)?;
         forwarded
-            .get_prompt(&self.shared.principal, request)
+            .get_prompt(&self.caller(&context)?.principal, request)
             .await
             .map(GetPromptResponse::from)
     }
@@ -516,27 +592,29 @@ impl ServerHandler for Session {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ListResourcesRequestMethod>)?;
         Ok(ListResourcesResult::with_all_items(
-            forwarded.list_resources(&self.shared.principal).await,
+            forwarded
+                .list_resources(&self.caller(&context)?.principal)
+                .await,
         ))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ListResourceTemplatesRequestMethod>)?;
         Ok(ListResourceTemplatesResult::with_all_items(
             forwarded
-                .list_resource_templates(&self.shared.principal)
+                .list_resource_templates(&self.caller(&context)?.principal)
                 .await,
         ))
     }
@@ -544,13 +622,13 @@ impl ServerHandler for Session {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ReadResourceRequestMethod>)?;
         forwarded
-            .read_resource(&self.shared.principal, request)
+            .read_resource(&self.caller(&context)?.principal, request)
             .await
             .map(ReadResourceResponse::from)
     }

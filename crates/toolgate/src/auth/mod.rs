@@ -1,0 +1,140 @@
+//! Who is calling `toolgate serve --http`, and how they proved it.
+//!
+//! A request carries a credential — an API key ([`keys`]) or the server's one
+//! bearer token — and leaves the HTTP layer as an [`Identity`]: the principal it
+//! calls as, how it authenticated, and what names the credential in logs (a
+//! key's id and label; never the key). Every MCP request then runs as that
+//! principal: its tools, its conversations, its calls.
+
+pub mod keys;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+pub use keys::{ApiKey, KEYS_FILE, KeyFile, KeyFileError};
+
+/// Who a request is from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The principal it calls as (declared under `principals:`); `None` for the
+    /// principal the server serves by default (`--as`).
+    pub principal: Option<String>,
+    /// How it authenticated.
+    pub method: AuthMethod,
+    /// What names the credential in logs and the audit log: `key 3f9a0c1d
+    /// (laptop)`; never the credential itself.
+    pub credential: Option<String>,
+}
+
+/// How a request authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethod {
+    /// An API key made with `toolgate keys add`.
+    ApiKey,
+    /// The server's one bearer token (`--token-env`).
+    BearerToken,
+    /// No credential: a loopback server without `auth:`.
+    None,
+}
+
+impl AuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::ApiKey => "api_key",
+            AuthMethod::BearerToken => "bearer_token",
+            AuthMethod::None => "none",
+        }
+    }
+}
+
+/// How often a running server looks at the key file for changes (a key added or
+/// revoked with `toolgate keys` takes effect within this).
+const RELOAD_EVERY: Duration = Duration::from_secs(1);
+
+/// The API keys a server checks, re-read when the file changes.
+#[derive(Clone)]
+pub struct ApiKeys {
+    inner: Arc<Mutex<Loaded>>,
+}
+
+struct Loaded {
+    file: KeyFile,
+    modified: Option<SystemTime>,
+    checked: Instant,
+}
+
+impl std::fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let loaded = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("ApiKeys")
+            .field("path", &loaded.file.path())
+            .field("keys", &loaded.file.keys().len())
+            .finish()
+    }
+}
+
+impl ApiKeys {
+    /// The keys of the file at `path` (which may not exist yet).
+    pub fn open(path: impl Into<PathBuf>) -> Result<Self, KeyFileError> {
+        let path = path.into();
+        let modified = modified(&path);
+        let file = KeyFile::open(path)?;
+        Ok(ApiKeys {
+            inner: Arc::new(Mutex::new(Loaded {
+                file,
+                modified,
+                checked: Instant::now(),
+            })),
+        })
+    }
+
+    /// The identity `presented` proves, if it is a live key.
+    pub fn verify(&self, presented: &str) -> Option<Identity> {
+        let mut loaded = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded.refresh(false);
+        if loaded.file.verify(presented).is_none() {
+            // Perhaps a key made a moment ago: look at the file now.
+            loaded.refresh(true);
+        }
+        let key = loaded.file.verify(presented)?;
+        let credential = match &key.label {
+            Some(label) => format!("key {} ({label})", key.id),
+            None => format!("key {}", key.id),
+        };
+        Some(Identity {
+            principal: Some(key.principal.clone()),
+            method: AuthMethod::ApiKey,
+            credential: Some(credential),
+        })
+    }
+}
+
+impl Loaded {
+    /// Re-reads the file when it changed since it was read (looking at most once
+    /// per [`RELOAD_EVERY`] unless `now`), so a key added works at once and a key
+    /// revoked stops working within a second. A file that became unreadable
+    /// keeps the keys read last, and says so in the log.
+    fn refresh(&mut self, now: bool) {
+        if !now && self.checked.elapsed() < RELOAD_EVERY {
+            return;
+        }
+        self.checked = Instant::now();
+        let path = self.file.path().to_path_buf();
+        let changed = modified(&path);
+        if changed == self.modified {
+            return;
+        }
+        match KeyFile::open(&path) {
+            Ok(file) => {
+                self.file = file;
+                self.modified = changed;
+            }
+            Err(e) => tracing::warn!("keeping the API keys read before: {e}"),
+        }
+    }
+}
+
+fn modified(path: &std::path::Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
