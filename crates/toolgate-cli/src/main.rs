@@ -9,6 +9,7 @@ mod approval_commands;
 mod audit_commands;
 mod commands;
 mod flow_commands;
+mod keys_commands;
 mod pins_commands;
 mod search_commands;
 mod serve_commands;
@@ -191,6 +192,15 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Make, list and revoke the API keys callers of `serve --http` present.
+    Keys {
+        #[command(subcommand)]
+        action: Option<keys_commands::KeyAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// List the pinned definitions of upstream MCP tools, show what changed, accept a change.
     Pins {
         #[command(subcommand)]
@@ -345,6 +355,11 @@ fn main() -> ExitCode {
             spec,
             state,
         } => commands::state(&spec, &state, action),
+        Command::Keys {
+            action,
+            spec,
+            state,
+        } => keys_commands::run(&spec, &state, action),
         Command::Pins {
             action,
             spec,

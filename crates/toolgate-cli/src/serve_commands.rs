@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
+use toolgate::auth::{ApiKeys, key_file_path};
 use toolgate::mcp::client::{UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
     DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
@@ -16,7 +17,9 @@ use toolgate::mcp::server::{
 };
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
-use toolgate::{DynTool, Gate, PinStore, SearchTools, SqliteStore, ToolError, spec_catalog};
+use toolgate::{
+    DynTool, Gate, PinStore, SearchTools, SqliteStore, ToolError, resolve_state_dir, spec_catalog,
+};
 
 use crate::commands::{CommandResult, load, open_store, principal};
 use crate::{SpecArgs, StateArgs};
@@ -82,6 +85,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             HttpAccess::bearer(token).map_err(|e| format!("`{name}`: {e}"))?
         }
     };
+    let access = match &spec.auth.api_keys {
+        None => access,
+        Some(_) => {
+            let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
+            let path = key_file_path(&spec, &spec_args.file, &dir);
+            access.with_keys(ApiKeys::open(&path).map_err(|e| e.to_string())?)
+        }
+    };
     let http = if args.stdio { None } else { args.http };
     if let Some(addr) = http {
         access.check(addr).map_err(|e| e.to_string())?;
@@ -117,8 +128,13 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         args.search,
         None,
     )?;
+    let declared = spec
+        .principals
+        .iter()
+        .map(|(id, declared)| declared.to_principal(id));
     let mut builder = McpServer::builder(Arc::new(gate))
         .principal(principal.clone())
+        .principals(declared)
         .withhold(withheld)
         .options(ServeOptions {
             grace: args.grace,
@@ -177,7 +193,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                     bound.port(),
                     args.path,
                     if access.requires_token() {
-                        "bearer token required; "
+                        "credential required; "
                     } else {
                         ""
                     }

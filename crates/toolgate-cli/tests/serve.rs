@@ -549,3 +549,59 @@ async fn with_search_a_quarantined_upstream_tool_is_neither_listed_nor_found() {
     assert!(text(&found).contains("inner.echo"), "{}", text(&found));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn api_keys_made_with_toolgate_keys_let_each_caller_in_as_its_principal() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\nauth:\n  api_keys: {{}}\n")).unwrap();
+    let made = desk.run(&["keys", "add", "faq_bot", "--name", "kb widget"]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let key = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    assert!(key.starts_with("tgk_"), "{key}");
+    let kept = std::fs::read_to_string(desk.path().join(".toolgate/api-keys.json")).unwrap();
+    assert!(!kept.contains(&key), "only the hash is kept");
+    let listed = String::from_utf8(desk.run(&["keys", "list"]).stdout).unwrap();
+    assert!(
+        listed.contains("faq_bot") && listed.contains("live") && listed.contains("kb widget"),
+        "{listed}"
+    );
+    let unknown = desk.run(&["keys", "add", "faq_bott"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("did you mean `faq_bot`"));
+
+    let served = desk.serve_http(&[], &[]);
+    let client = http_client(&served.url, Some(&key)).await;
+    assert_eq!(
+        names(&client).await,
+        ["search_kb"],
+        "the key's principal, not the operator"
+    );
+    client.cancel().await.unwrap();
+    let probe = || async {
+        reqwest::Client::new()
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {key}"))
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_ne!(probe().await, 401);
+    let id = key.split('_').nth(1).unwrap();
+    assert!(desk.run(&["keys", "revoke", id]).status.success());
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(
+        probe().await,
+        401,
+        "a revoked key is refused by the running server"
+    );
+}

@@ -34,6 +34,9 @@ pub struct SpecFile {
     /// Bounds on what one call may carry (its arguments' size).
     #[serde(default, skip_serializing_if = "super::LimitsSection::is_default")]
     pub limits: super::LimitsSection,
+    /// How callers of `toolgate serve --http` authenticate.
+    #[serde(default, skip_serializing_if = "super::AuthSection::is_default")]
+    pub auth: super::AuthSection,
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,

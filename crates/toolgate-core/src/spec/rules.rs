@@ -39,6 +39,7 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules
         .out
         .extend(super::limits::check_limits(doc, &spec.limits));
+    rules.out.extend(super::auth::check_auth(doc, &spec.auth));
     let positions: Vec<usize> = placed.iter().map(|place| place.index).collect();
     rules.out.extend(super::network_checks::check_network_use(
         doc, spec, &positions,

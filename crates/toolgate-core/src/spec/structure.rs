@@ -330,6 +330,8 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("HostedTool") => "a hosted tool",
         Some("NetworkSection") => "`network`",
         Some("LimitsSection") => "`limits`",
+        Some("AuthSection") => "`auth`",
+        Some("ApiKeysSection") => "`auth.api_keys`",
         Some("Flow") => "`flow`",
         Some("Step") => "a flow step",
         Some("Guard") => "a guard",

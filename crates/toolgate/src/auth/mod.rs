@@ -138,3 +138,19 @@ impl Loaded {
 fn modified(path: &std::path::Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
+
+/// Where the key file of a spec lives: `auth.api_keys.file` beside the spec
+/// file, else [`KEYS_FILE`] in the state directory.
+pub fn key_file_path(
+    spec: &toolgate_core::spec::SpecFile,
+    spec_path: &std::path::Path,
+    state_dir: &std::path::Path,
+) -> PathBuf {
+    match spec.auth.api_keys.as_ref().and_then(|k| k.file.as_deref()) {
+        Some(file) => spec_path
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new("."))
+            .join(file),
+        None => state_dir.join(KEYS_FILE),
+    }
+}
