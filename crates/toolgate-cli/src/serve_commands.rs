@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
-use toolgate::auth::{ApiKeys, key_file_path};
+use toolgate::auth::{ApiKeys, OAuth, key_file_path};
 use toolgate::mcp::client::{UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
     DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
@@ -91,6 +91,21 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
             let path = key_file_path(&spec, &spec_args.file, &dir);
             access.with_keys(ApiKeys::open(&path).map_err(|e| e.to_string())?)
+        }
+    };
+    let access = match &spec.auth.oauth {
+        None => access,
+        Some(section) => {
+            let base = spec_args
+                .file
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let principals = spec
+                .principals
+                .iter()
+                .map(|(id, p)| (id.clone(), p.clone()));
+            access.with_oauth(OAuth::new(section, principals, base).map_err(|e| e.to_string())?)
         }
     };
     let http = if args.stdio { None } else { args.http };

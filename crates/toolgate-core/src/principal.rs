@@ -63,6 +63,17 @@ pub struct PrincipalSpec {
     /// Tool-name patterns it may call: a name, `ns.*` or `*` (default `*`).
     #[serde(default = "every_tool")]
     pub scopes: Vec<String>,
+    /// Which OAuth access tokens call as this principal: claim name → value,
+    /// every one of which must hold. A claim holds when it equals the value, or
+    /// is an array containing it; `scope` holds when the value is one of the
+    /// token's space-separated scopes. E.g. `{client_id: helpdesk-widget}` or
+    /// `{groups: support}`.
+    #[serde(
+        default,
+        rename = "match",
+        skip_serializing_if = "indexmap::IndexMap::is_empty"
+    )]
+    pub match_claims: indexmap::IndexMap<String, String>,
 }
 
 fn read_tier() -> Tier {
@@ -74,6 +85,24 @@ fn every_tool() -> Vec<String> {
 }
 
 impl PrincipalSpec {
+    /// Whether a token with `claims` calls as this principal (see `match`); a
+    /// principal without `match` takes no token.
+    pub fn matches_claims(&self, claims: &serde_json::Map<String, serde_json::Value>) -> bool {
+        use serde_json::Value;
+        !self.match_claims.is_empty()
+            && self
+                .match_claims
+                .iter()
+                .all(|(name, wanted)| match claims.get(name) {
+                    Some(Value::String(s)) if name == "scope" => s.split(' ').any(|v| v == wanted),
+                    Some(Value::String(s)) => s == wanted,
+                    Some(Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(wanted)),
+                    Some(Value::Bool(b)) => b.to_string() == *wanted,
+                    Some(Value::Number(n)) => n.to_string() == *wanted,
+                    _ => false,
+                })
+    }
+
     pub fn to_principal(&self, id: &str) -> Principal {
         Principal {
             id: id.to_owned(),

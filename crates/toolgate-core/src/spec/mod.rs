@@ -22,7 +22,9 @@ mod structure;
 pub mod template;
 
 pub use crate::Scheduling;
-pub use auth::{ApiKeysSection, AuthSection};
+pub use auth::{
+    ApiKeysSection, AuthSection, DEFAULT_TOKEN_ALGORITHMS, OAuthSection, TOKEN_ALGORITHMS,
+};
 pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
 pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};

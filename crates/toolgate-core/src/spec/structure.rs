@@ -332,6 +332,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("LimitsSection") => "`limits`",
         Some("AuthSection") => "`auth`",
         Some("ApiKeysSection") => "`auth.api_keys`",
+        Some("OAuthSection") => "`auth.oauth`",
         Some("Flow") => "`flow`",
         Some("Step") => "a flow step",
         Some("Guard") => "a guard",

@@ -7,12 +7,14 @@
 //! principal: its tools, its conversations, its calls.
 
 pub mod keys;
+pub mod oauth;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 pub use keys::{ApiKey, KEYS_FILE, KeyFile, KeyFileError};
+pub use oauth::{OAuth, OAuthError, Refusal};
 
 /// Who a request is from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +36,8 @@ pub enum AuthMethod {
     ApiKey,
     /// The server's one bearer token (`--token-env`).
     BearerToken,
+    /// An OAuth access token (a JWT from the authorization server).
+    OAuth,
     /// No credential: a loopback server without `auth:`.
     None,
 }
@@ -43,6 +47,7 @@ impl AuthMethod {
         match self {
             AuthMethod::ApiKey => "api_key",
             AuthMethod::BearerToken => "bearer_token",
+            AuthMethod::OAuth => "oauth",
             AuthMethod::None => "none",
         }
     }

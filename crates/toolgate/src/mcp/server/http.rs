@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::capacity;
 use super::session::Session;
 use super::{ServeError, Shared};
-use crate::auth::{ApiKeys, AuthMethod, Identity};
+use crate::auth::{ApiKeys, AuthMethod, Identity, OAuth, Refusal};
 
 /// The default address of `toolgate serve --http`.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8731";
@@ -40,6 +40,7 @@ pub const MIN_TOKEN_BYTES: usize = 32;
 pub struct HttpAccess {
     token: Option<Arc<[u8; 32]>>,
     keys: Option<ApiKeys>,
+    oauth: Option<Arc<OAuth>>,
 }
 
 impl std::fmt::Debug for HttpAccess {
@@ -47,6 +48,7 @@ impl std::fmt::Debug for HttpAccess {
         f.debug_struct("HttpAccess")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("keys", &self.keys)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -61,6 +63,14 @@ impl HttpAccess {
     /// principal. A server with keys refuses requests without a credential.
     pub fn with_keys(mut self, keys: ApiKeys) -> Self {
         self.keys = Some(keys);
+        self
+    }
+
+    /// Also take OAuth access tokens that `oauth` verifies: a request carrying one
+    /// runs as the principal whose `match:` takes its claims. The protected
+    /// resource metadata (RFC 9728) is served beside the endpoint.
+    pub fn with_oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(Arc::new(oauth));
         self
     }
 
@@ -79,12 +89,13 @@ impl HttpAccess {
         Ok(HttpAccess {
             token: Some(Arc::new(digest(token.as_bytes()))),
             keys: None,
+            oauth: None,
         })
     }
 
     /// Whether a request needs a credential (a token or an API key).
     pub fn requires_token(&self) -> bool {
-        self.token.is_some() || self.keys.is_some()
+        self.token.is_some() || self.keys.is_some() || self.oauth.is_some()
     }
 
     /// Refuses to open a non-loopback address without a token: anyone on the
@@ -137,10 +148,22 @@ pub(crate) fn router(
     let router = Router::new()
         .route_service(path, service)
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
-    if access.requires_token() {
+    let router = if access.requires_token() {
         router.layer(middleware::from_fn_with_state(access.clone(), authenticate))
     } else {
         router
+    };
+    match &access.oauth {
+        Some(oauth) => {
+            let document = oauth.metadata().to_string();
+            oauth.metadata_paths().iter().fold(router, |router, path| {
+                let document = document.clone();
+                let serve =
+                    move || async move { ([(header::CONTENT_TYPE, "application/json")], document) };
+                router.route(path, axum::routing::get(serve))
+            })
+        }
+        None => router,
     }
 }
 
@@ -177,28 +200,68 @@ async fn authenticate(
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
-    let identity = presented.and_then(|presented| {
-        if let Some(identity) = access.keys.as_ref().and_then(|keys| keys.verify(presented)) {
-            return Some(identity);
+    let mut refusal = None;
+    let identity = match presented {
+        None => None,
+        Some(presented) => {
+            let by_key = access.keys.as_ref().and_then(|keys| keys.verify(presented));
+            let by_token = || {
+                let token = access.token.as_ref()?;
+                same(&digest(presented.as_bytes()), token).then_some(Identity {
+                    principal: None,
+                    method: AuthMethod::BearerToken,
+                    credential: None,
+                })
+            };
+            match (by_key.or_else(by_token), &access.oauth) {
+                (Some(identity), _) => Some(identity),
+                (None, Some(oauth)) if !presented.starts_with("tgk_") => {
+                    match oauth.verify(presented).await {
+                        Ok(identity) => Some(identity),
+                        Err(why) => {
+                            refusal = Some(why);
+                            None
+                        }
+                    }
+                }
+                (None, _) => None,
+            }
         }
-        let token = access.token.as_ref()?;
-        same(&digest(presented.as_bytes()), token).then_some(Identity {
-            principal: None,
-            method: AuthMethod::BearerToken,
-            credential: None,
-        })
-    });
-    match identity {
-        Some(identity) => {
-            request.extensions_mut().insert(identity);
-            next.run(request).await
-        }
-        None => unauthorized(if access.keys.is_some() {
+    };
+    if let Some(identity) = identity {
+        request.extensions_mut().insert(identity);
+        return next.run(request).await;
+    }
+    let Some(oauth) = &access.oauth else {
+        return unauthorized(if access.keys.is_some() {
             "a credential is required: send `Authorization: Bearer <key>` with an API key from `toolgate keys add`\n"
         } else {
             "a bearer token is required: send `Authorization: Bearer <token>` with the token the server was started with\n"
-        }),
+        });
+    };
+    let challenge = oauth.challenge(refusal.as_ref());
+    let (status, message) = match &refusal {
+        Some(Refusal::InsufficientScope) => (
+            StatusCode::FORBIDDEN,
+            "the access token lacks a scope this server needs; ask the authorization server for it\n".to_owned(),
+        ),
+        Some(Refusal::NoPrincipal) => (
+            StatusCode::FORBIDDEN,
+            "the access token is valid, but no principal of this server takes it (see `match:` under `principals:`)\n".to_owned(),
+        ),
+        Some(Refusal::Invalid(why)) => (StatusCode::UNAUTHORIZED, format!("{why}; get a new access token\n")),
+        None => (
+            StatusCode::UNAUTHORIZED,
+            "an access token is required: send `Authorization: Bearer <token>` (the metadata in WWW-Authenticate says where to get one)\n".to_owned(),
+        ),
+    };
+    let mut response = (status, message).into_response();
+    if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
     }
+    response
 }
 
 fn unauthorized(message: &'static str) -> Response {

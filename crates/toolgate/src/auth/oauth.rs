@@ -1,0 +1,356 @@
+//! Toolgate as an OAuth 2.1 resource server: JWT access tokens checked against
+//! the authorization server's keys, as the MCP authorization specification asks.
+//!
+//! A token passes when its header names an allowed asymmetric algorithm and a
+//! key of the JWKS (fetched again, at most every [`REFETCH_FLOOR`], when it names
+//! one the cached set lacks), its signature verifies with that key, `iss` is the
+//! issuer, `aud` names this server's canonical URL (RFC 8707), `exp` and `nbf`
+//! hold within the leeway, it carries every required scope, and a principal's
+//! `match:` takes its claims. A token that passed is remembered until it
+//! expires, so a client's next request costs one hash and one map lookup.
+//!
+//! A refusal says what to do in the `WWW-Authenticate` challenge: where the
+//! protected resource metadata is (RFC 9728), which scopes to ask for, and for a
+//! token lacking one, `error="insufficient_scope"` (403).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use toolgate_core::PrincipalSpec;
+use toolgate_core::spec::{DEFAULT_TOKEN_ALGORITHMS, OAuthSection};
+
+use super::{AuthMethod, Identity};
+
+/// The least time between two fetches of the JWKS.
+pub const REFETCH_FLOOR: Duration = Duration::from_secs(30);
+
+/// How many validated tokens are remembered at once.
+const REMEMBERED: usize = 4096;
+
+/// The path of the protected resource metadata (RFC 9728).
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// Where the authorization server's keys come from.
+#[derive(Debug, Clone)]
+enum JwksSource {
+    Url(String),
+    File(PathBuf),
+}
+
+/// Why a request's token was refused: 401 with `invalid_token`, or 403.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The token is not one this server takes; says why (no secret in it).
+    Invalid(String),
+    /// The token is good but lacks a required scope.
+    InsufficientScope,
+    /// The token is good but no principal's `match:` takes it.
+    NoPrincipal,
+}
+
+/// The OAuth resource server of one spec file.
+pub struct OAuth {
+    issuer: String,
+    audience: String,
+    algorithms: Vec<Algorithm>,
+    scopes: Vec<String>,
+    leeway: u64,
+    source: JwksSource,
+    keys: tokio::sync::Mutex<Keys>,
+    principals: Vec<(String, PrincipalSpec)>,
+    default_principal: Option<String>,
+    remembered: Mutex<HashMap<[u8; 32], (Identity, u64)>>,
+    http: reqwest::Client,
+}
+
+struct Keys {
+    set: JwkSet,
+    fetched: Option<Instant>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the resource server could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("auth.oauth: {0}")]
+pub struct OAuthError(String);
+
+impl OAuth {
+    /// The resource server `section` describes; `principals` in spec order (the
+    /// first whose `match:` takes a token applies); a `jwks` file is read from
+    /// `base_dir`.
+    pub fn new(
+        section: &OAuthSection,
+        principals: impl IntoIterator<Item = (String, PrincipalSpec)>,
+        base_dir: &std::path::Path,
+    ) -> Result<Self, OAuthError> {
+        let names: Vec<&str> = if section.algorithms.is_empty() {
+            DEFAULT_TOKEN_ALGORITHMS.to_vec()
+        } else {
+            section.algorithms.iter().map(String::as_str).collect()
+        };
+        let mut algorithms = Vec::new();
+        for name in names {
+            let algorithm: Algorithm = name
+                .parse()
+                .map_err(|_| OAuthError(format!("`{name}` is not a signature algorithm")))?;
+            if matches!(
+                algorithm,
+                Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+            ) {
+                return Err(OAuthError(format!(
+                    "`{name}` is an HMAC algorithm, which needs a secret shared with the authorization server; use an asymmetric one such as RS256"
+                )));
+            }
+            algorithms.push(algorithm);
+        }
+        let source = if section.jwks.starts_with("https://") || section.jwks.starts_with("http://")
+        {
+            JwksSource::Url(section.jwks.clone())
+        } else {
+            JwksSource::File(base_dir.join(&section.jwks))
+        };
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| OAuthError(format!("cannot make an HTTP client: {e}")))?;
+        Ok(OAuth {
+            issuer: section.issuer.clone(),
+            audience: section.audience.clone(),
+            algorithms,
+            scopes: section.scopes.clone(),
+            leeway: section.leeway_seconds.unwrap_or(30),
+            source,
+            keys: tokio::sync::Mutex::new(Keys {
+                set: JwkSet { keys: Vec::new() },
+                fetched: None,
+            }),
+            principals: principals.into_iter().collect(),
+            default_principal: section.default_principal.clone(),
+            remembered: Mutex::default(),
+            http,
+        })
+    }
+
+    /// The identity `token` proves, or why it proves none.
+    pub async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = unix_now();
+        if let Some(identity) = self.remembered(&digest, now) {
+            return Ok(identity);
+        }
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| Refusal::Invalid("the token is not a signed JWT".into()))?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(Refusal::Invalid(format!(
+                "the token is signed with {:?}, which this server does not take",
+                header.alg
+            )));
+        }
+        let kid = header
+            .kid
+            .ok_or_else(|| Refusal::Invalid("the token names no key (`kid`)".into()))?;
+        let key = self.key(&kid).await?;
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway;
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|e| Refusal::Invalid(refusal_reason(e.kind())))?
+            .claims;
+        if !self.scopes.iter().all(|wanted| has_scope(&claims, wanted)) {
+            return Err(Refusal::InsufficientScope);
+        }
+        let identity = self.identity(&claims)?;
+        let expires = claims.get("exp").and_then(Value::as_u64).unwrap_or(now);
+        self.remember(digest, identity.clone(), expires + self.leeway);
+        Ok(identity)
+    }
+
+    /// The metadata document (RFC 9728) describing this resource.
+    pub fn metadata(&self) -> Value {
+        let mut document = json!({
+            "resource": self.audience,
+            "authorization_servers": [self.issuer],
+            "bearer_methods_supported": ["header"],
+        });
+        if !self.scopes.is_empty() {
+            document["scopes_supported"] = json!(self.scopes);
+        }
+        document
+    }
+
+    /// Where the metadata is served: the well-known path, and the form with the
+    /// resource's path inserted after it (`/.well-known/oauth-protected-resource/mcp`).
+    pub fn metadata_paths(&self) -> Vec<String> {
+        let path = url::Url::parse(&self.audience)
+            .map(|u| u.path().trim_end_matches('/').to_owned())
+            .unwrap_or_default();
+        let mut paths = vec![METADATA_PATH.to_owned()];
+        if !path.is_empty() {
+            paths.push(format!("{METADATA_PATH}{path}"));
+        }
+        paths
+    }
+
+    /// The `WWW-Authenticate` challenge for a refusal (`None`: no token at all).
+    pub fn challenge(&self, refusal: Option<&Refusal>) -> String {
+        let metadata = match url::Url::parse(&self.audience) {
+            Ok(url) => {
+                let origin = url.origin().ascii_serialization();
+                let path = url.path().trim_end_matches('/');
+                format!("{origin}{METADATA_PATH}{path}")
+            }
+            Err(_) => METADATA_PATH.to_owned(),
+        };
+        let mut challenge = format!("Bearer resource_metadata=\"{metadata}\"");
+        if !self.scopes.is_empty() {
+            challenge.push_str(&format!(", scope=\"{}\"", self.scopes.join(" ")));
+        }
+        match refusal {
+            Some(Refusal::InsufficientScope) => {
+                challenge.push_str(", error=\"insufficient_scope\"")
+            }
+            Some(Refusal::Invalid(_)) => challenge.push_str(", error=\"invalid_token\""),
+            Some(Refusal::NoPrincipal) | None => {}
+        }
+        challenge
+    }
+
+    fn identity(&self, claims: &Map<String, Value>) -> Result<Identity, Refusal> {
+        let principal = self
+            .principals
+            .iter()
+            .find(|(_, spec)| spec.matches_claims(claims))
+            .map(|(id, _)| id.clone())
+            .or_else(|| self.default_principal.clone())
+            .ok_or(Refusal::NoPrincipal)?;
+        let subject = ["sub", "client_id", "azp"]
+            .iter()
+            .find_map(|name| claims.get(*name).and_then(Value::as_str));
+        let jti = claims.get("jti").and_then(Value::as_str);
+        let credential = match (subject, jti) {
+            (Some(sub), Some(jti)) => format!("token of {sub} ({jti})"),
+            (Some(sub), None) => format!("token of {sub}"),
+            (None, Some(jti)) => format!("token {jti}"),
+            (None, None) => "token".to_owned(),
+        };
+        Ok(Identity {
+            principal: Some(principal),
+            method: AuthMethod::OAuth,
+            credential: Some(credential),
+        })
+    }
+
+    /// The key `kid`, fetching the set again if it lacks it (at most every
+    /// [`REFETCH_FLOOR`]).
+    async fn key(&self, kid: &str) -> Result<DecodingKey, Refusal> {
+        let mut keys = self.keys.lock().await;
+        let known = keys.set.find(kid).is_some();
+        let may_fetch = keys.fetched.is_none_or(|at| at.elapsed() >= REFETCH_FLOOR);
+        if !known && may_fetch {
+            match self.fetch().await {
+                Ok(set) => keys.set = set,
+                Err(e) => tracing::warn!("cannot read the authorization server's keys: {e}"),
+            }
+            keys.fetched = Some(Instant::now());
+        }
+        let jwk = keys.set.find(kid).ok_or_else(|| {
+            Refusal::Invalid(format!(
+                "the token's key `{kid}` is not one of the authorization server's"
+            ))
+        })?;
+        DecodingKey::from_jwk(jwk)
+            .map_err(|_| Refusal::Invalid(format!("the key `{kid}` cannot verify signatures")))
+    }
+
+    async fn fetch(&self) -> Result<JwkSet, String> {
+        let bytes = match &self.source {
+            JwksSource::File(path) => {
+                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            }
+            JwksSource::Url(url) => {
+                let response = self
+                    .http
+                    .get(url)
+                    .send()
+                    .await
+                    .map_err(|e| format!("cannot fetch {url}: {e}"))?;
+                if !response.status().is_success() {
+                    return Err(format!("{url} answered {}", response.status()));
+                }
+                response
+                    .bytes()
+                    .await
+                    .map_err(|e| format!("cannot read {url}: {e}"))?
+                    .to_vec()
+            }
+        };
+        serde_json::from_slice(&bytes).map_err(|e| format!("not a JWKS: {e}"))
+    }
+
+    fn remembered(&self, digest: &[u8; 32], now: u64) -> Option<Identity> {
+        let remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+        remembered
+            .get(digest)
+            .filter(|(_, until)| now <= *until)
+            .map(|(identity, _)| identity.clone())
+    }
+
+    fn remember(&self, digest: [u8; 32], identity: Identity, until: u64) {
+        let mut remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+        if remembered.len() >= REMEMBERED {
+            let now = unix_now();
+            remembered.retain(|_, (_, until)| now <= *until);
+            if remembered.len() >= REMEMBERED {
+                remembered.clear();
+            }
+        }
+        remembered.insert(digest, (identity, until));
+    }
+}
+
+fn has_scope(claims: &Map<String, Value>, wanted: &str) -> bool {
+    match claims.get("scope") {
+        Some(Value::String(scopes)) => scopes.split(' ').any(|s| s == wanted),
+        Some(Value::Array(scopes)) => scopes.iter().any(|s| s.as_str() == Some(wanted)),
+        _ => false,
+    }
+}
+
+fn refusal_reason(kind: &ErrorKind) -> String {
+    match kind {
+        ErrorKind::ExpiredSignature => "the token has expired".into(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet (`nbf`)".into(),
+        ErrorKind::InvalidIssuer => "the token is from another issuer".into(),
+        ErrorKind::InvalidAudience => "the token is for another audience".into(),
+        ErrorKind::InvalidSignature => "the token's signature does not verify".into(),
+        ErrorKind::InvalidAlgorithm => "the token's algorithm does not fit its key".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no `{claim}`"),
+        _ => "the token is malformed".into(),
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

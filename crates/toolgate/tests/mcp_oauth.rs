@@ -1,0 +1,342 @@
+//! Toolgate as an OAuth resource server: JWT access tokens, signed in the test
+//! with a key made for it and published as a JWKS file, checked on every
+//! request to `serve --http`; the protected resource metadata (RFC 9728) and the
+//! challenges a refused request gets.
+
+#![cfg(feature = "mcp")]
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use toolgate::auth::OAuth;
+use toolgate::mcp::server::{HttpAccess, McpServer};
+use toolgate::spec::{OAuthSection, SpecFile};
+use toolgate::{Catalog, Gate, MemoryGateStore, PrincipalSpec, Tier};
+
+const ISSUER: &str = "https://auth.example.test";
+const AUDIENCE: &str = "https://tools.example.test/mcp";
+
+/// The authorization server's signing key, and its public half as a JWK.
+struct Signer {
+    key: EncodingKey,
+    jwk: Value,
+}
+
+fn signer(kid: &str) -> Signer {
+    let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap();
+    let pkcs8 = pair.to_pkcs8v1().unwrap();
+    let point = pair.public_key().as_ref().to_vec(); // 0x04 || x || y
+    let jwk = json!({
+        "kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": kid,
+        "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+        "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+    });
+    Signer {
+        key: EncodingKey::from_ec_der(pkcs8.as_ref()),
+        jwk,
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Claims of a good token for the support widget; `change` edits them.
+fn claims(change: impl FnOnce(&mut Value)) -> Value {
+    let mut claims = json!({
+        "iss": ISSUER, "aud": AUDIENCE, "sub": "user-17", "client_id": "helpdesk-widget",
+        "scope": "openid tools", "exp": now() + 300, "iat": now(), "jti": "t-1",
+    });
+    change(&mut claims);
+    claims
+}
+
+fn sign(signer: &Signer, kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.to_owned());
+    jsonwebtoken::encode(&header, claims, &signer.key).unwrap()
+}
+
+fn spec() -> SpecFile {
+    serde_json::from_value(json!({
+        "tools": [
+            {"name": "lookup", "description": "Look a record up.", "effect": "read", "response": {"found": true}},
+            {"name": "update", "description": "Change a record.", "effect": "write", "response": {"updated": true}}
+        ]
+    }))
+    .unwrap()
+}
+
+fn principal(ceiling: Tier, claim: &str, value: &str) -> PrincipalSpec {
+    serde_json::from_value(json!({"ceiling": ceiling, "match": {claim: value}})).unwrap()
+}
+
+struct Served {
+    url: String,
+    base: String,
+    _dir: tempfile::TempDir,
+    _stop: oneshot::Sender<()>,
+}
+
+async fn served(signer: &Signer) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("jwks.json"),
+        json!({"keys": [signer.jwk]}).to_string(),
+    )
+    .unwrap();
+    let section = OAuthSection {
+        issuer: ISSUER.into(),
+        audience: AUDIENCE.into(),
+        jwks: "jwks.json".into(),
+        scopes: vec!["tools".into()],
+        ..OAuthSection::default()
+    };
+    let declared = [
+        (
+            "support_bot".to_owned(),
+            principal(Tier::Read, "client_id", "helpdesk-widget"),
+        ),
+        ("ops".to_owned(), principal(Tier::External, "groups", "ops")),
+    ];
+    let oauth = OAuth::new(&section, declared.clone(), dir.path()).unwrap();
+    let gate = Gate::from_spec(
+        &spec(),
+        "toolgate.yaml",
+        &Catalog::new(),
+        Arc::new(MemoryGateStore::default()),
+    )
+    .unwrap();
+    let server = McpServer::builder(Arc::new(gate))
+        .principals(declared.iter().map(|(id, p)| p.to_principal(id)))
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(server.serve_http(
+        listener,
+        "/mcp",
+        HttpAccess::open().with_oauth(oauth),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    Served {
+        url: format!("{base}/mcp"),
+        base,
+        _dir: dir,
+        _stop: stop,
+    }
+}
+
+async fn ping(url: &str, token: Option<&str>) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    request.send().await.unwrap()
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_valid_token_runs_as_the_principal_whose_match_takes_its_claims() {
+    let signer = signer("k1");
+    let served = served(&signer).await;
+    let widget = sign(&signer, "k1", &claims(|_| {}));
+    // The first principal whose `match` takes the claims applies.
+    let ops = sign(
+        &signer,
+        "k1",
+        &claims(|c| {
+            c["client_id"] = json!("ops-console");
+            c["groups"] = json!(["staff", "ops"]);
+        }),
+    );
+    for (token, expected) in [(widget, vec!["lookup"]), (ops, vec!["lookup", "update"])] {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(served.url.as_str()).auth_header(token);
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<String> = tools.into_iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, expected);
+    }
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_is_served_at_both_well_known_paths() {
+    let served = served(&signer("k1")).await;
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let document: Value = reqwest::get(format!("{}{path}", served.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(document["resource"], AUDIENCE, "{path}");
+        assert_eq!(document["authorization_servers"], json!([ISSUER]));
+        assert_eq!(document["scopes_supported"], json!(["tools"]));
+    }
+    let refused = ping(&served.url, None).await;
+    assert_eq!(refused.status(), 401);
+    assert_eq!(
+        challenge(&refused),
+        "Bearer resource_metadata=\"https://tools.example.test/.well-known/oauth-protected-resource/mcp\", scope=\"tools\""
+    );
+}
+
+#[tokio::test]
+async fn every_bad_token_is_refused_with_the_right_status_and_challenge() {
+    let signer = signer("k1");
+    let stranger = self::signer("k1");
+    let served = served(&signer).await;
+    let payload = |claims: &Value| URL_SAFE_NO_PAD.encode(claims.to_string());
+    let good = sign(&signer, "k1", &claims(|_| {}));
+    let (head, rest) = good.split_once('.').unwrap();
+    let (_, signature) = rest.split_once('.').unwrap();
+    let hs256 = {
+        let public = serde_json::to_vec(&signer.jwk).unwrap();
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("k1".into());
+        jsonwebtoken::encode(
+            &header,
+            &claims(|_| {}),
+            &EncodingKey::from_secret(&public).unwrap(),
+        )
+        .unwrap()
+    };
+    let cases = [
+        (
+            "expired",
+            sign(&signer, "k1", &claims(|c| c["exp"] = json!(now() - 3600))),
+            401,
+            "expired",
+        ),
+        (
+            "not yet valid",
+            sign(&signer, "k1", &claims(|c| c["nbf"] = json!(now() + 3600))),
+            401,
+            "not valid yet",
+        ),
+        (
+            "wrong issuer",
+            sign(
+                &signer,
+                "k1",
+                &claims(|c| c["iss"] = json!("https://evil.test")),
+            ),
+            401,
+            "another issuer",
+        ),
+        (
+            "wrong audience",
+            sign(
+                &signer,
+                "k1",
+                &claims(|c| c["aud"] = json!("https://other.test/mcp")),
+            ),
+            401,
+            "another audience",
+        ),
+        (
+            "alg none",
+            format!(
+                "{}.{}.",
+                URL_SAFE_NO_PAD.encode(r#"{"alg":"none","kid":"k1"}"#),
+                payload(&claims(|_| {}))
+            ),
+            401,
+            "not a signed JWT",
+        ),
+        ("HS256 with the public key", hs256, 401, "HS256"),
+        (
+            "unknown kid",
+            sign(&signer, "k9", &claims(|_| {})),
+            401,
+            "`k9` is not one of",
+        ),
+        (
+            "another key under the same kid",
+            sign(&stranger, "k1", &claims(|_| {})),
+            401,
+            "does not verify",
+        ),
+        (
+            "tampered payload",
+            format!(
+                "{head}.{}.{signature}",
+                payload(&claims(|c| c["groups"] = json!("ops")))
+            ),
+            401,
+            "does not verify",
+        ),
+        (
+            "missing scope",
+            sign(&signer, "k1", &claims(|c| c["scope"] = json!("openid"))),
+            403,
+            "lacks a scope",
+        ),
+        (
+            "no principal matches",
+            sign(
+                &signer,
+                "k1",
+                &claims(|c| c["client_id"] = json!("someone-else")),
+            ),
+            403,
+            "no principal",
+        ),
+    ];
+    for (case, token, status, says) in cases {
+        let response = ping(&served.url, Some(&token)).await;
+        assert_eq!(response.status(), status, "{case}");
+        let header = challenge(&response);
+        assert!(
+            header.starts_with("Bearer resource_metadata="),
+            "{case}: {header}"
+        );
+        match status {
+            403 if case == "missing scope" => assert!(
+                header.contains("error=\"insufficient_scope\""),
+                "{case}: {header}"
+            ),
+            401 => assert!(
+                header.contains("error=\"invalid_token\""),
+                "{case}: {header}"
+            ),
+            _ => {}
+        }
+        let text = response.text().await.unwrap();
+        assert!(text.contains(says), "{case}: {text}");
+        assert!(!text.contains(&token), "{case}: the token is not echoed");
+    }
+    assert_eq!(
+        ping(&served.url, Some(&good)).await.status(),
+        200,
+        "the good token still works"
+    );
+}
