@@ -1273,3 +1273,52 @@ async fn a_stateless_upstream_that_asks_for_input_gives_the_caller_a_clear_tool_
     .await;
     assert_eq!(echo.value(), Some(&json!("still")), "{echo:?}");
 }
+
+#[tokio::test]
+async fn protocol_metadata_and_mcp_keywords_stay_out_of_model_renders_while_the_header_is_sent() {
+    // Over HTTP on the stateless revision rmcp's server refuses a `regional` call
+    // without its `Mcp-Param-Region` header, so a call that runs carried it.
+    let server = HttpFixture::start_with("k", &["--revision", "2026-07-28"]);
+    let spec = spec(&format!(
+        "mcp_servers:\n  fx:\n    url: {}\n    headers: {{X-Fixture-Key: k}}\nnetwork: {{allow: [\"{}\"]}}\n",
+        server.url,
+        server.authority()
+    ));
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let catalog = upstreams.catalog();
+    let tool = catalog.get("fx.regional").expect("listed").descriptor();
+    let rendered = |target| {
+        toolgate::wire::render(target, std::slice::from_ref(tool), &[], Default::default()).tools
+    };
+    for target in toolgate::wire::Target::ALL {
+        let text = serde_json::to_string(&rendered(target)).unwrap();
+        for protocol in [
+            "x-mcp-header",
+            "_meta",
+            "io.modelcontextprotocol",
+            "com.example",
+        ] {
+            assert!(!text.contains(protocol), "{target:?}: {text}");
+        }
+    }
+    use toolgate::wire::Target;
+    insta::assert_json_snapshot!("regional_for_openai_chat", rendered(Target::OpenAiChat));
+    insta::assert_json_snapshot!("regional_for_anthropic", rendered(Target::Anthropic));
+    insta::assert_json_snapshot!("regional_for_gemini", rendered(Target::Gemini));
+
+    let regional = call(
+        &gate(&spec, &upstreams),
+        "fx.regional",
+        json!({"region": "eu-west"}),
+    )
+    .await;
+    let Outcome::Ok { value, text, .. } = &regional else {
+        panic!("{regional:?}")
+    };
+    let blocks = toolgate::mcp::client::content_blocks(value).expect("text and an image");
+    assert_eq!(blocks[0], json!({"type": "text", "text": "region eu-west"}));
+    for protocol in ["_meta", "io.modelcontextprotocol", "com.example"] {
+        assert!(!text.contains(protocol), "{text}");
+        assert!(!value.to_string().contains(protocol), "{value}");
+    }
+}
