@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
 use toolgate::auth::{ApiKeys, OAuth, key_file_path};
-use toolgate::mcp::client::{UpstreamEvent, UpstreamOptions, Upstreams};
+use toolgate::mcp::client::{ServerState, UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
     DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
     HttpAccess, McpServer, ServeOptions, SessionLimits, check_path, shutdown_signal,
@@ -322,9 +322,21 @@ fn follow_upstreams(
     });
 }
 
-/// Upstream servers that are not ready, tools left out and quarantined tools, on stderr.
+/// The protocol revision each upstream server speaks; servers that are not ready,
+/// tools left out and quarantined tools; on stderr.
 fn report(upstreams: &Upstreams) {
     for status in upstreams.status() {
+        if let (ServerState::Ready, Some(revision)) = (&status.state, &status.revision) {
+            let server = status
+                .server
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            tellln!(
+                "toolgate: MCP server `{}`{server} speaks MCP {revision}",
+                status.namespace
+            );
+        }
         if let Some(reason) = &status.reason {
             tellln!(
                 "warning: MCP server `{}` is {}: {reason}",

@@ -18,6 +18,10 @@
 //!   control or invisible character (a line break or tab included), a template
 //!   token or a tool tag makes the whole schema refused: the tool is not offered,
 //!   and [`UntrustedSchemaError`] says where and why.
+//! - **MCP's own keywords** — `x-mcp-header` (SEP-2243: the client mirrors the
+//!   property's value into an `Mcp-Param-*` HTTP header) — are for the MCP client,
+//!   not the model, and are dropped wherever they stand. (The MCP client keeps the
+//!   schema as the server sent it, so its calls still carry the headers.)
 
 use serde_json::{Map, Value};
 
@@ -86,6 +90,9 @@ const DATA: &[(&str, &str)] = &[
     ("contentMediaType", "`contentMediaType`"),
     ("discriminator", "`discriminator`"),
 ];
+/// Keywords that belong to MCP, not to JSON Schema or the model.
+const MCP_OWN: &[&str] = &["x-mcp-header"];
+
 /// Keywords holding prose (treated as every unknown keyword is, named here so that
 /// a hidden look-alike of one is not made live).
 const DESCRIPTIONS: &[&str] = &["description", "title", "markdownDescription"];
@@ -118,6 +125,9 @@ fn schema_node(node: &Value, pointer: &mut String) -> Result<Value, UntrustedSch
     };
     let mut out = Map::new();
     for (key, value) in map {
+        if MCP_OWN.contains(&key.as_str()) || MCP_OWN.contains(&prose_text(key).as_str()) {
+            continue;
+        }
         let key = if is_keyword(key) {
             key.clone()
         } else {
@@ -344,6 +354,27 @@ mod tests {
             json!({"type": "object", "pro\u{200b}perties": {"a\u{1b}[2J": {}}, "x-a\u{200b}": 1});
         let clean = sanitize_schema(&schema).unwrap();
         assert_eq!(clean, json!({"type": "object", "x-a": 1}));
+        assert_eq!(sanitize_schema(&clean).unwrap(), clean);
+    }
+
+    #[test]
+    fn mcps_own_keywords_are_dropped_but_a_property_of_that_name_stays() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region", "description": "Where."},
+            "x-mcp-header": {"type": "string"},
+            "nested": {"type": "object", "properties": {
+                "tenant": {"type": "string", "x-mcp\u{200b}-header": "Tenant"}
+            }}
+        }, "$defs": {"d": {"type": "string", "x-mcp-header": "D"}}});
+        let clean = sanitize_schema(&schema).unwrap();
+        assert_eq!(
+            clean,
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "description": "Where."},
+                "x-mcp-header": {"type": "string"},
+                "nested": {"type": "object", "properties": {"tenant": {"type": "string"}}}
+            }, "$defs": {"d": {"type": "string"}}})
+        );
         assert_eq!(sanitize_schema(&clean).unwrap(), clean);
     }
 

@@ -163,6 +163,9 @@ fn assert_quarantined(text: &str) {
     assert!(!text.contains("<|im_start|>"), "{text}");
 }
 
+/// The fixture's arguments for speaking only the session revision (2025-11-25).
+const SESSION_ONLY: &str = "    args: [--revision, \"2025-11-25\"]\n";
+
 /// A spec whose policy lets every effect run, so calls need no approval.
 const ALLOW_ALL: &str =
     "policy:\n  effects: {write: allow, execute: allow, destructive: allow, external: allow}\n";
@@ -648,8 +651,14 @@ struct HttpFixture {
 
 impl HttpFixture {
     fn start(key: &str) -> HttpFixture {
+        HttpFixture::start_with(key, &[])
+    }
+
+    /// The fixture at a free port, with more flags.
+    fn start_with(key: &str, flags: &[&str]) -> HttpFixture {
         let mut child = Command::new(fixture())
             .args(["--http", "127.0.0.1:0"])
+            .args(flags)
             .env("FIXTURE_KEY", key)
             .stdout(Stdio::piped())
             .spawn()
@@ -907,7 +916,8 @@ async fn a_served_call_passes_the_upstreams_progress_logs_and_sampling_to_its_cl
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 
-    let spec = fixture_spec("fx", ALLOW_ALL);
+    // Server-to-client requests (sampling) exist only on the session revisions.
+    let spec = fixture_spec("fx", &format!("{SESSION_ONLY}{ALLOW_ALL}"));
     let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
     let gate = Arc::new(gate(&spec, &upstreams));
     let server = toolgate::mcp::server::McpServer::builder(gate).build();
@@ -959,7 +969,7 @@ async fn a_served_call_passes_the_upstreams_progress_logs_and_sampling_to_its_cl
 
 #[tokio::test]
 async fn outside_a_served_call_sampling_is_refused_with_the_reason() {
-    let spec = fixture_spec("fx", ALLOW_ALL);
+    let spec = fixture_spec("fx", &format!("{SESSION_ONLY}{ALLOW_ALL}"));
     let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
     let outcome = call(
         &gate(&spec, &upstreams),
@@ -1095,4 +1105,220 @@ async fn a_served_call_passes_the_upstreams_logs_and_progress_on_sanitized() {
         }
     }
     assert_eq!(progress_messages, [HOSTILE_SANITIZED, HOSTILE_SANITIZED]);
+}
+
+/// The fixture's revisions: flags, and the revision toolgate then speaks. A server
+/// of both revisions is spoken to on the stateless one.
+const REVISIONS: [(&[&str], &str); 3] = [
+    (&[], "2026-07-28 (stateless)"),
+    (&["--revision", "2026-07-28"], "2026-07-28 (stateless)"),
+    (&["--revision", "2025-11-25"], "2025-11-25 (session)"),
+];
+
+/// Connects the fixture (by `server`: stdio flags or an HTTP URL), lists, calls and
+/// pins, then connects it again with `lookup` changed and sees it quarantined.
+async fn list_call_and_pin(upstream: impl Fn(&str) -> SpecFile, expected: &str) {
+    let pins: Arc<MemoryPins> = Arc::new(MemoryPins::new());
+    let first = upstream("Look a record up by id.");
+    let upstreams = connect(&first, pins.clone(), options()).await;
+    let status = &upstreams.status()[0];
+    assert_eq!(status.state, ServerState::Ready, "{expected}: {status:?}");
+    let revision = status.revision.as_ref().map(ToString::to_string);
+    assert_eq!(revision.as_deref(), Some(expected), "{status:?}");
+    let catalog = upstreams.catalog();
+    let names: Vec<&str> = catalog.names().collect();
+    assert!(names.contains(&"fx.echo"), "{expected}: {names:?}");
+    let calls = gate(&first, &upstreams);
+    let echo = call(&calls, "fx.echo", json!({"text": "either way"})).await;
+    assert_eq!(
+        echo.value(),
+        Some(&json!("either way")),
+        "{expected}: {echo:?}"
+    );
+    let image = call(&calls, "fx.image", json!({})).await;
+    assert!(
+        toolgate::mcp::client::content_blocks(image.value().unwrap()).is_some(),
+        "{expected}: {image:?}"
+    );
+    drop(calls);
+    drop(upstreams);
+
+    let second = upstream("Look a record up by id. And mail it out.");
+    let upstreams = connect(&second, pins.clone(), options()).await;
+    let withheld = upstreams.withheld();
+    assert_eq!(withheld.len(), 1, "{expected}: {withheld:?}");
+    assert_eq!(withheld[0].tool, "fx.lookup");
+    let refused = call(&gate(&second, &upstreams), "fx.lookup", json!({"id": "1"})).await;
+    assert!(
+        error_message(&refused).contains("it is quarantined and was not run"),
+        "{expected}: {refused:?}"
+    );
+}
+
+/// A YAML flow list of flags.
+fn flow_list(flags: &[&str]) -> String {
+    let quoted: Vec<String> = flags.iter().map(|f| format!("\"{f}\"")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+#[tokio::test]
+async fn an_upstream_of_either_revision_is_listed_called_and_pinned_over_stdio() {
+    for (flags, expected) in REVISIONS {
+        let upstream = |description: &str| {
+            let mut all = flags.to_vec();
+            all.extend(["--description", description]);
+            fixture_spec("fx", &format!("    args: {}\n{ALLOW_ALL}", flow_list(&all)))
+        };
+        list_call_and_pin(upstream, expected).await;
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_of_either_revision_is_listed_called_and_pinned_over_http() {
+    for (flags, expected) in REVISIONS {
+        let servers: Vec<HttpFixture> = [
+            "Look a record up by id.",
+            "Look a record up by id. And mail it out.",
+        ]
+        .iter()
+        .map(|description| {
+            let mut all = flags.to_vec();
+            all.extend(["--description", description]);
+            HttpFixture::start_with("k", &all)
+        })
+        .collect();
+        let upstream = |description: &str| {
+            let server = &servers[usize::from(description.contains("mail"))];
+            spec(&format!(
+                "mcp_servers:\n  fx:\n    url: {}\n    headers: {{X-Fixture-Key: k}}\nnetwork: {{allow: [\"{}\"]}}\n{ALLOW_ALL}",
+                server.url,
+                server.authority()
+            ))
+        };
+        list_call_and_pin(upstream, expected).await;
+    }
+}
+
+#[tokio::test]
+async fn a_session_only_upstream_is_reached_by_falling_back_to_initialize() {
+    // One that does not know `server/discover` (a server built before 2026-07-28),
+    // and one that knows it but lists only session revisions.
+    for (flags, expected) in [
+        ("[--revision, \"2025-11-25\"]", "2025-11-25 (session)"),
+        (
+            "[--supported, \"2025-03-26,2025-06-18\"]",
+            "2025-06-18 (session)",
+        ),
+    ] {
+        let spec = fixture_spec("fx", &format!("    args: {flags}\n"));
+        let started = Instant::now();
+        let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+        let status = &upstreams.status()[0];
+        assert_eq!(status.state, ServerState::Ready, "{flags}: {status:?}");
+        assert_eq!(
+            status.revision.as_ref().map(ToString::to_string).as_deref(),
+            Some(expected),
+            "{flags}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{flags}: {:?}",
+            started.elapsed()
+        );
+        let echo = call(&gate(&spec, &upstreams), "fx.echo", json!({"text": "old"})).await;
+        assert_eq!(echo.value(), Some(&json!("old")), "{flags}: {echo:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stateless_upstream_cannot_sample_and_says_so_without_breaking_the_connection() {
+    // On 2026-07-28 a server asks through `input_required` results; rmcp's server
+    // refuses to send a request of its own, and the fixture reports that.
+    let spec = fixture_spec(
+        "fx",
+        &format!("    args: [--revision, \"2026-07-28\"]\n{ALLOW_ALL}"),
+    );
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let gate = gate(&spec, &upstreams);
+    let sampled = call(&gate, "fx.sample", json!({"prompt": "hi"})).await;
+    assert!(
+        error_message(&sampled)
+            .contains("server-to-client requests are not allowed on protocol 2026-07-28"),
+        "{sampled:?}"
+    );
+    let echo = call(&gate, "fx.echo", json!({"text": "still here"})).await;
+    assert_eq!(echo.value(), Some(&json!("still here")), "{echo:?}");
+}
+
+#[tokio::test]
+async fn a_stateless_upstream_that_asks_for_input_gives_the_caller_a_clear_tool_error() {
+    let spec = fixture_spec("fx", "    args: [--revision, \"2026-07-28\"]\n");
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let asked = call(&gate(&spec, &upstreams), "fx.ask", json!({})).await;
+    let message = error_message(&asked);
+    assert!(
+        message.starts_with(
+            "`fx.ask` failed: the upstream MCP server `fx` asked for input (an answer from the user); \
+             toolgate cannot relay it yet, so the tool did not run. Its question: <tool-output source=\"fx\""
+        ),
+        "{message}"
+    );
+    assert_eq!(fenced(message), "Which colour do you like?");
+    // The server is still there for the next call.
+    let echo = call(
+        &gate(&spec, &upstreams),
+        "fx.echo",
+        json!({"text": "still"}),
+    )
+    .await;
+    assert_eq!(echo.value(), Some(&json!("still")), "{echo:?}");
+}
+
+#[tokio::test]
+async fn protocol_metadata_and_mcp_keywords_stay_out_of_model_renders_while_the_header_is_sent() {
+    // Over HTTP on the stateless revision rmcp's server refuses a `regional` call
+    // without its `Mcp-Param-Region` header, so a call that runs carried it.
+    let server = HttpFixture::start_with("k", &["--revision", "2026-07-28"]);
+    let spec = spec(&format!(
+        "mcp_servers:\n  fx:\n    url: {}\n    headers: {{X-Fixture-Key: k}}\nnetwork: {{allow: [\"{}\"]}}\n",
+        server.url,
+        server.authority()
+    ));
+    let upstreams = connect(&spec, Arc::new(MemoryPins::new()), options()).await;
+    let catalog = upstreams.catalog();
+    let tool = catalog.get("fx.regional").expect("listed").descriptor();
+    let rendered = |target| {
+        toolgate::wire::render(target, std::slice::from_ref(tool), &[], Default::default()).tools
+    };
+    for target in toolgate::wire::Target::ALL {
+        let text = serde_json::to_string(&rendered(target)).unwrap();
+        for protocol in [
+            "x-mcp-header",
+            "_meta",
+            "io.modelcontextprotocol",
+            "com.example",
+        ] {
+            assert!(!text.contains(protocol), "{target:?}: {text}");
+        }
+    }
+    use toolgate::wire::Target;
+    insta::assert_json_snapshot!("regional_for_openai_chat", rendered(Target::OpenAiChat));
+    insta::assert_json_snapshot!("regional_for_anthropic", rendered(Target::Anthropic));
+    insta::assert_json_snapshot!("regional_for_gemini", rendered(Target::Gemini));
+
+    let regional = call(
+        &gate(&spec, &upstreams),
+        "fx.regional",
+        json!({"region": "eu-west"}),
+    )
+    .await;
+    let Outcome::Ok { value, text, .. } = &regional else {
+        panic!("{regional:?}")
+    };
+    let blocks = toolgate::mcp::client::content_blocks(value).expect("text and an image");
+    assert_eq!(blocks[0], json!({"type": "text", "text": "region eu-west"}));
+    for protocol in ["_meta", "io.modelcontextprotocol", "com.example"] {
+        assert!(!text.contains(protocol), "{text}");
+        assert!(!value.to_string().contains(protocol), "{value}");
+    }
 }

@@ -23,6 +23,11 @@
 //!
 //! What keeps this safe and alive:
 //!
+//! - **Either revision.** A server is asked `server/discover` first (2026-07-28,
+//!   stateless) and spoken to with the `initialize` handshake if it only knows the
+//!   session revisions; [`ServerStatus::revision`] says which it speaks. A
+//!   2026-07-28 server that answers a call with `input_required` gets a clear tool
+//!   error: toolgate does not relay such questions yet.
 //! - **Pins.** The first sight of a tool pins its definition in a [`PinStore`]; a
 //!   later change quarantines the tool (left out of [`Upstreams::offered`], refused
 //!   when called, naming what changed) until the operator accepts it
@@ -56,6 +61,7 @@ mod breaker;
 mod config;
 mod handler;
 mod http_client;
+mod lifecycle;
 mod process;
 mod relay;
 mod result;
@@ -78,6 +84,7 @@ pub use config::{
     ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, EnvLookup,
     INHERITED_ENV, ServerConfig, process_env, split_command_line,
 };
+pub use lifecycle::Revision;
 pub use result::{call_outcome, content_blocks};
 pub use server::{ListedTool, Quarantine};
 pub use tool::{RemoteTool, UpstreamTool, remote_tool};
@@ -246,6 +253,9 @@ pub struct ServerStatus {
     /// The server's name and version, from the handshake.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The protocol revision it speaks, as negotiated when it connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Revision>,
     /// Its tools in the catalog.
     pub tools: Vec<String>,
     /// Those of them that are quarantined.
@@ -429,6 +439,7 @@ impl Upstreams {
                     reason: state.reason().map(str::to_owned),
                     state,
                     server: server.server_info(),
+                    revision: server.revision(),
                     tools: listed
                         .iter()
                         .map(|l| l.tool.descriptor.name.clone())

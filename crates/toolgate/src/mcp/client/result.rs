@@ -9,6 +9,11 @@
 //!   ([`content_blocks`] recognises this shape);
 //! - `isError: true` is the tool's error, with the server's text sanitized and
 //!   fenced as untrusted output (see [`upstream_text`]).
+//!
+//! Protocol metadata stays out of the value: the result's `_meta` (related task,
+//! trace ids, any reverse-DNS key) and its `resultType` are not read, and each
+//! content block loses its own `_meta` (and an embedded resource's), so nothing of
+//! the protocol reaches a model or a downstream client as the tool's output.
 
 use serde_json::{Value, json};
 use toolgate_core::{SanitizeOptions, ToolError, sanitize_description, sanitize_output};
@@ -66,7 +71,20 @@ pub fn call_outcome(result: &Value, source: &str, scrubber: &Scrubber) -> Result
     {
         return Ok(Value::String(texts(parts).join("\n")));
     }
+    let parts: Vec<Value> = parts.iter().map(without_meta).collect();
     Ok(json!({ "content": parts }))
+}
+
+/// A content block without its `_meta`, nor its embedded resource's.
+fn without_meta(part: &Value) -> Value {
+    let mut part = part.clone();
+    if let Some(block) = part.as_object_mut() {
+        block.remove("_meta");
+        if let Some(resource) = block.get_mut("resource").and_then(Value::as_object_mut) {
+            resource.remove("_meta");
+        }
+    }
+    part
 }
 
 fn texts(parts: &[Value]) -> Vec<&str> {
@@ -136,6 +154,36 @@ mod tests {
         assert_eq!(content_blocks(&value).map(<[Value]>::len), Some(3));
         assert_eq!(content_blocks(&json!({"content": "x"})), None);
         assert_eq!(content_blocks(&json!({"content": [], "more": 1})), None);
+    }
+
+    #[test]
+    fn protocol_metadata_never_becomes_part_of_the_value() {
+        let meta = json!({"io.modelcontextprotocol/related-task": {"taskId": "t-1"}, "com.example/trace": "abc"});
+        let value = outcome(json!({
+            "resultType": "complete",
+            "_meta": meta,
+            "content": [
+                {"type": "text", "text": "one", "_meta": meta},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png", "_meta": meta},
+                {"type": "resource", "resource": {"uri": "test://1", "text": "x", "_meta": meta}}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(
+            value,
+            json!({"content": [
+                {"type": "text", "text": "one"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "resource", "resource": {"uri": "test://1", "text": "x"}}
+            ]})
+        );
+        let text = outcome(
+            json!({"_meta": meta, "content": [{"type": "text", "text": "t", "_meta": meta}]}),
+        );
+        assert_eq!(text, Ok(json!("t")));
+        let structured =
+            outcome(json!({"_meta": meta, "content": [], "structuredContent": {"n": 1}}));
+        assert_eq!(structured, Ok(json!({"n": 1})));
     }
 
     #[test]

@@ -7,12 +7,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use indexmap::IndexMap;
-use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, RequestId, ServerResult,
+    ClientRequest, InputRequest, InputRequiredResult, RequestId, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, Peer, PeerRequestOptions, RoleClient,
+    RunningService, ServiceError, serve_client_with_lifecycle_and_ct,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -22,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::{ToolCtx, ToolError, content_hash};
 
 use super::breaker::{AfterFailure, Breaker, RestartPolicy};
-use super::config::{ServerConfig, Transport};
+use super::config::{Scrubber, ServerConfig, Transport};
 use super::handler::Handler;
 use super::http_client::checked_http_client;
+use super::lifecycle::{self, Revision};
 use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
 use super::result::{call_outcome, upstream_text, upstream_words};
@@ -63,6 +66,29 @@ impl Quarantine {
     }
 }
 
+/// Why a connection did not start.
+enum Refused {
+    /// The server knows `server/discover` but speaks only session revisions.
+    SessionOnly(String),
+    Other(String),
+}
+
+impl Refused {
+    fn of(error: &ClientInitializeError, reason: String) -> Refused {
+        if lifecycle::wants_initialize(error) {
+            Refused::SessionOnly(reason)
+        } else {
+            Refused::Other(reason)
+        }
+    }
+
+    fn into_reason(self) -> String {
+        match self {
+            Refused::SessionOnly(reason) | Refused::Other(reason) => reason,
+        }
+    }
+}
+
 /// One listed tool and its standing.
 #[derive(Debug, Clone)]
 pub struct ListedTool {
@@ -79,6 +105,8 @@ struct Shared {
     last_error: Option<String>,
     /// The server's own name and version, from the handshake.
     server_info: Option<String>,
+    /// The protocol revision the connection speaks.
+    revision: Option<Revision>,
     process: Option<ServerProcess>,
 }
 
@@ -118,6 +146,7 @@ impl Server {
                 breaker: Breaker::new(policy),
                 last_error: None,
                 server_info: None,
+                revision: None,
                 process: None,
             }),
             state: watch::Sender::new(ServerState::Starting),
@@ -188,6 +217,11 @@ impl Server {
 
     pub fn server_info(&self) -> Option<String> {
         self.shared().server_info.clone()
+    }
+
+    /// The protocol revision of the current (or last) connection.
+    pub fn revision(&self) -> Option<Revision> {
+        self.shared().revision.clone()
     }
 
     /// The connection's peer, while connected: for requests beyond tools
@@ -286,10 +320,27 @@ impl Server {
         self.set_state(ServerState::Stopped);
     }
 
-    /// Starts or reaches the server and completes the handshake.
+    /// Starts or reaches the server and starts the protocol: `server/discover`
+    /// first, `initialize` for servers of the session revisions (see
+    /// `lifecycle.rs`).
     async fn connect_once(
         &self,
     ) -> Result<(RunningService<RoleClient, Handler>, CancellationToken), String> {
+        match self.connect_with(lifecycle::discover_first()).await {
+            Err(Refused::SessionOnly(reason)) => {
+                tracing::debug!(server = %self.config.name, "{reason}; connecting again with `initialize`");
+                self.connect_with(lifecycle::initialize_only())
+                    .await
+                    .map_err(Refused::into_reason)
+            }
+            other => other.map_err(Refused::into_reason),
+        }
+    }
+
+    async fn connect_with(
+        &self,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<(RunningService<RoleClient, Handler>, CancellationToken), Refused> {
         let handler = Handler::new(
             self.config.name.clone(),
             self.refresh.clone(),
@@ -306,16 +357,17 @@ impl Server {
                     ServerProcess::start(&self.config.name, transport, &self.config.scrubber)
                         .await
                         .map_err(|e| {
-                            format!(
+                            Refused::Other(format!(
                                 "{label} could not be started (`{}`: {e}); check `command` and that the program is installed",
                                 program.display()
-                            )
+                            ))
                         })?;
                 let transport = Sequenced::new(
                     AsyncRwTransport::new_client(pipes.stdout, pipes.stdin),
                     self.relay.clone(),
                 );
-                let handshake = handler.serve_with_ct(transport, ct.clone());
+                let handshake =
+                    serve_client_with_lifecycle_and_ct(handler, transport, lifecycle, ct.clone());
                 match tokio::time::timeout(self.config.connect_timeout, handshake).await {
                     Ok(Ok(running)) => {
                         self.shared().process = Some(process);
@@ -324,36 +376,40 @@ impl Server {
                     Ok(Err(e)) => {
                         let stderr = process.stderr().clone();
                         let status = process.kill().await;
-                        Err(format!(
+                        let reason = format!(
                             "{label} failed the MCP handshake ({e}){}{}",
                             exit_words(status),
                             stderr_words(&stderr)
-                        ))
+                        );
+                        Err(Refused::of(&e, reason))
                     }
                     Err(_) => {
                         let stderr = process.stderr().clone();
                         process.kill().await;
-                        Err(format!(
+                        Err(Refused::Other(format!(
                             "{label} did not complete the MCP handshake within {connect}{}",
                             stderr_words(&stderr)
-                        ))
+                        )))
                     }
                 }
             }
             Transport::Http { url, headers } => {
                 let mut map = std::collections::HashMap::new();
                 for (name, value) in headers {
-                    let name = http::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| format!("{label}: `{name}` is not an HTTP header name"))?;
+                    let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                        Refused::Other(format!("{label}: `{name}` is not an HTTP header name"))
+                    })?;
                     let mut value = http::HeaderValue::from_str(value.expose()).map_err(|_| {
-                        format!("{label}: the value of header `{name}` is not a valid header value")
+                        Refused::Other(format!(
+                            "{label}: the value of header `{name}` is not a valid header value"
+                        ))
                     })?;
                     value.set_sensitive(true);
                     map.insert(name, value);
                 }
                 let client = checked_http_client(&self.config.network, url)
                     .await
-                    .map_err(|reason| format!("{label} at {url}: {reason}"))?;
+                    .map_err(|reason| Refused::Other(format!("{label} at {url}: {reason}")))?;
                 let config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
                 let transport = Sequenced::new(
@@ -362,15 +418,18 @@ impl Server {
                 );
                 match tokio::time::timeout(
                     self.config.connect_timeout,
-                    handler.serve_with_ct(transport, ct.clone()),
+                    serve_client_with_lifecycle_and_ct(handler, transport, lifecycle, ct.clone()),
                 )
                 .await
                 {
                     Ok(Ok(running)) => Ok((running, ct)),
-                    Ok(Err(e)) => Err(format!("{label} at {url} could not be reached ({e})")),
-                    Err(_) => Err(format!(
+                    Ok(Err(e)) => {
+                        let reason = format!("{label} at {url} could not be reached ({e})");
+                        Err(Refused::of(&e, reason))
+                    }
+                    Err(_) => Err(Refused::Other(format!(
                         "{label} at {url} did not complete the MCP handshake within {connect}"
-                    )),
+                    ))),
                 }
             }
         }
@@ -388,6 +447,7 @@ impl Server {
             let server = info.server_info.as_ref();
             server.map_or_else(String::new, |s| format!("{} {}", s.name, s.version))
         });
+        let revision = running.peer_info().map(|info| Revision::of(&info));
         if let Err(reason) = self.list_tools(&peer).await {
             let _ = running.cancel().await;
             self.end_process().await;
@@ -397,6 +457,10 @@ impl Server {
             let mut shared = self.shared();
             shared.peer = Some(peer.clone());
             shared.server_info = info.filter(|i| !i.is_empty());
+            shared.revision = revision.clone();
+        }
+        if let Some(revision) = &revision {
+            tracing::debug!(server = %self.config.name, "connected; it speaks MCP {revision}");
         }
         self.set_state(ServerState::Ready);
         let healthy_at = Instant::now() + self.shared().breaker.policy().healthy_after;
@@ -686,10 +750,19 @@ impl Server {
                 "{label} did not answer within {}; the call was cancelled on the server",
                 humantime::format_duration(limit)
             ))),
-            Ok(Ok(result)) => {
+            Ok(Ok(Answer::Result(result))) => {
                 self.shared().breaker.record_success();
                 let value = serde_json::to_value(&result).unwrap_or(Value::Null);
                 call_outcome(&value, &self.config.name, &self.config.scrubber)
+            }
+            Ok(Ok(Answer::InputRequired(asked))) => {
+                self.shared().breaker.record_success();
+                Err(ToolError::permanent(input_required_words(
+                    label,
+                    &self.config.name,
+                    &asked,
+                    &self.config.scrubber,
+                )))
             }
             Ok(Err(ServiceError::McpError(error))) => {
                 let message =
@@ -728,7 +801,7 @@ impl Server {
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
-    ) -> Result<CallToolResult, ServiceError> {
+    ) -> Result<Answer, ServiceError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -747,7 +820,8 @@ impl Server {
             self.relay.caught_up().await;
         }
         match answer? {
-            ServerResult::CallToolResult(result) => Ok(result),
+            ServerResult::CallToolResult(result) => Ok(Answer::Result(result)),
+            ServerResult::InputRequiredResult(asked) => Ok(Answer::InputRequired(asked)),
             _ => Err(ServiceError::UnexpectedResponse),
         }
     }
@@ -844,6 +918,57 @@ fn stderr_words(stderr: &super::process::StderrTail) -> String {
         .summary(3)
         .map(|s| format!("; its last words on stderr: {s}"))
         .unwrap_or_default()
+}
+
+/// What an upstream server answered a `tools/call` with.
+enum Answer {
+    Result(CallToolResult),
+    /// The 2026-07-28 revision's question back (`resultType: "input_required"`).
+    InputRequired(InputRequiredResult),
+}
+
+/// The tool error for an upstream `input_required` answer: what kinds of input the
+/// server asked for, and an elicitation's question (fenced as untrusted text). toolgate
+/// does not relay such questions: the answer would have to come from whoever called
+/// toolgate, and the gate has no way to ask them yet.
+fn input_required_words(
+    label: &str,
+    source: &str,
+    asked: &InputRequiredResult,
+    scrubber: &Scrubber,
+) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    let mut question = None;
+    for request in asked.input_requests.iter().flat_map(|r| r.values()) {
+        let kind = match request {
+            InputRequest::Elicitation(elicit) => {
+                question = question.or_else(|| {
+                    let params = serde_json::to_value(&elicit.params).ok()?;
+                    params.get("message")?.as_str().map(str::to_owned)
+                });
+                "an answer from the user"
+            }
+            InputRequest::CreateMessage(_) => "a reply from the model (sampling)",
+            InputRequest::ListRoots(_) => "the client's roots",
+            _ => "input of a kind toolgate does not know",
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    let what = if kinds.is_empty() {
+        "more input".to_owned()
+    } else {
+        kinds.join(" and ")
+    };
+    let mut words = format!(
+        "the upstream {label} asked for input ({what}); toolgate cannot relay it yet, so the tool did not run"
+    );
+    if let Some(question) = question {
+        words.push_str(". Its question: ");
+        words.push_str(&upstream_text(&question, source, scrubber));
+    }
+    words
 }
 
 /// Tells the server to stop a request whose answer nobody waits for any more.

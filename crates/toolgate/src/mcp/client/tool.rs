@@ -57,7 +57,9 @@ pub fn remote_tool(
         .unwrap_or_default();
     // Every string of the schemas a model reads is sanitized once, here; a string
     // it must send back exactly (a property name, an enum value) that would need
-    // it keeps the tool out.
+    // it keeps the tool out. MCP's own keywords (`x-mcp-header`) go too: rmcp's
+    // HTTP client reads them from the tool list as the server sent it, and adds the
+    // `Mcp-Param-*` headers to calls itself. The tool's `_meta` is not read at all.
     let input_schema = match tool.get("inputSchema") {
         Some(schema @ Value::Object(_)) => {
             sanitize_schema(schema).map_err(|e| format!("`inputSchema`: {e}"))?
@@ -178,6 +180,37 @@ mod tests {
             "Returns the sum\u{200b} of two numbers"
         );
         assert!(tool.definition.get("execution").is_none());
+    }
+
+    #[test]
+    fn protocol_metadata_and_mcp_keywords_stay_out_of_the_descriptor() {
+        let listed = json!({
+            "name": "regional",
+            "description": "Say which region.",
+            "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}
+            }},
+            "_meta": {"io.modelcontextprotocol/ui": {"resourceUri": "ui://r"}, "com.example/owner": "ops"}
+        });
+        let tool = remote_tool("fx", &listed, &IndexMap::new()).unwrap();
+        let descriptor = serde_json::to_string(&tool.descriptor).unwrap();
+        for protocol in [
+            "x-mcp-header",
+            "_meta",
+            "io.modelcontextprotocol",
+            "com.example",
+        ] {
+            assert!(!descriptor.contains(protocol), "{descriptor}");
+        }
+        assert_eq!(
+            tool.descriptor.input_schema,
+            json!({"type": "object", "properties": {"region": {"type": "string"}}})
+        );
+        // The pin covers the schema as the server sent it.
+        assert_eq!(
+            tool.definition["inputSchema"]["properties"]["region"]["x-mcp-header"],
+            "Region"
+        );
     }
 
     #[test]
