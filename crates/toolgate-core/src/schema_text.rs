@@ -388,6 +388,28 @@ mod tests {
     }
 
     #[test]
+    fn composition_conditionals_and_anchors_of_json_schema_2020_12_are_kept() {
+        // The inputSchema of the MCP conformance suite's `json_schema_2020_12_tool`.
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"}, "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        });
+        assert_eq!(sanitize_schema(&schema).unwrap(), schema);
+    }
+    #[test]
     fn data_a_model_sends_back_is_refused_not_rewritten() {
         let cases = [
             (

@@ -3,11 +3,18 @@
 //! messages), `test_tool_with_progress` (progress 0, 50, 100 of 100),
 //! `test_sampling` (asks the client's model), and `test_elicitation_sep1034_defaults`
 //! and `test_elicitation_sep1330_enums` (ask the client's user to fill a form);
-//! and the suite's resources (`test://static-text`, `test://static-binary`, the
-//! template `test://template/{id}/data`). `tests/mcp/conformance.yaml` binds its
+//! the diagnostic tools of the suite's stateless scenario, which check what
+//! toolgate passes on to a client of the 2026-07-28 revision: `test_logging_tool`
+//! (logs whatever the client's log level, so toolgate must hold the message back
+//! from a client that set none), `test_streaming_elicitation` (reports progress,
+//! then asks the user) and `test_missing_capability` (needs the client's model);
+//! the suite's resources (`test://static-text`, `test://static-binary`, the
+//! template `test://template/{id}/data`) and prompts (`test_simple_prompt`,
+//! `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
+//! `test_prompt_with_image`). `tests/mcp/conformance.yaml` binds its
 //! declarations of these tools here and adds the server under a namespace, so the
-//! suite checks that toolgate passes an upstream server's notifications, requests
-//! and resources on to its own client.
+//! suite checks that toolgate passes an upstream server's notifications, requests,
+//! resources and prompts on to its own client.
 //!
 //! `cargo build -p toolgate --example mcp_conformance_upstream`
 
@@ -17,7 +24,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    CreateMessageRequestParams, ElicitRequestParams, Implementation, ListResourceTemplatesResult,
+    CreateMessageRequestParams, ElicitRequestParams, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
     PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
@@ -49,6 +57,7 @@ impl ServerHandler for Upstream {
                 .enable_tools()
                 .enable_logging()
                 .enable_resources()
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(Implementation::new("mcp-conformance-upstream", "1.0.0"))
@@ -86,7 +95,88 @@ impl ServerHandler for Upstream {
                 "Asks the client's model to answer a prompt.",
                 json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
             ),
+            tool(
+                "test_logging_tool",
+                "Logs a message whatever the client's log level.",
+                none_schema(),
+            ),
+            tool(
+                "test_streaming_elicitation",
+                "Reports progress, then asks the user to confirm.",
+                none_schema(),
+            ),
+            tool(
+                "test_missing_capability",
+                "Needs the client's model (sampling).",
+                none_schema(),
+            ),
         ]))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = json!([
+            {"name": "test_simple_prompt", "description": "A simple prompt without arguments"},
+            {"name": "test_prompt_with_arguments", "description": "A prompt with required arguments",
+             "arguments": [{"name": "arg1", "description": "First test argument", "required": true},
+                           {"name": "arg2", "description": "Second test argument", "required": true}]},
+            {"name": "test_prompt_with_embedded_resource",
+             "description": "A prompt that includes an embedded resource",
+             "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed",
+                            "required": true}]},
+            {"name": "test_prompt_with_image", "description": "A prompt that includes image content"}
+        ]);
+        Ok(ListPromptsResult::with_all_items(
+            serde_json::from_value(prompts).expect("valid prompts"),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let argument = |name: &str| {
+            request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let text =
+            |text: String| json!({"role": "user", "content": {"type": "text", "text": text}});
+        let messages = match request.name.as_str() {
+            "test_simple_prompt" => json!([text("This is a simple prompt for testing.".into())]),
+            "test_prompt_with_arguments" => json!([text(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                argument("arg1"),
+                argument("arg2")
+            ))]),
+            "test_prompt_with_embedded_resource" => json!([
+                {"role": "user", "content": {"type": "resource", "resource": {
+                    "uri": argument("resourceUri"), "mimeType": "text/plain",
+                    "text": "Embedded resource content for testing."}}},
+                text("Please process the embedded resource above.".into())
+            ]),
+            "test_prompt_with_image" => json!([
+                {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
+                text("Please analyze the image above.".into())
+            ]),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown prompt: {other}"),
+                    None,
+                ));
+            }
+        };
+        let result: GetPromptResult =
+            serde_json::from_value(json!({"messages": messages})).expect("valid messages");
+        Ok(GetPromptResponse::from(result))
     }
 
     async fn list_resources(
@@ -211,6 +301,41 @@ impl ServerHandler for Upstream {
                             "LLM response: {text}"
                         ))])
                     }
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "sampling failed: {e}"
+                    ))]),
+                }
+            }
+            "test_logging_tool" => {
+                let log = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Info,
+                    json!("Diagnostic trace logging activated"),
+                );
+                let _ = peer.notify_logging_message(log).await;
+                CallToolResult::success(vec![ContentBlock::text("Logging evaluated")])
+            }
+            "test_streaming_elicitation" => {
+                if let Some(token) = context.meta.get_progress_token() {
+                    let note = ProgressNotificationParam::new(token, 50.0).with_total(100.0);
+                    let _ = peer.notify_progress(note).await;
+                }
+                elicit(
+                    peer,
+                    json!({"message": "Continue?", "requestedSchema": {
+                    "type": "object", "properties": {"ok": {"type": "boolean"}}}}),
+                )
+                .await
+            }
+            "test_missing_capability" => {
+                let params: CreateMessageRequestParams = serde_json::from_value(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Say yes."}}],
+                    "maxTokens": 10
+                }))
+                .expect("valid sampling parameters");
+                match peer.create_message(params).await {
+                    Ok(_) => CallToolResult::success(vec![ContentBlock::text("Success")]),
+                    // The client's refusal is the answer to the call.
+                    Err(rmcp::ServiceError::McpError(e)) => return Err(e),
                     Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
                         "sampling failed: {e}"
                     ))]),

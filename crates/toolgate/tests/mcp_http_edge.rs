@@ -291,3 +291,67 @@ async fn over_the_overall_cap_the_client_holding_the_most_sessions_gives_way() {
     assert!(answers(&large, &served.url, &crowd[2]).await);
     served.stop().await;
 }
+
+// ---- SEP-2243 parameter headers ----------------------------------------------
+
+/// Name the region a request is for.
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct Regional;
+
+#[derive(Deserialize, JsonSchema)]
+struct InRegion {
+    /// The region; clients send it as the `Mcp-Param-Region` header too.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+impl ToolHandler for Regional {
+    type Input = InRegion;
+    type Output = String;
+    async fn call(&self, _ctx: &ToolCtx, r: InRegion) -> Result<String, ToolError> {
+        Ok(r.region)
+    }
+}
+
+/// A 2026-07-28 `tools/call` of `regional` for `region`, with `Mcp-Param-Region: header`.
+async fn call_in_region(url: &str, region: &str, header: &str) -> (u16, Value) {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "regional", "arguments": {"region": region}, "_meta": meta}});
+    let response = post(&reqwest::Client::new(), url, body.to_string())
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "regional")
+        .header("mcp-param-region", header)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    // A JSON body, or the one `data:` event of a stream.
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(&text);
+    (
+        status,
+        serde_json::from_str(json.trim()).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_parameter_header_that_contradicts_the_arguments_is_refused() {
+    let gate = Arc::new(Gate::builder(Catalog::new().with_native(Regional).unwrap()).build());
+    let served = Served::on("127.0.0.1:0", McpServer::builder(gate).build()).await;
+    let (status, answer) = call_in_region(&served.url, "eu", "eu").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "eu", "{answer}");
+    let (status, answer) = call_in_region(&served.url, "eu", "us").await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32020, "{answer}");
+    served.stop().await;
+}

@@ -693,6 +693,68 @@ async fn an_upstream_server_s_resources_keep_their_uris_and_are_read_from_it() {
     assert!(missing.is_err());
 }
 
+/// A client of the 2026-07-28 revision (discover, no session) over a pipe.
+async fn stateless_over_pipe(server: McpServer) -> RunningService<RoleClient, Client> {
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(server.serve_stream(tokio::io::split(server_io), std::future::pending()));
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    Client::default()
+        .serve_with_lifecycle(tokio::io::split(client_io), lifecycle)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_passed_on_resource_and_prompt_say_their_result_type_to_a_2026_07_28_client() {
+    let upstream = library().await;
+    let client = stateless_over_pipe(forwarding(&upstream, Principal::operator())).await;
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("notes://today"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(read).unwrap()["resultType"],
+        "complete"
+    );
+    let mut request = rmcp::model::GetPromptRequestParams::new("lib.review");
+    request.arguments = json!({"change": "PR 7"}).as_object().cloned();
+    let prompt = client.get_prompt(request).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(prompt).unwrap()["resultType"],
+        "complete"
+    );
+}
+
+#[tokio::test]
+async fn a_resource_no_upstream_server_has_is_an_error_naming_its_uri() {
+    let upstream = library().await;
+    for stateless in [false, true] {
+        let server = forwarding(&upstream, Principal::operator());
+        let client = if stateless {
+            stateless_over_pipe(server).await
+        } else {
+            over_pipe(server, Client::default()).await.client
+        };
+        let error = client
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(
+                "notes://tomorrow",
+            ))
+            .await
+            .unwrap_err();
+        let rmcp::ServiceError::McpError(error) = error else {
+            panic!("not an MCP error: {error}");
+        };
+        assert_eq!(
+            error.data,
+            Some(json!({"uri": "notes://tomorrow"})),
+            "stateless: {stateless}: {error:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_principal_sees_only_the_upstream_servers_its_scopes_reach() {
     let upstream = library().await;

@@ -5,14 +5,17 @@
 //! resource asks the server that listed it, or else each server in turn. A
 //! principal sees the namespaces its scopes reach (`*`, `ns.*` or a tool in `ns`).
 //! What a server returns is passed on as it is: a client attaches prompts and
-//! resources at its user's request, outside the tool calls the gate governs.
+//! resources at its user's request, outside the tool calls the gate governs. Only
+//! the protocol's own fields are filled in where an upstream server of an older
+//! revision leaves them out: a result's `resultType` (rmcp strips it again for a
+//! session client), and the `uri` a resource-not-found error names in its `data`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams, ReadResourceResult,
-    Resource, ResourceTemplate,
+    ErrorCode, GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceTemplate, ResultType,
 };
 use rmcp::{ErrorData as McpError, Peer, RoleClient};
 use serde::Serialize;
@@ -105,9 +108,12 @@ impl Forwarded {
                 )
             })?;
         request.name = name;
-        peer.get_prompt(request)
+        let mut result = peer
+            .get_prompt(request)
             .await
-            .map_err(|e| upstream_error(&ns, "get the prompt", e))
+            .map_err(|e| upstream_error(&ns, "get the prompt", e))?;
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(result)
     }
 
     pub(crate) async fn list_resources(&self, principal: &Principal) -> Vec<Resource> {
@@ -168,11 +174,14 @@ impl Forwarded {
         let mut last = None;
         for (ns, peer) in peers {
             match peer.read_resource(request.clone()).await {
-                Ok(result) => return Ok(result),
+                Ok(mut result) => {
+                    result.result_type.get_or_insert(ResultType::COMPLETE);
+                    return Ok(result);
+                }
                 Err(e) => last = Some(upstream_error(ns, "read the resource", e)),
             }
         }
-        Err(last.unwrap_or_else(|| {
+        let mut error = last.unwrap_or_else(|| {
             McpError::resource_not_found(
                 format!(
                     "no MCP server behind toolgate has the resource `{}`",
@@ -180,7 +189,9 @@ impl Forwarded {
                 ),
                 None,
             )
-        }))
+        });
+        name_missing_uri(&mut error, &request.uri);
+        Err(error)
     }
 }
 
@@ -209,6 +220,22 @@ fn renamed<T: Serialize + DeserializeOwned>(item: &T, ns: &str) -> Option<T> {
     let name = value.get("name").and_then(Value::as_str)?.to_owned();
     value["name"] = Value::String(format!("{ns}.{name}"));
     serde_json::from_value(value).ok()
+}
+
+/// A resource-not-found error names the URI it could not find in `data.uri`
+/// (SEP-2164), whether it is toolgate's own or an upstream server's that left it out.
+fn name_missing_uri(error: &mut McpError, uri: &str) {
+    if error.code != ErrorCode::RESOURCE_NOT_FOUND {
+        return;
+    }
+    match &mut error.data {
+        None => error.data = Some(serde_json::json!({ "uri": uri })),
+        Some(Value::Object(data)) => {
+            data.entry("uri").or_insert_with(|| uri.into());
+        }
+        // Something else the server said: kept as it is.
+        Some(_) => {}
+    }
 }
 
 fn upstream_error(ns: &str, what: &str, error: rmcp::service::ServiceError) -> McpError {
