@@ -455,18 +455,6 @@ impl ServerHandler for Session {
         Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
     }
 
-    /// The tool named `name` as the catalog renders for MCP, for rmcp to check a
-    /// request's `Mcp-Param-*` headers against its arguments (SEP-2243).
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let offering = self.shared.offering();
-        offering
-            .tools
-            .tools
-            .iter()
-            .find(|t| t.name == name)
-            .cloned()
-    }
-
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
