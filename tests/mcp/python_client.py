@@ -31,14 +31,7 @@ RESULTS: list[tuple[str, bool, str]] = []
 REVISIONS = [("2025-11-25", "legacy", "2025-11-25"), ("2026-07-28", "auto", "2026-07-28")]
 
 # Checks that fail until toolgate has what they need: `revision: transport: check` -> why.
-PENDING = {
-    "2026-07-28: http: the flow opens more tools, and the policy still hides denied ones": (
-        "needs stateless conversations: each 2026-07-28 HTTP request is its own conversation today"
-    ),
-    "2026-07-28: http: a read call runs and returns structured content": (
-        "needs stateless conversations: the flow position of the earlier call is not kept"
-    ),
-}
+PENDING: dict[str, str] = {}
 
 
 def check(name: str, ok: bool, detail: str = "") -> None:

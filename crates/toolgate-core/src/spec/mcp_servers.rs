@@ -56,6 +56,32 @@ pub struct McpServerSpec {
     /// How long to wait for the server.
     #[serde(default, skip_serializing_if = "McpTimeouts::is_empty")]
     pub timeouts: McpTimeouts,
+    /// Which MCP revision to speak: `auto` (default: `server/discover` first,
+    /// `initialize` if the server does not know it), `session` (the
+    /// `initialize` handshake only: what a server needs to ask the calling
+    /// client for sampling, elicitation or roots while a call runs) or
+    /// `stateless` (2026-07-28 only).
+    #[serde(default, skip_serializing_if = "UpstreamRevision::is_auto")]
+    pub revision: UpstreamRevision,
+}
+
+/// Which MCP revision toolgate speaks to an upstream server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamRevision {
+    /// `server/discover` first, `initialize` for servers of the session revisions.
+    #[default]
+    Auto,
+    /// The `initialize` handshake of the session revisions only.
+    Session,
+    /// The stateless revision (2026-07-28) only.
+    Stateless,
+}
+
+impl UpstreamRevision {
+    pub fn is_auto(&self) -> bool {
+        *self == UpstreamRevision::Auto
+    }
 }
 
 /// Time limits for an upstream server, as durations such as `500ms`, `30s` or `2m`.

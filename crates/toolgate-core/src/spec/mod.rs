@@ -29,7 +29,8 @@ pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
 pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};
 pub use mcp_servers::{
-    EnvRef, McpServerSpec, McpTimeouts, URL_READS_ENV, env_references, expand_env, is_namespace,
+    EnvRef, McpServerSpec, McpTimeouts, URL_READS_ENV, UpstreamRevision, env_references,
+    expand_env, is_namespace,
 };
 pub use model::{
     BindingKind, DEFAULT_SPEC_EFFECT, HttpBinding, HttpMethod, McpBinding, McpServerRef, SpecFile,

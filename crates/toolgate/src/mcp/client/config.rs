@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use toolgate_core::Effect;
 use toolgate_core::spec::{
     McpBinding, McpServerRef, McpServerSpec, McpTimeouts, NetworkPolicy, URL_READS_ENV,
-    env_references, expand_env,
+    UpstreamRevision, env_references, expand_env,
 };
 
 /// Environment variables a stdio server inherits from toolgate; everything else it
@@ -83,6 +83,8 @@ pub struct ServerConfig {
     /// Where a server reached by URL may be: the spec file's `network:` section
     /// (public addresses only by default, as for `http:` bindings).
     pub network: Arc<NetworkPolicy>,
+    /// Which MCP revision to speak to it.
+    pub revision: UpstreamRevision,
 }
 
 /// Why a server's settings cannot be used. The operator must act.
@@ -158,6 +160,7 @@ impl ServerConfig {
             name: name.to_owned(),
             transport,
             effects: spec.effects.clone(),
+            revision: spec.revision,
             connect_timeout,
             list_timeout,
             call_timeout,

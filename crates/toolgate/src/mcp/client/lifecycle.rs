@@ -24,6 +24,13 @@ pub(super) fn discover_first() -> ClientLifecycleMode {
     }
 }
 
+/// The stateless revision only.
+pub(super) fn discover_only() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
 /// The session revisions' handshake only.
 pub(super) fn initialize_only() -> ClientLifecycleMode {
     ClientLifecycleMode::Initialize

@@ -348,6 +348,7 @@ impl Upstreams {
                         call_timeout: DEFAULT_CALL_TIMEOUT,
                         scrubber: Default::default(),
                         network: network.clone(),
+                        revision: server_spec.revision,
                     };
                     let server =
                         Server::new(placeholder, label, None, options.restart, events.clone());

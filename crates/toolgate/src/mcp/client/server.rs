@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio_util::sync::CancellationToken;
+use toolgate_core::spec::UpstreamRevision;
 use toolgate_core::{ToolCtx, ToolError, content_hash};
 
 use super::breaker::{AfterFailure, Breaker, RestartPolicy};
@@ -326,6 +327,21 @@ impl Server {
     async fn connect_once(
         &self,
     ) -> Result<(RunningService<RoleClient, Handler>, CancellationToken), String> {
+        match self.config.revision {
+            UpstreamRevision::Session => {
+                return self
+                    .connect_with(lifecycle::initialize_only())
+                    .await
+                    .map_err(Refused::into_reason);
+            }
+            UpstreamRevision::Stateless => {
+                return self
+                    .connect_with(lifecycle::discover_only())
+                    .await
+                    .map_err(Refused::into_reason);
+            }
+            UpstreamRevision::Auto => {}
+        }
         match self.connect_with(lifecycle::discover_first()).await {
             Err(Refused::SessionOnly(reason)) => {
                 tracing::debug!(server = %self.config.name, "{reason}; connecting again with `initialize`");

@@ -491,6 +491,11 @@ impl McpServer {
         let app = http::router(self.shared.clone(), path, addr, &access, sessions.clone());
         // The peer's address is the client a session counts against (see `capacity`).
         let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        // Without TCP_NODELAY the last chunk of a streamed (SSE) answer waits for
+        // the client's delayed ACK, about 40 ms.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let server = axum::serve(listener, app)
             .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
             .into_future();
