@@ -1,0 +1,466 @@
+//! What the gate costs an MCP client: calls per second and p50/p99 latency of
+//! `tools/call` on one mock tool through `toolgate serve --http` (SQLite store,
+//! durable audit log), beside a bare rmcp server answering the same tool the same
+//! way, all driven by the same clients in the same run. A third server, the
+//! same gate served by the library with its in-memory store, separates what the
+//! gate's logic costs from what its durable store costs.
+//!
+//! Each server is measured in both lifecycles: `session` (2025-11-25: rmcp's
+//! client, `initialize` once, then calls in the session) and `stateless`
+//! (2026-07-28: `server/discover` once, then every call a self-contained POST;
+//! see `stateless.rs`). Beside the rates it reports the CPU time per call of the
+//! server process and of the bench's own clients (from `/proc`, on Linux).
+//!
+//! ```sh
+//! cargo build --release -p toolgate-cli -p toolgate --bins --example mcp_serve_bench
+//! target/release/examples/mcp_serve_bench --toolgate target/release/toolgate
+//! ```
+//!
+//! Options: `--clients N` (concurrent clients, default 8), `--seconds S` (per
+//! round, default 5), `--rounds R` (rounds of every lifecycle and server, taken
+//! in turn; the summary is their median; default 3), `--lifecycle session` or
+//! `--lifecycle stateless` (only one). `mcp_serve_bench bare` and
+//! `mcp_serve_bench memory SPEC` run one of the other two servers alone (on
+//! 127.0.0.1, a free port, printed on stderr).
+
+mod stateless;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{
+    StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService,
+};
+use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// The tool both servers answer, as the spec file declares it.
+const SPEC: &str = r#"
+tools:
+  - name: lookup_order
+    description: Look up an order by its id.
+    effect: read
+    parameters:
+      type: object
+      properties:
+        order_id: {type: string, description: "The order's id."}
+      required: [order_id]
+      additionalProperties: false
+    response: {order_id: "{args.order_id}", status: shipped}
+"#;
+
+fn schema() -> Value {
+    json!({"type": "object", "properties": {"order_id": {"type": "string", "description": "The order's id."}},
+           "required": ["order_id"], "additionalProperties": false})
+}
+
+/// The bare server: the same tool, answered directly.
+#[derive(Clone)]
+struct Bare;
+
+impl ServerHandler for Bare {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("bare", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tool: Tool = serde_json::from_value(json!({
+            "name": "lookup_order", "description": "Look up an order by its id.",
+            "inputSchema": schema(), "annotations": {"readOnlyHint": true}
+        }))
+        .expect("a valid tool");
+        Ok(ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let order_id = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("order_id"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let value = json!({"order_id": order_id, "status": "shipped"});
+        let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        result.structured_content = Some(value);
+        Ok(CallToolResponse::from(result))
+    }
+}
+
+async fn serve_bare() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = StreamableHttpService::new(
+        || Ok(Bare),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().route_service("/mcp", service);
+    eprintln!("bare: serving at http://{addr}/mcp");
+    axum::serve(listener, app).await.unwrap();
+}
+
+/// The spec's gate with the in-memory store, served by the library.
+async fn serve_memory(spec: &str) {
+    let source =
+        toolgate::SpecSource::read(std::path::Path::new(spec)).expect("the spec file reads");
+    let spec = source.checked.spec.clone().expect("the spec file is valid");
+    let gate = toolgate::Gate::from_spec(
+        &spec,
+        "bench.yaml",
+        &toolgate::Catalog::new(),
+        Arc::new(toolgate::MemoryGateStore::default()),
+    )
+    .expect("the catalog builds");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    eprintln!(
+        "memory: serving at http://{}/mcp",
+        listener.local_addr().unwrap()
+    );
+    toolgate::mcp::server::McpServer::builder(Arc::new(gate))
+        .build()
+        .serve_http(
+            listener,
+            "/mcp",
+            toolgate::mcp::server::HttpAccess::open(),
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Starts a server process and reads its URL from the first line of its stderr.
+fn spawn(mut command: Command) -> (Child, String) {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("the server starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    (child, url)
+}
+
+/// How the simulated clients talk to the server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    /// 2025-11-25: `initialize`, then every call in the session.
+    Session,
+    /// 2026-07-28: `server/discover`, then self-contained requests.
+    Stateless,
+}
+
+impl Lifecycle {
+    fn name(self) -> &'static str {
+        match self {
+            Lifecycle::Session => "session",
+            Lifecycle::Stateless => "stateless",
+        }
+    }
+}
+
+/// One simulated client, connected in the lifecycle measured.
+enum Caller {
+    Session(RunningService<RoleClient, ()>),
+    Stateless(stateless::Client),
+}
+
+impl Caller {
+    /// Connects client `i`: a session, or a discovered stateless client with
+    /// conversation `bench-{i}`.
+    async fn connect(lifecycle: Lifecycle, url: &str, i: usize) -> Self {
+        match lifecycle {
+            Lifecycle::Session => Caller::Session(
+                ().serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
+                    .await
+                    .expect("the client connects"),
+            ),
+            Lifecycle::Stateless => Caller::Stateless(
+                stateless::Client::discover(url, format!("bench-{i}"))
+                    .await
+                    .expect("the client discovers the server"),
+            ),
+        }
+    }
+
+    async fn call(&self, id: u64, order_id: String) {
+        match self {
+            Caller::Session(client) => {
+                let Value::Object(arguments) = json!({ "order_id": order_id }) else {
+                    unreachable!()
+                };
+                let result = client
+                    .call_tool(CallToolRequestParams::new("lookup_order").with_arguments(arguments))
+                    .await
+                    .expect("the call is answered");
+                assert_eq!(result.is_error, Some(false), "{result:?}");
+            }
+            Caller::Stateless(client) => client
+                .call_tool(id, &order_id)
+                .await
+                .expect("the call is answered"),
+        }
+    }
+
+    async fn close(self) {
+        if let Caller::Session(client) = self {
+            let _ = client.cancel().await;
+        }
+    }
+}
+
+/// One measurement: calls per second, latency percentiles, and the CPU time per
+/// call of the server and of the clients (where `/proc` tells).
+struct Measured {
+    calls: usize,
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+    server_cpu: Option<Duration>,
+    client_cpu: Option<Duration>,
+}
+
+/// CPU time (user and system, all threads) process `pid` has used so far, from
+/// `/proc/PID/stat`; `None` where there is no `/proc`.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which is in parentheses: utime and
+    // stime are the 14th and 15th fields, the 12th and 13th after it.
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf reads a configuration value; it has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
+async fn measure(
+    lifecycle: Lifecycle,
+    url: &str,
+    server: u32,
+    clients: usize,
+    warmup: Duration,
+    run: Duration,
+) -> Measured {
+    let mut callers = Vec::new();
+    for i in 0..clients {
+        callers.push(Arc::new(Caller::connect(lifecycle, url, i).await));
+    }
+    let start = Instant::now() + warmup;
+    let end = start + run;
+    let cpu_between = move |pid: u32| async move {
+        tokio::time::sleep_until(start.into()).await;
+        let before = cpu_time(pid);
+        tokio::time::sleep_until(end.into()).await;
+        Some(cpu_time(pid)?.saturating_sub(before?))
+    };
+    let server_cpu = tokio::spawn(cpu_between(server));
+    let client_cpu = tokio::spawn(cpu_between(std::process::id()));
+    let mut workers = Vec::new();
+    for (i, caller) in callers.iter().enumerate() {
+        let caller = caller.clone();
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut n = 0u64;
+            loop {
+                let began = Instant::now();
+                if began >= end {
+                    break;
+                }
+                n += 1;
+                caller.call(n, format!("A-{i}-{n}")).await;
+                if began >= start {
+                    latencies.push(began.elapsed());
+                }
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.unwrap());
+    }
+    let (server_cpu, client_cpu) = (server_cpu.await.unwrap(), client_cpu.await.unwrap());
+    for caller in callers {
+        if let Ok(caller) = Arc::try_unwrap(caller) {
+            caller.close().await;
+        }
+    }
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    let per_call = |cpu: Option<Duration>| cpu.map(|cpu| cpu / latencies.len().max(1) as u32);
+    Measured {
+        calls: latencies.len(),
+        per_second: latencies.len() as f64 / run.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+        server_cpu: per_call(server_cpu),
+        client_cpu: per_call(client_cpu),
+    }
+}
+
+fn option(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// The median of some figures (the upper one of an even count).
+fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable figures"));
+    values[values.len() / 2]
+}
+
+/// Microseconds, or `n/a` where the figure is unknown.
+fn micros(d: Option<Duration>) -> String {
+    d.map_or("n/a".into(), |d| format!("{:.0}", d.as_secs_f64() * 1e6))
+}
+
+fn line(m: &Measured) -> String {
+    format!(
+        "{:8.0} calls/s   p50 {:7.3} ms   p99 {:7.3} ms   cpu/call server {:>4} µs  client {:>4} µs",
+        m.per_second,
+        m.p50.as_secs_f64() * 1e3,
+        m.p99.as_secs_f64() * 1e3,
+        micros(m.server_cpu),
+        micros(m.client_cpu),
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("bare") => return serve_bare().await,
+        Some("memory") => return serve_memory(&args[2]).await,
+        _ => {}
+    }
+    let toolgate = option(&args, "--toolgate").unwrap_or_else(|| "target/release/toolgate".into());
+    let clients: usize = option(&args, "--clients").map_or(8, |v| v.parse().unwrap());
+    let seconds: u64 = option(&args, "--seconds").map_or(5, |v| v.parse().unwrap());
+    let rounds: usize = option(&args, "--rounds").map_or(3, |v| v.parse().unwrap());
+    let lifecycles = match option(&args, "--lifecycle").as_deref() {
+        None => vec![Lifecycle::Session, Lifecycle::Stateless],
+        Some("session") => vec![Lifecycle::Session],
+        Some("stateless") => vec![Lifecycle::Stateless],
+        Some(other) => panic!("--lifecycle is session or stateless, not {other:?}"),
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("toolgate.yaml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let mut gate = Command::new(&toolgate);
+    gate.args(["serve", "--http", "127.0.0.1:0", "-f"])
+        .arg(&spec)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"));
+    let (mut gate_child, gate_url) = spawn(gate);
+    let mut bare = Command::new(std::env::current_exe().unwrap());
+    bare.arg("bare");
+    let (mut bare_child, bare_url) = spawn(bare);
+    let mut memory = Command::new(std::env::current_exe().unwrap());
+    memory.arg("memory").arg(&spec);
+    let (mut memory_child, memory_url) = spawn(memory);
+    let servers = [
+        ("bare rmcp", bare_url, bare_child.id()),
+        ("gate, memory", memory_url, memory_child.id()),
+        ("toolgate serve", gate_url, gate_child.id()),
+    ];
+
+    println!(
+        "tools/call on one mock tool, {clients} concurrent clients, {seconds}s per round, {rounds} rounds each"
+    );
+    let configurations: Vec<(Lifecycle, usize)> = lifecycles
+        .iter()
+        .flat_map(|&l| (0..servers.len()).map(move |s| (l, s)))
+        .collect();
+    let mut measured: Vec<Vec<Measured>> = configurations.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
+            let (name, url, pid) = &servers[s];
+            let m = measure(
+                lifecycle,
+                url,
+                *pid,
+                clients,
+                Duration::from_secs(1),
+                Duration::from_secs(seconds),
+            )
+            .await;
+            println!(
+                "round {}  {:9} {name:15} {}   ({} calls)",
+                round + 1,
+                lifecycle.name(),
+                line(&m),
+                m.calls
+            );
+            measured[c].push(m);
+        }
+    }
+    println!("\nmedians of {rounds} rounds");
+    let mut bare_rate = 0.0;
+    for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
+        let runs = &measured[c];
+        let m = Measured {
+            calls: runs.iter().map(|m| m.calls).sum(),
+            per_second: median(runs.iter().map(|m| m.per_second).collect()),
+            p50: median(runs.iter().map(|m| m.p50).collect()),
+            p99: median(runs.iter().map(|m| m.p99).collect()),
+            server_cpu: runs
+                .iter()
+                .map(|m| m.server_cpu)
+                .collect::<Option<_>>()
+                .map(median),
+            client_cpu: runs
+                .iter()
+                .map(|m| m.client_cpu)
+                .collect::<Option<_>>()
+                .map(median),
+        };
+        let cost = if s == 0 {
+            bare_rate = m.per_second;
+            String::new()
+        } else {
+            format!(
+                "   costs {:.1}% of throughput",
+                (1.0 - m.per_second / bare_rate) * 100.0
+            )
+        };
+        println!(
+            "{:9} {:15} {}{cost}",
+            lifecycle.name(),
+            servers[s].0,
+            line(&m)
+        );
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &gate_child.id().to_string()])
+        .status();
+    let _ = gate_child.wait();
+    for child in [&mut bare_child, &mut memory_child] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
