@@ -268,6 +268,9 @@ pub struct McpServerRef {
     /// The tool's name on that server, when it differs from the declared name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Which MCP revision to speak to it (see `mcp_servers`' `revision`).
+    #[serde(default, skip_serializing_if = "super::UpstreamRevision::is_auto")]
+    pub revision: super::UpstreamRevision,
 }
 
 /// One key of the conversation's state.

@@ -211,6 +211,7 @@ impl ServerConfig {
                     url: Some(text.clone()),
                     headers: IndexMap::new(),
                     tool: None,
+                    revision: UpstreamRevision::Auto,
                 }
             }
             McpBinding::Short(text) => {
@@ -233,6 +234,7 @@ impl ServerConfig {
                     url: None,
                     headers: IndexMap::new(),
                     tool: None,
+                    revision: UpstreamRevision::Auto,
                 }
             }
             McpBinding::Full(full) => (**full).clone(),
@@ -243,6 +245,7 @@ impl ServerConfig {
             env: full.env,
             url: full.url,
             headers: full.headers,
+            revision: full.revision,
             ..McpServerSpec::default()
         };
         Self::from_spec(tool, &spec, base_dir, env)
