@@ -235,6 +235,7 @@ impl Gate {
             .all_tasks()?
             .into_iter()
             .filter(|task| may_see(principal, task))
+            .map(|task| self.settled(task))
             .filter(|task| filter.session.as_ref().is_none_or(|s| *s == task.session))
             .filter(|task| filter.status.is_none_or(|s| s == task.status))
             .collect())
