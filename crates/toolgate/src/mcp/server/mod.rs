@@ -44,6 +44,7 @@ mod inflight;
 mod offering;
 mod result;
 mod session;
+mod tasks;
 mod tools;
 
 use std::fmt;

@@ -9,12 +9,13 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestMethod,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+    GetTaskResult, Implementation, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -187,10 +188,14 @@ impl Session {
     ) -> Outcome {
         let shared = &self.shared;
         let cancel = shared.inflight.cancellation().child_token();
-        let gate_call =
-            downstream
-                .clone()
-                .scope(gate.call_with(session, call, &shared.principal, &cancel));
+        let gate_call = downstream.clone().scope(super::tasks::call_through(
+            gate,
+            session,
+            call,
+            &shared.principal,
+            downstream,
+            &cancel,
+        ));
         tokio::pin!(gate_call);
         tokio::select! {
             biased;
@@ -323,6 +328,7 @@ impl ServerHandler for Session {
             .enable_tool_list_changed()
             .enable_logging()
             .build();
+        super::tasks::advertise(&mut capabilities);
         if self.shared.offers.prompts {
             capabilities.prompts = Some(Default::default());
         }
@@ -388,6 +394,11 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let session = self.conversation(&context).to_owned();
+        let task = super::tasks::start(&self.shared, &session, &request, &context, &self.log_level);
+        if let Some(task) = task.await {
+            return Ok(task);
+        }
         self.call(request, context)
             .await
             .map(CallToolResponse::from)
@@ -460,6 +471,30 @@ impl ServerHandler for Session {
             .read_resource(&self.shared.principal, request)
             .await
             .map(ReadResourceResponse::from)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        super::tasks::get(&self.shared, &request)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        super::tasks::update(&self.shared, &request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        super::tasks::cancel(&self.shared, &request)
     }
 
     async fn set_level(
