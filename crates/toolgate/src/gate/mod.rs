@@ -329,9 +329,8 @@ impl Gate {
         .await
     }
 
-    /// [`Gate::call`] that stops when `cancel` fires. (A background call stops
-    /// waiting when it fires; once started, its task is cancelled with
-    /// [`Gate::cancel_task`].)
+    /// [`Gate::call`] that stops when `cancel` fires (a background call's task
+    /// too; [`Gate::cancel_task`] cancels one task).
     pub async fn call_with(
         &self,
         session: &str,
@@ -528,7 +527,7 @@ impl Gate {
         // Execute: here, or on a task of its own for a background call.
         let background = as_task || tool.descriptor().background.is_some();
         let run_cancel = if background {
-            CancellationToken::new()
+            cancel.child_token()
         } else {
             cancel.clone()
         };

@@ -18,7 +18,7 @@
 //! A background tool called by a client without the extension runs as a task all
 //! the same, and its call waits for it ([`call_through`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::downstream::{Downstream, LogLevel};
+use super::inflight::CallGuard;
 use super::result::call_result;
 use super::tools::arguments;
 use crate::{Gate, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
@@ -55,10 +56,20 @@ pub(crate) fn advertise(capabilities: &mut ServerCapabilities) {
         );
 }
 
-/// The scope a background call runs in: the client that made it, for progress.
-fn scope(downstream: &Downstream) -> TaskScope {
+/// The scope a background call runs in: the client that made it, for progress,
+/// and (when given) the server's count of calls in flight, so that shutdown lets
+/// the task finish within its grace period before it cancels it.
+fn scope(downstream: &Downstream, guard: Option<CallGuard>) -> TaskScope {
     let downstream = downstream.clone();
-    Arc::new(move |future| Box::pin(downstream.clone().scope(future)))
+    let guard = Mutex::new(guard);
+    Arc::new(move |future| {
+        let guard = guard.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let downstream = downstream.clone();
+        Box::pin(async move {
+            let _in_flight = guard;
+            downstream.scope(future).await
+        })
+    })
 }
 
 /// Runs a call through the gate for a caller that waits for its result: a
@@ -79,7 +90,7 @@ pub(crate) async fn call_through(
             principal,
             cancel,
             false,
-            Some(scope(downstream)),
+            Some(scope(downstream, None)),
         )
         .await;
     let Outcome::Started { task_id } = &outcome else {
@@ -154,6 +165,8 @@ pub(crate) async fn start(
         name.clone(),
         arguments(request.arguments.clone()),
     );
+    // A server shutting down takes no new calls (the plain path says so).
+    let guard = shared.inflight.enter()?;
     let cancel = shared.inflight.cancellation().child_token();
     let outcome = gate
         .call_launching(
@@ -162,7 +175,7 @@ pub(crate) async fn start(
             principal,
             &cancel,
             true,
-            Some(scope(&downstream)),
+            Some(scope(&downstream, Some(guard))),
         )
         .await;
     let Outcome::Started { task_id } = &outcome else {
