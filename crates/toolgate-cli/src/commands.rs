@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
@@ -199,7 +200,30 @@ pub fn call(
     .map_err(|e| e.to_string())?;
     let runtime = upstream.runtime();
     let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
-    let outcome = runtime.block_on(gate.call(&state.session, call, &principal));
+    let mut outcome = runtime.block_on(gate.call(&state.session, call, &principal));
+    // A background call: say its task at once, then run it to its end here (the
+    // task is interrupted if this process is stopped first).
+    if let Outcome::Started { task_id } = &outcome {
+        if args.json {
+            print_json(&outcome);
+        } else {
+            sayln!("started task {task_id}");
+            tellln!(
+                "`{name}` runs in the background as task {task_id} (`toolgate tasks get {task_id}` reads it from elsewhere); waiting here for it to end"
+            );
+        }
+        let ended = runtime.block_on(gate.await_task(
+            task_id,
+            Duration::from_secs(365 * 24 * 3600),
+            &principal,
+        ));
+        outcome = match ended {
+            Ok(task) => task.outcome.unwrap_or_else(|| {
+                Outcome::error(format!("task {task_id} ended {}", task.status), false)
+            }),
+            Err(e) => Outcome::error(e.to_string(), false),
+        };
+    }
     if args.json {
         print_json(&for_a_model(&gate, name, &outcome));
     } else {
@@ -216,6 +240,7 @@ pub fn call(
                 "pending approval {approval_id}: {reason}\n  approve it with `toolgate approvals approve {approval_id}`, then run the same call again"
             ),
             Outcome::Denied { reason } => tellln!("denied: {reason}"),
+            Outcome::Started { task_id } => tellln!("task {task_id} is still running"),
         }
     }
     Ok(ExitCode::from(match outcome {
@@ -223,6 +248,7 @@ pub fn call(
         Outcome::Error { .. } => 1,
         Outcome::PendingApproval { .. } => 3,
         Outcome::Denied { .. } => 4,
+        Outcome::Started { .. } => 5,
     }))
 }
 

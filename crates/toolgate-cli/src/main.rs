@@ -13,6 +13,7 @@ mod keys_commands;
 mod pins_commands;
 mod search_commands;
 mod serve_commands;
+mod task_commands;
 mod upstreams;
 mod wire_commands;
 
@@ -210,6 +211,18 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// List the background tasks, show one with its result, cancel one.
+    Tasks {
+        #[command(subcommand)]
+        action: Option<task_commands::TaskAction>,
+        /// As this principal, who sees only its own tasks (default: the operator, who sees all).
+        #[arg(long = "as", value_name = "PRINCIPAL", global = true)]
+        caller: Option<String>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// The tools that best fit a task, by what they do.
     Search {
         /// What to do, in words: "refund an order".
@@ -365,6 +378,12 @@ fn main() -> ExitCode {
             spec,
             state,
         } => pins_commands::run(&spec, &state, action),
+        Command::Tasks {
+            action,
+            caller,
+            spec,
+            state,
+        } => task_commands::run(&spec, &state, caller.as_deref(), action),
         Command::Serve { serve, spec, state } => serve_commands::serve(&spec, &state, &serve),
         Command::Test { path, junit, spec } => {
             flow_commands::test(&spec, path.as_deref(), junit.as_deref())

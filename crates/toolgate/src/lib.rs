@@ -56,8 +56,8 @@ mod spec_tool;
 mod store;
 
 pub use gate::{
-    ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, Gate, GateBuilder, GateOptions, Outcome, ToolCall,
-    invalid_arguments_message,
+    ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
+    Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall, invalid_arguments_message,
 };
 #[cfg(feature = "http")]
 pub use http::{
@@ -75,7 +75,8 @@ pub use store::{ALLOW_SYMLINK_ENV, Admission, AdmissionCheck};
 pub use store::{
     Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditLog, CallHistory, GateStore,
     Grant, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryGateStore,
-    MemoryPins, MemoryStore, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore,
-    RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore, StoreError,
-    changed_fields, default_state_dir, join_fields, resolve_state_dir, state_dir_from_env,
+    MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError,
+    PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore,
+    StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir, join_fields,
+    resolve_state_dir, state_dir_from_env,
 };

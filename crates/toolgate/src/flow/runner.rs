@@ -247,6 +247,16 @@ impl TestRunner {
                             outcome = gate.call(SESSION, make(), &principal).await;
                         }
                     }
+                    // A background call's script goes on with what it came to.
+                    if let Outcome::Started { task_id } = &outcome {
+                        outcome = match gate
+                            .await_task(task_id, std::time::Duration::from_secs(86_400), &principal)
+                            .await
+                        {
+                            Ok(task) => task.outcome.unwrap_or(outcome),
+                            Err(e) => Outcome::error(e.to_string(), false),
+                        };
+                    }
                     let status = match (&outcome, store.tail(1)) {
                         (Outcome::Denied { .. }, Ok(tail))
                             if tail.last().and_then(|r| r.entry.outcome.as_deref())
@@ -425,6 +435,7 @@ fn outcome_words(outcome: &Outcome, status: &str) -> String {
         Outcome::Error { message, .. } => format!("error: {message}"),
         Outcome::PendingApproval { reason, .. } => format!("pending_approval: {reason}"),
         Outcome::Denied { reason } => format!("{status}: {reason}"),
+        Outcome::Started { task_id } => format!("started: task {task_id}"),
     }
 }
 

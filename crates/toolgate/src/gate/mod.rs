@@ -10,8 +10,10 @@
 //! step of the store, so that admission holds across processes.
 
 mod arguments;
+mod execution;
 mod outcome;
 mod run;
+mod task;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,20 +24,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use toolgate_core::spec::{SpecFile, template};
+use toolgate_core::spec::SpecFile;
 use toolgate_core::{
-    AuditEntry, Catalog, CatalogError, Decision, DynTool, Effect, MAX_NAME_LEN, Policy, Principal,
-    RecordKind, SanitizeOptions, ToolCtx, ToolError, audit_arguments, clip_text, content_hash,
-    json_len, sanitize_output, sanitize_value,
+    AuditEntry, Catalog, CatalogError, Decision, Effect, MAX_NAME_LEN, Policy, Principal,
+    RecordKind, ToolCtx, ToolError, audit_arguments, clip_text, content_hash, json_len,
 };
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
 pub use outcome::Outcome;
+pub use task::{DEFAULT_TASK_TTL, TaskError, TaskFilter, TaskFuture, TaskScope};
 
 use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
 use arguments::ArgumentChecker;
-use run::{RunEnd, RunLimits, run};
+use execution::Execution;
+use run::RunLimits;
 
 /// A call as a model (or any caller) makes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +75,8 @@ pub struct GateOptions {
     /// refused before anything reads them. A spec file's `limits.max_argument_bytes`
     /// replaces it ([`GateBuilder::spec`]).
     pub max_argument_bytes: usize,
+    /// How long a finished background task stays readable (see [`Gate::task`]).
+    pub task_ttl: Duration,
 }
 
 /// The default of [`GateOptions::max_argument_bytes`]: 1 MiB.
@@ -89,6 +94,7 @@ impl Default for GateOptions {
             per_tool_concurrency: 8,
             fail_on_output_mismatch: false,
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
+            task_ttl: DEFAULT_TASK_TTL,
         }
     }
 }
@@ -108,7 +114,7 @@ type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 /// Runs calls against a catalog, each through every stage of the gate.
 pub struct Gate {
     catalog: Catalog,
-    entries: HashMap<String, Entry>,
+    entries: HashMap<String, Arc<Entry>>,
     defaults: Map<String, Value>,
     policy: Policy,
     store: Arc<dyn GateStore>,
@@ -119,6 +125,8 @@ pub struct Gate {
     runs: AtomicU64,
     /// The conversation flow the admission stage enforces.
     pub(crate) flow: crate::flow::FlowGate,
+    /// The background tasks running here (shared with the gates that succeed it).
+    tasks: Arc<task::Tasks>,
 }
 
 /// Builds a [`Gate`]: the catalog, and optionally a spec file's state effects,
@@ -132,6 +140,7 @@ pub struct GateBuilder {
     clock: Clock,
     flow_visibility: toolgate_core::flow::FlowVisibility,
     turns: Option<Arc<crate::flow::Turns>>,
+    tasks: Option<Arc<task::Tasks>>,
 }
 
 impl GateBuilder {
@@ -176,6 +185,7 @@ impl GateBuilder {
     /// still holds while calls on the old gate finish.
     pub fn succeeding(mut self, previous: &Gate) -> Self {
         self.turns = Some(previous.flow.turns().clone());
+        self.tasks = Some(previous.tasks.clone());
         self
     }
 
@@ -208,7 +218,7 @@ impl GateBuilder {
                         .and_then(|t| humantime::parse_duration(t).ok()),
                     slots: Arc::new(Semaphore::new(self.options.per_tool_concurrency.max(1))),
                 };
-                (tool.name().to_owned(), entry)
+                (tool.name().to_owned(), Arc::new(entry))
             })
             .collect();
         let mut options = self.options;
@@ -233,6 +243,7 @@ impl GateBuilder {
             run_prefix: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
             runs: AtomicU64::new(1),
             flow,
+            tasks: self.tasks.unwrap_or_default(),
         }
     }
 }
@@ -248,6 +259,7 @@ impl Gate {
             clock: Arc::new(SystemTime::now),
             flow_visibility: Default::default(),
             turns: None,
+            tasks: None,
         }
     }
 
@@ -317,13 +329,29 @@ impl Gate {
         .await
     }
 
-    /// [`Gate::call`] that stops when `cancel` fires.
+    /// [`Gate::call`] that stops when `cancel` fires (a background call's task
+    /// too; [`Gate::cancel_task`] cancels one task).
     pub async fn call_with(
         &self,
         session: &str,
         call: ToolCall,
         principal: &Principal,
         cancel: &CancellationToken,
+    ) -> Outcome {
+        self.call_launching(session, call, principal, cancel, false, None)
+            .await
+    }
+
+    /// [`Gate::call_with`] that runs the call as a background task when its tool
+    /// runs in the background or `as_task` says so, its future wrapped in `scope`.
+    pub async fn call_launching(
+        &self,
+        session: &str,
+        call: ToolCall,
+        principal: &Principal,
+        cancel: &CancellationToken,
+        as_task: bool,
+        scope: Option<TaskScope>,
     ) -> Outcome {
         let started = Instant::now();
         let mut entry = self.audit_entry(RecordKind::Refusal, session, &call, principal);
@@ -449,8 +477,8 @@ impl Gate {
         }
         // Wait for a slot of this tool (bounded per tool), then record intent:
         // durable before anything runs.
-        let _slot = tokio::select! {
-            slot = tool_entry.slots.acquire() => slot,
+        let slot = tokio::select! {
+            slot = tool_entry.slots.clone().acquire_owned() => slot,
             _ = cancel.cancelled() => {
                 let outcome = Outcome::error(format!("the call to `{}` was cancelled before it ran", call.name), false);
                 return self.refuse(entry, "cancelled", outcome);
@@ -496,7 +524,13 @@ impl Gate {
                 Err(e) => return store_failure("the state store", e),
             }
         };
-        // Execute.
+        // Execute: here, or on a task of its own for a background call.
+        let background = as_task || tool.descriptor().background.is_some();
+        let run_cancel = if background {
+            cancel.child_token()
+        } else {
+            cancel.clone()
+        };
         let limits = RunLimits {
             deadline: Instant::now() + timeout,
             max_attempts: self.options.max_attempts.max(1),
@@ -505,7 +539,7 @@ impl Gate {
         let mut ctx = ToolCtx::new(call.id.clone(), principal.clone())
             .with_state(Arc::new(state.clone()))
             .with_deadline(limits.deadline)
-            .with_cancellation(cancel.child_token());
+            .with_cancellation(run_cancel.child_token());
         if let Some(key) = tool.idempotency_key(&arguments) {
             ctx = ctx.with_idempotency_key(key);
         }
@@ -516,60 +550,31 @@ impl Gate {
                 Err(e) => return store_failure("the state store", e),
             }
         }
-        let (end, attempts) = run(tool.as_ref(), &ctx, &arguments, limits, cancel).await;
-        let (status, outcome) = match end {
-            RunEnd::Done(Ok(value)) => ("ok", self.finish_ok(tool.as_ref(), tool_entry, value)),
-            RunEnd::Done(Err(error)) => ("error", tool_error(&call.name, error)),
-            RunEnd::TimedOut => {
-                let limit = humantime::format_duration(timeout);
-                (
-                    "timeout",
-                    Outcome::error(
-                        format!("`{}` did not finish within {limit}", call.name),
-                        true,
-                    ),
-                )
-            }
-            RunEnd::Cancelled => (
-                "cancelled",
-                Outcome::error(format!("the call to `{}` was cancelled", call.name), false),
-            ),
-            RunEnd::Panicked(message) => {
-                let message = format!(
-                    "`{}` failed unexpectedly (it panicked: {message}); tell the operator",
-                    call.name
-                );
-                ("error", Outcome::error(message, false))
-            }
+        let execution = Execution {
+            tool,
+            entry: tool_entry.clone(),
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            fail_on_output_mismatch: self.options.fail_on_output_mismatch,
+            session: session.to_owned(),
+            arguments,
+            state,
+            ctx,
+            limits,
+            timeout,
+            audit: entry,
+            intent,
+            admitted,
+            started,
+            slot: match slot {
+                Ok(slot) => slot,
+                Err(_) => return Outcome::error(format!("`{}` is not ready", call.name), true),
+            },
         };
-        // State effects apply only to a call that succeeded (and whose output passed).
-        let writes = match &outcome {
-            Outcome::Ok { value, .. } => state_writes(tool_entry, &arguments, &state, value),
-            _ => Vec::new(),
-        };
-        // Record completion, together with the state writes.
-        entry.kind = RecordKind::Completion;
-        entry.time = self.now();
-        entry.arguments = Value::Null;
-        entry.outcome = Some(if outcome.is_ok() { "ok" } else { status }.to_owned());
-        entry.message = (!outcome.is_ok()).then(|| audit_message(&outcome));
-        entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-        entry.attempts = Some(attempts);
-        let recorded = if admitted.governed() {
-            self.store.complete_turn(session, &writes, entry)
-        } else {
-            self.store.complete(session, &writes, intent, entry)
-        };
-        match recorded {
-            Ok(_) => outcome,
-            Err(e) => Outcome::error(
-                format!(
-                    "`{}` ran, but its result could not be recorded ({e}); the operator must check `toolgate audit pending`",
-                    call.name
-                ),
-                false,
-            ),
+        if background {
+            return self.launch(&call, principal, execution, run_cancel, scope);
         }
+        execution.run(&run_cancel).await.0
     }
 
     /// Whether `principal` may know of the tool `name`: it is in the catalog and
@@ -598,51 +603,6 @@ impl Gate {
             principal.sees(tool) && self.policy.decide(tool, principal).decision != Decision::Deny
         });
         Outcome::error(error.to_string(), false)
-    }
-
-    /// Output check and sanitizing for a value the tool returned.
-    fn finish_ok(&self, tool: &dyn DynTool, entry: &Entry, value: Value) -> Outcome {
-        let mut notes = Vec::new();
-        if let Some(validator) = &entry.output {
-            let problems: Vec<String> = validator
-                .iter_errors(&value)
-                .map(|e| format!("at `{}`: {e}", e.instance_path().as_str()))
-                .collect();
-            if !problems.is_empty() {
-                let message = format!(
-                    "`{}` returned a value that does not match its `returns`: {}",
-                    tool.name(),
-                    problems.join("; ")
-                );
-                tracing::warn!(tool = tool.name(), "{message}");
-                if self.options.fail_on_output_mismatch {
-                    return Outcome::error(message, false);
-                }
-                notes.push(message);
-            }
-        }
-        let raw = match &value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        let text = if tool.trusted() {
-            raw
-        } else {
-            sanitize_output(&raw, tool.name(), &SanitizeOptions::for_output()).text
-        };
-        let structured = tool.output_schema().is_some().then(|| {
-            if tool.trusted() {
-                value.clone()
-            } else {
-                sanitize_value(&value)
-            }
-        });
-        Outcome::Ok {
-            value,
-            structured,
-            text,
-            notes,
-        }
     }
 
     fn now(&self) -> String {
@@ -691,24 +651,6 @@ impl Gate {
 /// An outcome's message as the audit log keeps it: cut when long.
 fn audit_message(outcome: &Outcome) -> String {
     clip_text(&outcome.message_for_model(), AUDIT_MESSAGE_CHARS).into_owned()
-}
-
-/// What a successful call writes to state: `set_state`, then `save_response_as`.
-fn state_writes(
-    entry: &Entry,
-    arguments: &Value,
-    state: &Map<String, Value>,
-    value: &Value,
-) -> Vec<(String, Value)> {
-    let mut writes: Vec<(String, Value)> = entry
-        .set_state
-        .iter()
-        .map(|(key, template)| (key.clone(), template::render(template, arguments, state)))
-        .collect();
-    if let Some(key) = &entry.save_response_as {
-        writes.push((key.clone(), value.clone()));
-    }
-    writes
 }
 
 fn store_failure(what: &str, error: StoreError) -> Outcome {

@@ -1,11 +1,11 @@
 //! What a call through the gate came to.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The result of one call through the gate. Every refusal says, in words a model can
 /// act on, what was wrong and what to do.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     /// The tool ran.
@@ -13,13 +13,13 @@ pub enum Outcome {
         /// What the tool returned.
         value: Value,
         /// The value as structured content, when the tool declares what it returns.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<Value>,
         /// The value as text for a model: output from untrusted sources is
         /// sanitized and fenced as data.
         text: String,
         /// Problems noticed after the run, e.g. output that does not match `returns`.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notes: Vec<String>,
     },
     /// The call did not produce a value.
@@ -32,6 +32,10 @@ pub enum Outcome {
     PendingApproval { approval_id: String, reason: String },
     /// The call may not run.
     Denied { reason: String },
+    /// The call was admitted, authorized and recorded, and runs in the background
+    /// as a task: [`Gate::task`](crate::Gate::task) and
+    /// [`Gate::await_task`](crate::Gate::await_task) read what it came to.
+    Started { task_id: String },
 }
 
 impl Outcome {
@@ -49,6 +53,7 @@ impl Outcome {
             Outcome::Error { .. } => "error",
             Outcome::PendingApproval { .. } => "pending_approval",
             Outcome::Denied { .. } => "denied",
+            Outcome::Started { .. } => "started",
         }
     }
 
@@ -77,6 +82,11 @@ impl Outcome {
                  Tell the user, and call again once it is approved."
             ),
             Outcome::Denied { reason } => format!("this call is not allowed: {reason}"),
+            Outcome::Started { task_id } => format!(
+                "this call is running in the background as task {task_id}; its result comes \
+                 when it finishes (the caller reads it with `toolgate tasks get {task_id}`, or \
+                 `tasks/get` over MCP). Go on meanwhile."
+            ),
         }
     }
 }

@@ -118,6 +118,16 @@ pub enum StoreError {
         seq: u64,
         source: serde_json::Error,
     },
+
+    /// A stored task cannot be read, typically because its row was edited by hand.
+    #[error(
+        "state store at {location}: task `{id}` has {problem}; delete its row from the `tasks` table to forget it"
+    )]
+    CorruptTask {
+        location: String,
+        id: String,
+        problem: String,
+    },
 }
 
 impl StoreError {

@@ -14,12 +14,13 @@ use super::turns::{
 };
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
-    MemoryAuditLog, MemoryCallHistory, MemoryStore, RecordedCall, Resolution, SqliteStore,
-    StateStore, StoreError,
+    MemoryAuditLog, MemoryCallHistory, MemoryStore, MemoryTasks, RecordedCall, Resolution,
+    SqliteStore, StateStore, StoreError, TaskRecord, TaskStatus, TaskStore,
 };
+use crate::Outcome;
 
 /// The gate's persistence.
-pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory {
+pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory + TaskStore {
     /// Applies a call's state writes, adds it to the session's call history and
     /// appends its completion record — after its intent record, when that was not
     /// appended before the call ran — as one transaction where the store has them:
@@ -83,6 +84,7 @@ pub struct MemoryGateStore {
     audit: MemoryAuditLog,
     calls: MemoryCallHistory,
     turns: MemoryTurns,
+    tasks: MemoryTasks,
 }
 
 impl GateStore for MemoryGateStore {
@@ -288,5 +290,35 @@ impl CallHistory for MemoryGateStore {
     }
     fn forget_calls(&self, session: &str) -> Result<(), StoreError> {
         self.calls.forget_calls(session)
+    }
+}
+
+impl TaskStore for MemoryGateStore {
+    fn create_task(&self, task: &TaskRecord) -> Result<(), StoreError> {
+        self.tasks.create_task(task)
+    }
+    fn finish_task(
+        &self,
+        id: &str,
+        status: TaskStatus,
+        outcome: &Outcome,
+        at_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.tasks.finish_task(id, status, outcome, at_ms)
+    }
+    fn interrupt_task(&self, id: &str, at_ms: u64) -> Result<bool, StoreError> {
+        self.tasks.interrupt_task(id, at_ms)
+    }
+    fn request_task_cancel(&self, id: &str) -> Result<(), StoreError> {
+        self.tasks.request_task_cancel(id)
+    }
+    fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.tasks.task(id)
+    }
+    fn all_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.tasks.all_tasks()
+    }
+    fn drop_expired_tasks(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.tasks.drop_expired_tasks(now_ms)
     }
 }

@@ -22,6 +22,7 @@ mod group_commit;
 mod memory;
 mod pins;
 mod sqlite;
+mod tasks;
 mod turns;
 
 use std::ffi::OsString;
@@ -44,6 +45,7 @@ pub use pins::{
     join_fields,
 };
 pub use sqlite::SqliteStore;
+pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
 pub(crate) use turns::lease_end;
 pub use turns::{Admission, AdmissionCheck};
 

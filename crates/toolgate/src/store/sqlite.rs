@@ -110,6 +110,25 @@ const MIGRATIONS: &[&str] = &[
         rerun_safe INTEGER NOT NULL CHECK (rerun_safe IN (0, 1)),
         until_ms   INTEGER NOT NULL
     ) WITHOUT ROWID;",
+    // Version 7: background tasks, readable from any process and across restarts
+    // (see `tasks`). A working task whose process stopped is marked interrupted.
+    "CREATE TABLE tasks (
+        id               TEXT PRIMARY KEY,
+        session          TEXT NOT NULL,
+        principal        TEXT NOT NULL,
+        tool             TEXT NOT NULL,
+        call_id          TEXT NOT NULL,
+        run_id           TEXT NOT NULL,
+        status           TEXT NOT NULL CHECK (status IN ('working', 'completed', 'failed', 'cancelled', 'interrupted')),
+        created_ms       INTEGER NOT NULL,
+        updated_ms       INTEGER NOT NULL,
+        ttl_ms           INTEGER NOT NULL,
+        lease_until_ms   INTEGER NOT NULL,
+        owner            TEXT NOT NULL,
+        cancel_requested INTEGER NOT NULL DEFAULT 0 CHECK (cancel_requested IN (0, 1)),
+        outcome          TEXT CHECK (outcome IS NULL OR json_valid(outcome))
+    ) WITHOUT ROWID;
+    CREATE INDEX tasks_created ON tasks (created_ms);",
 ];
 
 /// The schema version this toolgate writes and understands.

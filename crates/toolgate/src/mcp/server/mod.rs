@@ -47,6 +47,7 @@ mod offering;
 mod result;
 mod session;
 mod stateless;
+mod tasks;
 mod tools;
 
 use std::collections::HashMap;

@@ -9,13 +9,13 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestMethod,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
     ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter,
+    ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -231,10 +231,14 @@ impl Session {
     ) -> Outcome {
         let cancel = self.shared.inflight.cancellation().child_token();
         let gate = &caller.offering.gate;
-        let gate_call =
-            downstream
-                .clone()
-                .scope(gate.call_with(session, call, &caller.principal, &cancel));
+        let gate_call = downstream.clone().scope(super::tasks::call_through(
+            gate,
+            session,
+            call,
+            &caller.principal,
+            downstream,
+            &cancel,
+        ));
         tokio::pin!(gate_call);
         tokio::select! {
             biased;
@@ -420,6 +424,7 @@ impl ServerHandler for Session {
             .enable_tool_list_changed()
             .enable_logging()
             .build();
+        super::tasks::advertise(&mut capabilities);
         if self.shared.offers.prompts {
             capabilities.prompts = Some(Default::default());
         }
@@ -557,6 +562,19 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let caller = self.caller(&context)?;
+        let session = self.conversation(&context, &caller.principal)?;
+        let task = super::tasks::start(
+            &self.shared,
+            &caller,
+            &session,
+            &request,
+            &context,
+            &self.log_level,
+        );
+        if let Some(task) = task.await {
+            return Ok(task);
+        }
         self.call(request, context).await
     }
 
@@ -631,6 +649,30 @@ impl ServerHandler for Session {
             .read_resource(&self.caller(&context)?.principal, request)
             .await
             .map(ReadResourceResponse::from)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        super::tasks::get(&self.caller(&context)?, &request)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        super::tasks::update(&self.caller(&context)?, &request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        super::tasks::cancel(&self.caller(&context)?, &request)
     }
 
     async fn set_level(

@@ -1,0 +1,200 @@
+//! The second half of a call: from the moment its intent is recorded, running the
+//! tool, checking and sanitizing what it returned, and recording the completion
+//! with the state writes.
+//!
+//! An [`Execution`] owns everything it needs, so it can run where the call was made
+//! or, for a background call, on a task of its own that outlives the call.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::spec::template;
+use toolgate_core::{
+    AuditEntry, DynTool, RecordKind, SanitizeOptions, ToolCtx, sanitize_output, sanitize_value,
+};
+
+use super::run::{RunEnd, RunLimits, run};
+use super::{Clock, Entry, Outcome, audit_message, tool_error};
+use crate::flow::Admitted;
+use crate::store::GateStore;
+
+/// A call admitted, authorized and recorded, ready to run.
+pub(super) struct Execution {
+    pub tool: Arc<dyn DynTool>,
+    pub entry: Arc<Entry>,
+    pub store: Arc<dyn GateStore>,
+    pub clock: Clock,
+    pub fail_on_output_mismatch: bool,
+    pub session: String,
+    pub arguments: Value,
+    pub state: Map<String, Value>,
+    pub ctx: ToolCtx,
+    pub limits: RunLimits,
+    pub timeout: Duration,
+    /// The audit entry, as the intent was recorded.
+    pub audit: AuditEntry,
+    /// A read's intent, committed with its completion.
+    pub intent: Option<AuditEntry>,
+    /// The flow's admission, holding the conversation's turn when governed.
+    pub admitted: Admitted,
+    pub started: Instant,
+    /// The tool's slot, held while it runs.
+    pub slot: OwnedSemaphorePermit,
+}
+
+impl Execution {
+    /// The run id of the call in the audit log.
+    pub fn run_id(&self) -> &str {
+        &self.audit.run_id
+    }
+
+    /// Runs the tool until it ends or `cancel` fires, applies the state effects of a
+    /// call that succeeded and records its completion. Returns the outcome and the
+    /// audit status it was recorded with (`ok`, `error`, `timeout`, `cancelled`).
+    pub async fn run(self, cancel: &CancellationToken) -> (Outcome, &'static str) {
+        let name = self.audit.tool.clone();
+        let (end, attempts) = run(
+            self.tool.as_ref(),
+            &self.ctx,
+            &self.arguments,
+            self.limits,
+            cancel,
+        )
+        .await;
+        let (status, outcome) = match end {
+            RunEnd::Done(Ok(value)) => ("ok", self.finish_ok(value)),
+            RunEnd::Done(Err(error)) => ("error", tool_error(&name, error)),
+            RunEnd::TimedOut => {
+                let limit = humantime::format_duration(self.timeout);
+                (
+                    "timeout",
+                    Outcome::error(format!("`{name}` did not finish within {limit}"), true),
+                )
+            }
+            RunEnd::Cancelled => (
+                "cancelled",
+                Outcome::error(format!("the call to `{name}` was cancelled"), false),
+            ),
+            RunEnd::Panicked(message) => {
+                let message = format!(
+                    "`{name}` failed unexpectedly (it panicked: {message}); tell the operator"
+                );
+                ("error", Outcome::error(message, false))
+            }
+        };
+        self.record(status, outcome, attempts)
+    }
+
+    /// Records the completion of the call with `outcome` (the state effects with it,
+    /// when it succeeded), releasing the conversation's turn.
+    pub fn record(
+        mut self,
+        status: &'static str,
+        outcome: Outcome,
+        attempts: u32,
+    ) -> (Outcome, &'static str) {
+        // State effects apply only to a call that succeeded (and whose output passed).
+        let writes = match &outcome {
+            Outcome::Ok { value, .. } => {
+                state_writes(&self.entry, &self.arguments, &self.state, value)
+            }
+            _ => Vec::new(),
+        };
+        let name = self.audit.tool.clone();
+        let mut entry = self.audit;
+        entry.kind = RecordKind::Completion;
+        entry.time = humantime::format_rfc3339_millis((self.clock)()).to_string();
+        entry.arguments = Value::Null;
+        entry.outcome = Some(if outcome.is_ok() { "ok" } else { status }.to_owned());
+        entry.message = (!outcome.is_ok()).then(|| audit_message(&outcome));
+        entry.duration_ms =
+            Some(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        entry.attempts = Some(attempts);
+        let recorded = if self.admitted.governed() {
+            self.store.complete_turn(&self.session, &writes, entry)
+        } else {
+            self.store
+                .complete(&self.session, &writes, self.intent.take(), entry)
+        };
+        drop(self.slot);
+        match recorded {
+            Ok(_) => (outcome, status),
+            Err(e) => (
+                Outcome::error(
+                    format!(
+                        "`{name}` ran, but its result could not be recorded ({e}); the operator must check `toolgate audit pending`"
+                    ),
+                    false,
+                ),
+                "error",
+            ),
+        }
+    }
+
+    /// Output check and sanitizing for a value the tool returned.
+    fn finish_ok(&self, value: Value) -> Outcome {
+        let tool = self.tool.as_ref();
+        let mut notes = Vec::new();
+        if let Some(validator) = &self.entry.output {
+            let problems: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("at `{}`: {e}", e.instance_path().as_str()))
+                .collect();
+            if !problems.is_empty() {
+                let message = format!(
+                    "`{}` returned a value that does not match its `returns`: {}",
+                    tool.name(),
+                    problems.join("; ")
+                );
+                tracing::warn!(tool = tool.name(), "{message}");
+                if self.fail_on_output_mismatch {
+                    return Outcome::error(message, false);
+                }
+                notes.push(message);
+            }
+        }
+        let raw = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let text = if tool.trusted() {
+            raw
+        } else {
+            sanitize_output(&raw, tool.name(), &SanitizeOptions::for_output()).text
+        };
+        let structured = tool.output_schema().is_some().then(|| {
+            if tool.trusted() {
+                value.clone()
+            } else {
+                sanitize_value(&value)
+            }
+        });
+        Outcome::Ok {
+            value,
+            structured,
+            text,
+            notes,
+        }
+    }
+}
+
+/// What a successful call writes to state: `set_state`, then `save_response_as`.
+fn state_writes(
+    entry: &Entry,
+    arguments: &Value,
+    state: &Map<String, Value>,
+    value: &Value,
+) -> Vec<(String, Value)> {
+    let mut writes: Vec<(String, Value)> = entry
+        .set_state
+        .iter()
+        .map(|(key, template)| (key.clone(), template::render(template, arguments, state)))
+        .collect();
+    if let Some(key) = &entry.save_response_as {
+        writes.push((key.clone(), value.clone()));
+    }
+    writes
+}
