@@ -109,6 +109,49 @@ pub fn render_deferred(
     out
 }
 
+/// The keywords of a schema that are MCP's, not JSON Schema's.
+const MCP_KEYWORDS: &[&str] = &["x-mcp-header"];
+
+fn has_mcp_keywords(tool: &ToolDescriptor) -> bool {
+    let text = tool.input_schema.to_string();
+    MCP_KEYWORDS
+        .iter()
+        .any(|k| text.contains(&format!("\"{k}\"")))
+}
+
+fn without_mcp_keywords(mut tool: ToolDescriptor) -> ToolDescriptor {
+    strip_mcp_keywords(&mut tool.input_schema, false);
+    tool
+}
+
+/// Drops MCP's keywords from every schema in `value`; `names` is true for a map
+/// whose keys are property or definition names (a property may be named so).
+fn strip_mcp_keywords(value: &mut Value, names: bool) {
+    match value {
+        Value::Object(map) => {
+            if !names {
+                map.retain(|key, _| !MCP_KEYWORDS.contains(&key.as_str()));
+            }
+            for (key, child) in map.iter_mut() {
+                let holds_names = !names
+                    && matches!(
+                        key.as_str(),
+                        "properties"
+                            | "patternProperties"
+                            | "$defs"
+                            | "definitions"
+                            | "dependentSchemas"
+                    );
+                strip_mcp_keywords(child, holds_names);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| strip_mcp_keywords(item, false)),
+        _ => {}
+    }
+}
+
 fn render_with(
     target: Target,
     tools: &[ToolDescriptor],
@@ -131,6 +174,15 @@ fn render_with(
             .collect(),
         problems: Vec::new(),
         reader: CallReader::new(names.clone()),
+    };
+    // `x-mcp-header` is MCP's own keyword (SEP-2243): an MCP client reads it,
+    // a model has no use for it.
+    let stripped: Vec<ToolDescriptor>;
+    let tools = if target != Target::Mcp && tools.iter().any(has_mcp_keywords) {
+        stripped = tools.iter().cloned().map(without_mcp_keywords).collect();
+        &stripped[..]
+    } else {
+        tools
     };
     let input = RenderInput {
         tools,
@@ -193,5 +245,46 @@ pub fn result_message(
         Target::Anthropic => anthropic::result_message(call, result),
         Target::Gemini | Target::Vertex => gemini::result_message(call, reader, result, descriptor),
         Target::Mcp => mcp::result_message(result),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mcp_s_own_keywords_reach_mcp_clients_and_no_model_api() {
+        let tool = ToolDescriptor::new(
+            "forecast",
+            "The weather in a region.",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "x-mcp-header": {"type": "string"}
+            }, "$defs": {"d": {"type": "string", "x-mcp-header": "D"}}}),
+            crate::Effect::Read,
+            crate::ToolSource::Spec {
+                file: "toolgate.yaml".into(),
+            },
+        );
+        for target in &Target::ALL {
+            let rendered = render(
+                *target,
+                std::slice::from_ref(&tool),
+                &[],
+                RenderOptions::default(),
+            );
+            let text = serde_json::to_string(&rendered.tools).unwrap();
+            let keywords = text.matches("\"x-mcp-header\":\"").count();
+            if *target == Target::Mcp {
+                assert_eq!(keywords, 2, "{target:?}: {text}");
+            } else {
+                assert_eq!(keywords, 0, "{target:?}: {text}");
+                assert!(
+                    text.contains("\"x-mcp-header\":{") || text.contains("\"x_mcp_header\":{"),
+                    "a property of that name stays: {text}"
+                );
+            }
+        }
     }
 }
