@@ -163,8 +163,8 @@ impl Session {
     }
 
     /// Tells the client when a call changed the tools it is offered (a flow
-    /// opened or closed some), once it has listed them: a session's client
-    /// directly, a stateless client through its subscription.
+    /// opened or closed some), once it has listed them: on the call's stream, and
+    /// to the conversation's subscriptions.
     async fn tell_if_tools_changed(
         &self,
         caller: &Caller,
@@ -176,7 +176,10 @@ impl Session {
             return;
         }
         let now = self.shown_now(caller, session);
-        if conversations.offered_now(session, now) && !stateless::is_stateless(context) {
+        if conversations.offered_now(session, now) {
+            // On the stateless revision this goes on the call's own response
+            // stream (the call is what changed the list), as well as to the
+            // conversation's subscriptions.
             let _ = context.peer.notify_tool_list_changed().await;
         }
     }
