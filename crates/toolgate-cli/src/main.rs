@@ -267,6 +267,11 @@ enum StateAction {
 }
 
 fn main() -> ExitCode {
+    // A code-mode worker: the gate starts this binary to run one program under
+    // OS limits (see `toolgate::code_mode`). Hidden from `--help` on purpose.
+    if std::env::args_os().nth(1).as_deref() == Some(toolgate::code_mode::WORKER_ARG.as_ref()) {
+        return toolgate::code_mode::worker_main();
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check {

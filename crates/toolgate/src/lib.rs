@@ -42,6 +42,8 @@
 pub use toolgate_core::*;
 pub use toolgate_derive::Tool;
 
+#[cfg(feature = "code-mode")]
+pub mod code_mode;
 pub mod flow;
 mod gate;
 mod http;
