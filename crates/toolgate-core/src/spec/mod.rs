@@ -7,6 +7,7 @@
 
 mod address;
 mod allow_entry;
+mod code_mode;
 mod diagnostic;
 mod document;
 mod limits;
@@ -21,6 +22,7 @@ mod structure;
 pub mod template;
 
 pub use crate::Scheduling;
+pub use code_mode::{CodeModeSection, MIN_CODE_MEMORY_BYTES};
 pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
 pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};

@@ -34,6 +34,9 @@ pub struct SpecFile {
     /// Bounds on what one call may carry (its arguments' size).
     #[serde(default, skip_serializing_if = "super::LimitsSection::is_default")]
     pub limits: super::LimitsSection,
+    /// The limits of programs a model writes (`run_code`).
+    #[serde(default, skip_serializing_if = "super::CodeModeSection::is_default")]
+    pub code_mode: super::CodeModeSection,
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,

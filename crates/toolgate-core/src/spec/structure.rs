@@ -330,6 +330,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("HostedTool") => "a hosted tool",
         Some("NetworkSection") => "`network`",
         Some("LimitsSection") => "`limits`",
+        Some("CodeModeSection") => "`code_mode`",
         Some("Flow") => "`flow`",
         Some("Step") => "a flow step",
         Some("Guard") => "a guard",
