@@ -7,6 +7,7 @@ mod output;
 mod anchor_commands;
 mod approval_commands;
 mod audit_commands;
+mod code_commands;
 mod commands;
 mod flow_commands;
 mod pins_commands;
@@ -221,6 +222,15 @@ enum Command {
         #[command(subcommand)]
         action: search_commands::EvalAction,
     },
+    /// Code mode: print the stubs a model reads, or run a program whose calls take the gate.
+    Code {
+        #[command(subcommand)]
+        action: code_commands::CodeAction,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Show or edit a conversation's state.
     State {
         #[command(subcommand)]
@@ -254,6 +264,10 @@ struct RenderArgs {
     /// Like --defer, also loading these tools up front (comma-separated or repeated).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     always_loaded: Vec<String>,
+    /// Code mode: offer `run_code` (whose description carries the stubs of every
+    /// tool) and the tools marked `always_loaded: true`.
+    #[arg(long, conflicts_with_all = ["defer", "always_loaded", "explain"])]
+    code_mode: bool,
 }
 
 #[derive(Subcommand)]
@@ -296,6 +310,14 @@ fn main() -> ExitCode {
             args.as_deref(),
             caller.as_deref(),
             max_argument_bytes,
+        ),
+        Command::Render { render, spec } if render.code_mode => code_commands::render(
+            &spec,
+            render.target,
+            toolgate::wire::RenderOptions {
+                strict: render.strict,
+                json_schema: render.json_schema,
+            },
         ),
         Command::Render { render, spec } => wire_commands::render(
             &spec,
@@ -350,6 +372,11 @@ fn main() -> ExitCode {
             spec,
             state,
         } => commands::state(&spec, &state, action),
+        Command::Code {
+            action,
+            spec,
+            state,
+        } => code_commands::run(&spec, &state, action),
         Command::Pins {
             action,
             spec,

@@ -25,11 +25,13 @@ mod host;
 mod limits;
 mod names;
 mod protocol;
+mod run_code;
 mod stubs;
 mod worker;
 
 pub use host::{CodeError, CodeMode, CodeRun, WORKER_ARG, WorkerCommand};
 pub use limits::CodeLimits;
 pub use names::{PythonNames, identifier};
+pub use run_code::{RUN_CODE, run_code_descriptor, run_code_tool};
 pub use stubs::stubs;
 pub use worker::worker_main;
