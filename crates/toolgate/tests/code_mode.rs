@@ -484,3 +484,16 @@ async fn a_worker_that_cannot_start_is_an_error_not_a_panic() {
         .await;
     failed(&run, "worker", "could not start");
 }
+
+#[tokio::test]
+async fn an_expression_nested_a_hundred_thousand_deep_ends_the_program_not_the_gateway() {
+    let desk = desk();
+    let code = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+    let run = run(&desk, &code).await;
+    let error = run.error.as_ref().expect("it cannot succeed");
+    assert!(
+        error.kind == "syntax" || error.limit == Some("max_recursion_depth"),
+        "{error:?}"
+    );
+    still_serving(&desk).await;
+}

@@ -9,7 +9,7 @@ use super::diagnostic::Diagnostic;
 use super::document::Document;
 
 /// The smallest address space a worker may be given: it must still load itself.
-pub const MIN_CODE_MEMORY_BYTES: u64 = 64 << 20;
+pub const MIN_CODE_MEMORY_BYTES: u64 = 128 << 20;
 
 /// Limits of one code-mode program.
 ///
@@ -37,7 +37,7 @@ pub struct CodeModeSection {
     /// Bytes a program may print; its result is capped to as many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_bytes: Option<u64>,
-    /// The worker process's address space in bytes (at least 67108864, 64 MiB).
+    /// The worker process's address space in bytes (at least 134217728, 128 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_memory_bytes: Option<u64>,
     /// How deep Python calls may nest.
@@ -102,9 +102,9 @@ pub(super) fn check_code_mode(doc: &Document, section: &CodeModeSection) -> Vec<
         problem(
             "max_memory_bytes",
             format!(
-                "`max_memory_bytes` is {bytes}, less than the {MIN_CODE_MEMORY_BYTES} bytes (64 MiB) a worker needs to start"
+                "`max_memory_bytes` is {bytes}, less than the {MIN_CODE_MEMORY_BYTES} bytes (128 MiB) a worker needs to start"
             ),
-            "write at least 67108864; leave it out for the default of 1073741824 (1 GiB)",
+            "write at least 134217728; leave it out for the default of 1073741824 (1 GiB)",
         );
     }
     out

@@ -25,7 +25,7 @@ use super::protocol::{
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
 /// bounded by the address-space limit like everything else.
-const INTERPRETER_STACK: usize = 64 << 20;
+const INTERPRETER_STACK: usize = 16 << 20;
 
 /// The name the program's traceback shows for its source.
 const SCRIPT_NAME: &str = "program.py";
@@ -57,11 +57,18 @@ type Input = BufReader<Stdin>;
 type Output = BufWriter<Stdout>;
 
 fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
+    let first = read_frame(input).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => io::Error::new(
+            e.kind(),
+            "no program came on stdin; the gate starts this worker, it is not run by hand",
+        ),
+        _ => e,
+    })?;
     let ToWorker::Start {
         code,
         functions,
         limits,
-    } = read_frame(input)?
+    } = first
     else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
