@@ -381,12 +381,27 @@ async fn a_string_of_ten_terabytes_is_stopped_by_the_memory_limit() {
 
 #[tokio::test]
 async fn a_list_grown_in_a_loop_is_stopped_by_the_memory_limit() {
-    stopped_by(
-        &desk(),
-        "xs = []\nwhile True:\n    xs.append('x' * 1000000 + str(len(xs)))\n",
-        "max_memory_bytes",
-    )
-    .await;
+    let desk = desk();
+    // Time enough that memory, not time, is the limit this program meets.
+    let patient = CodeMode::new(worker()).limits(CodeLimits {
+        interpreter_time: Duration::from_secs(60),
+        max_memory_bytes: 256 << 20,
+        ..CodeLimits::default()
+    });
+    let run = patient
+        .run(
+            &desk.gate,
+            "s",
+            &Principal::operator(),
+            "xs = []\nwhile True:\n    xs.append('x' * 1000000 + str(len(xs)))\n",
+        )
+        .await;
+    let message = failed(&run, "limit", "code_mode.max_memory_bytes");
+    assert!(
+        message.contains("256 MiB") && message.contains("raise it"),
+        "{message}"
+    );
+    still_serving(&desk).await;
 }
 
 #[tokio::test]
@@ -496,4 +511,40 @@ async fn an_expression_nested_a_hundred_thousand_deep_ends_the_program_not_the_g
         "{error:?}"
     );
     still_serving(&desk).await;
+}
+
+#[tokio::test]
+async fn the_audit_log_records_the_program_with_its_hash_and_each_inner_call_under_its_run_id() {
+    let desk = desk();
+    let code = "echo(value=1)\necho(value=2)\n";
+    let run = run(&desk, code).await;
+    assert!(run.is_ok(), "{run:?}");
+    let records = desk.gate.store().tail(10).unwrap();
+    let program: Vec<_> = records
+        .iter()
+        .filter(|r| r.entry.tool == "run_code")
+        .collect();
+    assert_eq!(program.len(), 2, "an intent and a completion: {records:#?}");
+    let intent = &program[0].entry;
+    assert_eq!(intent.kind, toolgate::RecordKind::Intent);
+    assert_eq!(intent.arguments["code"], code);
+    assert_eq!(
+        intent.arguments["sha256"],
+        toolgate::content_hash(&Value::String(code.into()))
+    );
+    let completion = &program[1].entry;
+    assert_eq!(completion.outcome.as_deref(), Some("ok"));
+    assert_eq!(completion.run_id, intent.run_id);
+    let inner: Vec<&str> = records
+        .iter()
+        .filter(|r| r.entry.tool == "echo" && r.entry.kind == toolgate::RecordKind::Completion)
+        .map(|r| r.entry.call_id.as_str())
+        .collect();
+    assert_eq!(
+        inner,
+        [
+            format!("{}-1", intent.run_id),
+            format!("{}-2", intent.run_id)
+        ]
+    );
 }

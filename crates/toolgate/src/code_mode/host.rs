@@ -10,15 +10,19 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
-use toolgate_core::{Principal, SanitizeOptions, sanitize_output};
+use toolgate_core::{
+    AuditEntry, Principal, RecordKind, SanitizeOptions, clip_text, content_hash, sanitize_output,
+};
 
 use super::limits::CodeLimits;
 use super::names::PythonNames;
 use super::protocol::{
     Finished, FromWorker, InterpreterLimits, ToWorker, read_frame_async, write_frame_async,
 };
+use super::run_code::RUN_CODE;
 use crate::{Gate, Outcome, ToolCall};
 
 /// The argument that makes a binary embedding toolgate act as a code-mode worker
@@ -174,6 +178,10 @@ impl CodeMode {
     /// Runs `code` in a fresh worker; each tool call in it is a [`Gate::call`] in
     /// `session` for `principal`. Never fails: whatever goes wrong is in the
     /// [`CodeRun`]'s error.
+    ///
+    /// The audit log records the run as `run_code`: an intent with the code and
+    /// its SHA-256 before anything runs, a completion with how it ended. Each
+    /// inner call's id is the program's run id, a dash and its number.
     pub async fn run(
         &self,
         gate: &Gate,
@@ -181,7 +189,28 @@ impl CodeMode {
         principal: &Principal,
         code: &str,
     ) -> CodeRun {
-        let names = Self::names(gate, principal);
+        let started = Instant::now();
+        let run_id = format!("code-{}", uuid::Uuid::new_v4().simple());
+        let mut entry = AuditEntry {
+            time: gate.now(),
+            kind: RecordKind::Intent,
+            run_id: run_id.clone(),
+            call_id: run_id.clone(),
+            session: session.to_owned(),
+            principal: principal.id.clone(),
+            tool: RUN_CODE.to_owned(),
+            effect: None,
+            arguments: json!({
+                "code": code,
+                "sha256": content_hash(&Value::String(code.to_owned())),
+            }),
+            decision: None,
+            reason: None,
+            outcome: None,
+            message: None,
+            duration_ms: None,
+            attempts: None,
+        };
         let mut run = CodeRun {
             status: "ok",
             value: None,
@@ -190,7 +219,51 @@ impl CodeMode {
             error: None,
             calls: 0,
         };
-        let run_id = uuid::Uuid::new_v4().simple().to_string();
+        if code.len() > gate.max_argument_bytes() {
+            run.fail(worker_error(format!(
+                "the program is {} bytes, more than the {} bytes a call may carry; nothing ran. Write a shorter program",
+                code.len(),
+                gate.max_argument_bytes()
+            )));
+            return run;
+        }
+        if let Err(e) = gate.store().append(entry.clone()) {
+            run.fail(worker_error(format!(
+                "the audit log cannot be written ({e}), so the program did not run; tell the operator"
+            )));
+            return run;
+        }
+        self.run_program(gate, session, principal, code, &run_id, &mut run)
+            .await;
+        entry.kind = RecordKind::Completion;
+        entry.time = gate.now();
+        entry.arguments = Value::Null;
+        entry.outcome = Some(match &run.error {
+            None => "ok".to_owned(),
+            Some(error) => error.limit.map_or(error.kind, |_| "limit").to_owned(),
+        });
+        entry.message = run
+            .error
+            .as_ref()
+            .map(|e| clip_text(&e.message, 4096).into_owned());
+        entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        entry.attempts = Some(u32::try_from(run.calls).unwrap_or(u32::MAX));
+        if let Err(e) = gate.store().append(entry) {
+            tracing::warn!(run_id, "the end of a program could not be recorded: {e}");
+        }
+        run
+    }
+
+    async fn run_program(
+        &self,
+        gate: &Gate,
+        session: &str,
+        principal: &Principal,
+        code: &str,
+        run_id: &str,
+        run: &mut CodeRun,
+    ) {
+        let names = Self::names(gate, principal);
         let mut child = match self.spawn() {
             Ok(child) => child,
             Err(e) => {
@@ -198,7 +271,7 @@ impl CodeMode {
                     "the code-mode worker `{}` could not start ({e}); tell the operator",
                     self.worker.program.display()
                 )));
-                return run;
+                return;
             }
         };
         let stderr = child.stderr.take().map(|s| tokio::spawn(read_capped(s)));
@@ -206,7 +279,7 @@ impl CodeMode {
         let driven = tokio::time::timeout(
             self.limits.wall_clock,
             self.drive(
-                &mut child, gate, session, principal, code, &names, &run_id, &mut run,
+                &mut child, gate, session, principal, code, &names, run_id, run,
             ),
         )
         .await;
@@ -219,7 +292,7 @@ impl CodeMode {
                     None => String::new(),
                 };
                 run.fail(self.died(status, &stderr, started.elapsed()));
-                return run;
+                return;
             }
             Err(_elapsed) => {
                 let _ = child.start_kill();
@@ -231,7 +304,7 @@ impl CodeMode {
                         humantime::format_duration(self.limits.wall_clock)
                     ),
                 ));
-                return run;
+                return;
             }
         };
         let _ = child.wait().await;
@@ -251,7 +324,7 @@ impl CodeMode {
                     self.limits.max_calls
                 );
                 run.fail(self.limit("max_calls", message));
-                return run;
+                return;
             }
             let mut message = match kind {
                 "syntax" => match (error.line, error.column) {
@@ -289,7 +362,6 @@ impl CodeMode {
                 ),
             ));
         }
-        run
     }
 
     fn spawn(&self) -> std::io::Result<Child> {

@@ -645,7 +645,7 @@ impl Gate {
         }
     }
 
-    fn now(&self) -> String {
+    pub(crate) fn now(&self) -> String {
         humantime::format_rfc3339_millis((self.clock)()).to_string()
     }
 
