@@ -515,7 +515,10 @@ impl CodeRun {
     }
 }
 
-/// What a gate outcome becomes at the program's call site.
+/// What a gate outcome becomes at the program's call site. The match names every
+/// outcome: a new one must be given its exception here (a background tool's
+/// `Started { task_id }` is a `RuntimeError` naming the task: its result never
+/// reaches the program).
 fn reply_for(outcome: Outcome) -> ToWorker {
     match outcome {
         Outcome::Ok { value, .. } => ToWorker::Return { value },
