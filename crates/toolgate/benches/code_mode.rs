@@ -4,10 +4,10 @@
 //! - `interpreter/start_to_first_call`: a 20-line program parsed, compiled and run
 //!   in the interpreter up to its first tool call (what the worker does after it
 //!   has started);
-//! - `worker/one_call` and `worker/101_calls`: a whole run through
+//! - `worker/one_call` and `worker/100_calls`: a whole run through
 //!   `CodeMode::run` — a fresh worker process, the program, its calls through the
 //!   gate, the result. The cost of one call from a program is
-//!   `(101_calls − one_call) / 100`;
+//!   `(100_calls − one_call) / 99` (100 is the default `max_calls`);
 //! - `gate/direct`: one `Gate::call` of the same tool (in-memory store).
 //!
 //! Run: `cargo bench -p toolgate --bench code_mode --no-default-features --features code-mode`.
@@ -140,7 +140,7 @@ fn bench(c: &mut Criterion) {
     let mode = CodeMode::new(WorkerCommand::program(env!(
         "CARGO_BIN_EXE_toolgate-code-worker"
     )));
-    for (name, calls) in [("worker/one_call", 1), ("worker/101_calls", 101)] {
+    for (name, calls) in [("worker/one_call", 1), ("worker/100_calls", 100)] {
         let code = program(calls);
         c.bench_function(name, |b| {
             b.to_async(&runtime).iter(|| async {
