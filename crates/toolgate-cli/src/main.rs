@@ -7,6 +7,7 @@ mod output;
 mod anchor_commands;
 mod approval_commands;
 mod audit_commands;
+mod code_commands;
 mod commands;
 mod flow_commands;
 mod keys_commands;
@@ -244,6 +245,15 @@ enum Command {
         #[command(subcommand)]
         action: search_commands::EvalAction,
     },
+    /// Code mode: print the stubs a model reads, or run a program whose calls take the gate.
+    Code {
+        #[command(subcommand)]
+        action: code_commands::CodeAction,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
     /// Show or edit a conversation's state.
     State {
         #[command(subcommand)]
@@ -277,6 +287,10 @@ struct RenderArgs {
     /// Like --defer, also loading these tools up front (comma-separated or repeated).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     always_loaded: Vec<String>,
+    /// Code mode: offer `run_code` (whose description carries the stubs of every
+    /// tool) and the tools marked `always_loaded: true`.
+    #[arg(long, conflicts_with_all = ["defer", "always_loaded", "explain"])]
+    code_mode: bool,
 }
 
 #[derive(Subcommand)]
@@ -290,6 +304,11 @@ enum StateAction {
 }
 
 fn main() -> ExitCode {
+    // A code-mode worker: the gate starts this binary to run one program under
+    // OS limits (see `toolgate::code_mode`). Hidden from `--help` on purpose.
+    if std::env::args_os().nth(1).as_deref() == Some(toolgate::code_mode::WORKER_ARG.as_ref()) {
+        return toolgate::code_mode::worker_main();
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check {
@@ -314,6 +333,14 @@ fn main() -> ExitCode {
             args.as_deref(),
             caller.as_deref(),
             max_argument_bytes,
+        ),
+        Command::Render { render, spec } if render.code_mode => code_commands::render(
+            &spec,
+            render.target,
+            toolgate::wire::RenderOptions {
+                strict: render.strict,
+                json_schema: render.json_schema,
+            },
         ),
         Command::Render { render, spec } => wire_commands::render(
             &spec,
@@ -373,6 +400,11 @@ fn main() -> ExitCode {
             spec,
             state,
         } => keys_commands::run(&spec, &state, action),
+        Command::Code {
+            action,
+            spec,
+            state,
+        } => code_commands::run(&spec, &state, action),
         Command::Pins {
             action,
             spec,

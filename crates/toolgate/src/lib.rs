@@ -44,6 +44,8 @@ pub use toolgate_derive::Tool;
 
 #[cfg(feature = "mcp")]
 pub mod auth;
+#[cfg(feature = "code-mode")]
+pub mod code_mode;
 pub mod flow;
 mod gate;
 mod http;

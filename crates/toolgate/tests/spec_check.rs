@@ -848,3 +848,19 @@ fn a_50_mb_file_of_garbage_is_refused_at_once() {
         @"[dir]/toolgate.yaml is 50 MiB, more than a spec file may hold (8 MiB); check that this is the spec file you meant"
     );
 }
+
+#[test]
+fn code_mode_limits_that_cannot_hold_a_program_are_errors_that_say_what_to_write() {
+    let source = check("code_mode_limits.yaml");
+    let messages: Vec<&str> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert!(
+        messages[0].starts_with("`interpreter_time` is `ten seconds`, which is not a duration")
+    );
+    insta::assert_snapshot!(source.render_diagnostics());
+}

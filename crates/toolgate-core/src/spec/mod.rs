@@ -8,6 +8,7 @@
 mod address;
 mod allow_entry;
 mod auth;
+mod code_mode;
 mod diagnostic;
 mod document;
 mod limits;
@@ -25,6 +26,7 @@ pub use crate::Scheduling;
 pub use auth::{
     ApiKeysSection, AuthSection, DEFAULT_TOKEN_ALGORITHMS, OAuthSection, TOKEN_ALGORITHMS,
 };
+pub use code_mode::{CodeModeSection, MIN_CODE_MEMORY_BYTES};
 pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
 pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};

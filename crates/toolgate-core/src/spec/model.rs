@@ -37,6 +37,9 @@ pub struct SpecFile {
     /// How callers of `toolgate serve --http` authenticate.
     #[serde(default, skip_serializing_if = "super::AuthSection::is_default")]
     pub auth: super::AuthSection,
+    /// The limits of programs a model writes (`run_code`).
+    #[serde(default, skip_serializing_if = "super::CodeModeSection::is_default")]
+    pub code_mode: super::CodeModeSection,
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,

@@ -40,6 +40,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
         .out
         .extend(super::limits::check_limits(doc, &spec.limits));
     rules.out.extend(super::auth::check_auth(doc, &spec.auth));
+    rules
+        .out
+        .extend(super::code_mode::check_code_mode(doc, &spec.code_mode));
     let positions: Vec<usize> = placed.iter().map(|place| place.index).collect();
     rules.out.extend(super::network_checks::check_network_use(
         doc, spec, &positions,

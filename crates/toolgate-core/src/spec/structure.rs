@@ -333,6 +333,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("AuthSection") => "`auth`",
         Some("ApiKeysSection") => "`auth.api_keys`",
         Some("OAuthSection") => "`auth.oauth`",
+        Some("CodeModeSection") => "`code_mode`",
         Some("Flow") => "`flow`",
         Some("Step") => "a flow step",
         Some("Guard") => "a guard",

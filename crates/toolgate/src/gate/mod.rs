@@ -605,7 +605,7 @@ impl Gate {
         Outcome::error(error.to_string(), false)
     }
 
-    fn now(&self) -> String {
+    pub(crate) fn now(&self) -> String {
         humantime::format_rfc3339_millis((self.clock)()).to_string()
     }
 

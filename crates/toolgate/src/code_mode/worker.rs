@@ -1,0 +1,335 @@
+//! The worker: a process that runs one program in the Monty interpreter and sends
+//! each of its tool calls to the gate over stdout, reading the answers from stdin.
+//! It runs under the OS limits the gate set before it started (address space, CPU
+//! time), so a program that exhausts memory or the stack ends this process, never
+//! the gateway.
+//!
+//! Nothing but frames may be written to stdout: the program's `print` is collected,
+//! never written through.
+
+use std::borrow::Cow;
+use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use monty::{MontyRun, RunProgress};
+use monty_types::{
+    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
+    PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+};
+
+use super::convert::{to_json, to_python};
+use super::protocol::{
+    Finished, FromWorker, InterpreterLimits, ToWorker, WorkerError, read_frame, write_frame,
+};
+
+/// The interpreter's thread stack: deep enough for the recursion limit, and still
+/// bounded by the address-space limit like everything else.
+const INTERPRETER_STACK: usize = 16 << 20;
+
+/// The name the program's traceback shows for its source.
+const SCRIPT_NAME: &str = "program.py";
+
+/// Runs one program as the gate's worker: reads it from stdin, answers its calls
+/// through stdin and stdout, and exits. A binary that embeds toolgate calls this
+/// when it is started with [`super::WORKER_ARG`] (the `toolgate` binary does), or
+/// a dedicated binary calls it from `main`.
+pub fn worker_main() -> ExitCode {
+    let thread = std::thread::Builder::new()
+        .name("code-mode".into())
+        .stack_size(INTERPRETER_STACK)
+        .spawn(|| {
+            let mut input = BufReader::new(io::stdin());
+            let mut output = BufWriter::new(io::stdout());
+            serve(&mut input, &mut output)
+        });
+    match thread.map(|t| t.join()) {
+        Ok(Ok(Ok(()))) => ExitCode::SUCCESS,
+        Ok(Ok(Err(error))) => {
+            eprintln!("toolgate code worker: {error}");
+            ExitCode::from(2)
+        }
+        _ => ExitCode::from(3),
+    }
+}
+
+type Input = BufReader<Stdin>;
+type Output = BufWriter<Stdout>;
+
+fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
+    let first = read_frame(input).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => io::Error::new(
+            e.kind(),
+            "no program came on stdin; the gate starts this worker, it is not run by hand",
+        ),
+        _ => e,
+    })?;
+    let ToWorker::Start {
+        code,
+        functions,
+        limits,
+    } = first
+    else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the first message must start a program",
+        ));
+    };
+    let finished = run(&code, &functions, &limits, input, output)?;
+    write_frame(output, &FromWorker::Done(finished))
+}
+
+/// `print` collected up to a cap; past it the program is told, and the gate
+/// reports the limit however the program handles that.
+struct Printed {
+    text: String,
+    cap: usize,
+    exceeded: bool,
+}
+
+impl Printed {
+    fn push(&mut self, s: &str) -> Result<(), MontyException> {
+        if self.exceeded || self.text.len() + s.len() > self.cap {
+            self.exceeded = true;
+            return Err(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "the program printed more than the {} bytes it may print",
+                    self.cap
+                )),
+            ));
+        }
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
+impl PrintWriterCallback for Printed {
+    fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
+        self.push(&output)
+    }
+
+    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
+        let mut buf = [0u8; 4];
+        self.push(end.encode_utf8(&mut buf))
+    }
+}
+
+fn run(
+    code: &str,
+    functions: &[String],
+    limits: &InterpreterLimits,
+    input: &mut Input,
+    output: &mut Output,
+) -> io::Result<Finished> {
+    let mut printed = Printed {
+        text: String::new(),
+        cap: limits.max_output_bytes,
+        exceeded: false,
+    };
+    let runner = match MontyRun::new(
+        code.to_owned(),
+        SCRIPT_NAME,
+        Vec::new(),
+        CompileOptions::default(),
+    ) {
+        Ok(runner) => runner,
+        Err(exception) => {
+            return Ok(Finished {
+                error: Some(worker_error(&exception, true)),
+                ..Finished::default()
+            });
+        }
+    };
+    let mut resource_limits = ResourceLimits::default()
+        .max_duration(Duration::from_millis(limits.interpreter_time_ms))
+        .max_recursion_depth(limits.max_recursion_depth)
+        .max_suspensions(usize::MAX);
+    // Without Monty's allocator this checks only large single results up front
+    // (`'x' * 10**13`); the address-space limit stops gradual growth.
+    resource_limits.max_memory = usize::try_from(limits.max_memory_bytes).ok();
+    let tracker = ResourceTracker::new(resource_limits);
+    let mut progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
+    loop {
+        let step = match progress {
+            Err(exception) => {
+                return Ok(Finished {
+                    printed: printed.text,
+                    output_exceeded: printed.exceeded,
+                    error: Some(worker_error(&exception, false)),
+                    ..Finished::default()
+                });
+            }
+            Ok(step) => step,
+        };
+        progress = match step {
+            RunProgress::Complete(value) => {
+                let (value, repr) = match to_json(&value) {
+                    Ok(value) => (Some(value), None),
+                    Err(_) => (None, Some(value.py_repr())),
+                };
+                return Ok(Finished {
+                    value,
+                    repr,
+                    printed: printed.text,
+                    output_exceeded: printed.exceeded,
+                    error: None,
+                });
+            }
+            RunProgress::NameLookup(lookup) => {
+                let answer = if lookup.object_id().is_none() && functions.contains(&lookup.name) {
+                    NameLookupResult::Value(MontyObject::Function {
+                        name: lookup.name.clone(),
+                        docstring: None,
+                    })
+                } else {
+                    NameLookupResult::Undefined
+                };
+                lookup.resume(answer, PrintWriter::Callback(&mut printed))
+            }
+            RunProgress::FunctionCall(call) => {
+                let answer = if call.object_id.is_some() {
+                    Answer::Raise(exception(
+                        ExcType::TypeError,
+                        "only tool functions can be called here",
+                    ))
+                } else if !functions.contains(&call.function_name) {
+                    Answer::Raise(exception(
+                        ExcType::NameError,
+                        &format!("name '{}' is not defined", call.function_name),
+                    ))
+                } else {
+                    match arguments(&call.function_name, &call.args, &call.kwargs) {
+                        Err(raise) => Answer::Raise(raise),
+                        Ok(arguments) => ask_gate(&call.function_name, arguments, input, output)?,
+                    }
+                };
+                match answer {
+                    Answer::Return(value) => {
+                        call.resume(to_python(&value), PrintWriter::Callback(&mut printed))
+                    }
+                    Answer::Raise(exc) => call.resume(
+                        ExtFunctionResult::Error(exc),
+                        PrintWriter::Callback(&mut printed),
+                    ),
+                    Answer::Abort(exc) => call.abort(exc, PrintWriter::Callback(&mut printed)),
+                }
+            }
+            RunProgress::OsCall(os) => {
+                let message = format!(
+                    "programs have no access to files, the network, the environment or the clock (`{}` was refused); call a tool instead",
+                    os.function_call.name()
+                );
+                os.resume(
+                    ExtFunctionResult::Error(exception(ExcType::PermissionError, &message)),
+                    PrintWriter::Callback(&mut printed),
+                )
+            }
+            RunProgress::ResolveFutures(futures) => futures.abort(
+                exception(
+                    ExcType::NotImplementedError,
+                    "awaiting tool calls is not supported yet; call tools without `await`",
+                ),
+                PrintWriter::Callback(&mut printed),
+            ),
+        };
+    }
+}
+
+enum Answer {
+    Return(serde_json::Value),
+    Raise(MontyException),
+    Abort(MontyException),
+}
+
+/// A tool function's arguments as one JSON object: keywords, or one dict.
+fn arguments(
+    function: &str,
+    args: &[MontyObject],
+    kwargs: &[(MontyObject, MontyObject)],
+) -> Result<serde_json::Value, MontyException> {
+    let not_json = |e: super::convert::NotJson| {
+        exception(
+            exc_type(e.exception()),
+            &format!("an argument of {function}(): {}", e.message),
+        )
+    };
+    match (args, kwargs.is_empty()) {
+        ([], _) => {
+            let mut map = serde_json::Map::new();
+            for (key, value) in kwargs {
+                let MontyObject::String(key) = key else {
+                    return Err(exception(ExcType::TypeError, "keywords must be strings"));
+                };
+                map.insert(key.clone(), to_json(value).map_err(not_json)?);
+            }
+            Ok(serde_json::Value::Object(map))
+        }
+        ([dict @ MontyObject::Dict(_)], true) => to_json(dict).map_err(not_json),
+        _ => Err(exception(
+            ExcType::TypeError,
+            &format!("{function}() takes keyword arguments only, e.g. {function}(name=value)"),
+        )),
+    }
+}
+
+fn ask_gate(
+    function: &str,
+    arguments: serde_json::Value,
+    input: &mut Input,
+    output: &mut Output,
+) -> io::Result<Answer> {
+    write_frame(
+        output,
+        &FromWorker::Call {
+            function: function.to_owned(),
+            arguments,
+        },
+    )?;
+    Ok(match read_frame(input)? {
+        ToWorker::Return { value } => Answer::Return(value),
+        ToWorker::Raise {
+            exception: kind,
+            message,
+        } => Answer::Raise(exception(exc_type(&kind), &message)),
+        ToWorker::Abort {
+            exception: kind,
+            message,
+        } => Answer::Abort(exception(exc_type(&kind), &message)),
+        ToWorker::Start { .. } => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a program is already running",
+            ));
+        }
+    })
+}
+
+fn exc_type(name: &str) -> ExcType {
+    name.parse().unwrap_or(ExcType::RuntimeError)
+}
+
+fn exception(kind: ExcType, message: &str) -> MontyException {
+    MontyException::new(kind, Some(message.to_owned()))
+}
+
+/// A program's exception as the gate reports it; `syntax` when it never ran.
+fn worker_error(exception: &MontyException, before_running: bool) -> WorkerError {
+    let message = exception.message().unwrap_or_default().to_owned();
+    let kind = match exception.exc_type() {
+        _ if before_running => "syntax",
+        ExcType::TimeoutError if message.starts_with("time limit exceeded") => "interpreter_time",
+        ExcType::MemoryError if message.starts_with("memory limit exceeded") => "memory",
+        ExcType::RecursionError => "recursion",
+        _ => "exception",
+    };
+    let at = exception.traceback().last();
+    WorkerError {
+        kind: kind.to_owned(),
+        exception: exception.exc_type().to_string(),
+        message,
+        traceback: exception.to_string(),
+        line: at.map(|f| f.start.line),
+        column: at.map(|f| f.start.column),
+    }
+}
