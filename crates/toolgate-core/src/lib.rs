@@ -55,7 +55,7 @@ pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
     sanitize_description, sanitize_output, sanitize_value,
 };
-pub use schema_text::{UntrustedSchemaError, sanitize_schema};
+pub use schema_text::{UntrustedSchemaError, mentions_mcp_keywords, sanitize_schema};
 pub use terminal::{escape_for_terminal, escape_json_for_terminal, is_unsafe_for_terminal};
 pub use usage::ToolUsage;
 

@@ -91,7 +91,19 @@ const DATA: &[(&str, &str)] = &[
     ("discriminator", "`discriminator`"),
 ];
 /// Keywords that belong to MCP, not to JSON Schema or the model.
-const MCP_OWN: &[&str] = &["x-mcp-header"];
+pub(crate) const MCP_OWN: &[&str] = &["x-mcp-header"];
+
+/// Whether `schema` uses one of MCP's own keywords anywhere (a key of some object:
+/// a property merely named so counts too, which only costs a needless strip).
+pub fn mentions_mcp_keywords(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| MCP_OWN.contains(&key.as_str()) || mentions_mcp_keywords(value)),
+        Value::Array(items) => items.iter().any(mentions_mcp_keywords),
+        _ => false,
+    }
+}
 
 /// Keywords holding prose (treated as every unknown keyword is, named here so that
 /// a hidden look-alike of one is not made live).

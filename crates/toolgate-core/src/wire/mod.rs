@@ -109,14 +109,8 @@ pub fn render_deferred(
     out
 }
 
-/// The keywords of a schema that are MCP's, not JSON Schema's.
-const MCP_KEYWORDS: &[&str] = &["x-mcp-header"];
-
 fn has_mcp_keywords(tool: &ToolDescriptor) -> bool {
-    let text = tool.input_schema.to_string();
-    MCP_KEYWORDS
-        .iter()
-        .any(|k| text.contains(&format!("\"{k}\"")))
+    crate::mentions_mcp_keywords(&tool.input_schema)
 }
 
 fn without_mcp_keywords(mut tool: ToolDescriptor) -> ToolDescriptor {
@@ -130,7 +124,7 @@ fn strip_mcp_keywords(value: &mut Value, names: bool) {
     match value {
         Value::Object(map) => {
             if !names {
-                map.retain(|key, _| !MCP_KEYWORDS.contains(&key.as_str()));
+                map.retain(|key, _| !crate::schema_text::MCP_OWN.contains(&key.as_str()));
             }
             for (key, child) in map.iter_mut() {
                 let holds_names = !names

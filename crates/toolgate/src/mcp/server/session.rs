@@ -331,7 +331,8 @@ impl Session {
             name.clone(),
             arguments(request.arguments),
         );
-        let log_level = if stateless::is_stateless(&context) {
+        let is_stateless = stateless::is_stateless(&context);
+        let log_level = if is_stateless {
             LogLevel::fixed(stateless::log_level(&context))
         } else {
             self.log_level.clone()
@@ -354,7 +355,7 @@ impl Session {
             reason,
         } = &outcome
         {
-            if stateless::is_stateless(&context) {
+            if is_stateless {
                 if stateless::can_elicit_form(&context) {
                     return Ok(shared
                         .questions

@@ -11,7 +11,7 @@
 // The per-request log level of 2026-07-28 is deprecated with MCP logging.
 #![allow(deprecated)]
 
-use rmcp::model::{ClientCapabilities, LoggingLevel};
+use rmcp::model::LoggingLevel;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
@@ -65,15 +65,12 @@ pub(crate) fn named_conversation(
     }
 }
 
-/// What the client of this request can do: as it says in the request's `_meta`
-/// on the stateless revision, as it said at `initialize` otherwise.
-pub(crate) fn capabilities(context: &RequestContext<RoleServer>) -> Option<ClientCapabilities> {
-    context.client_capabilities()
-}
-
-/// Whether this request's client can show its user a form (MCP elicitation).
+/// Whether this request's client can show its user a form (MCP elicitation): as
+/// it says in the request's `_meta` on the stateless revision, as it said at
+/// `initialize` otherwise.
 pub(crate) fn can_elicit_form(context: &RequestContext<RoleServer>) -> bool {
-    capabilities(context)
+    context
+        .client_capabilities()
         .and_then(|c| c.elicitation)
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }

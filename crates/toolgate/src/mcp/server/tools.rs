@@ -80,7 +80,7 @@ impl ToolList {
             }
         }
         let header_params = tools.iter().any(|tool| {
-            serde_json::to_string(&tool.input_schema).is_ok_and(|s| s.contains("\"x-mcp-header\""))
+            toolgate_core::mentions_mcp_keywords(&Value::Object(tool.input_schema.as_ref().clone()))
         });
         ToolList {
             tools: Arc::new(tools),
