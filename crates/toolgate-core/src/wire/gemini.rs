@@ -3,7 +3,7 @@
 //!
 //! All function declarations go in one `Tool`; hosted tools follow as Tools of their
 //! own (`googleSearch`, `codeExecution`, and on the Gemini API `fileSearch`). Input
-//! schemas go out as `parameters` in the OpenAPI subset (see `openapi.rs`), or as
+//! schemas go out as `parameters` in the OpenAPI subset (see `openapi/`), or as
 //! `parametersJsonSchema` unchanged when full JSON Schema is asked for; output schemas
 //! likewise as `response` / `responseJsonSchema`. Property names in `parameters` and
 //! `response` that the API refuses are renamed (see `params.rs`); calls are read back
