@@ -17,7 +17,8 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
-use super::openapi::{constraint_only, escape};
+use super::openapi::constraint_only;
+use super::pointer::escape;
 use super::strict::{StrictDialect, make_strict};
 use super::{
     CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput,

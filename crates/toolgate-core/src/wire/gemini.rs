@@ -22,8 +22,9 @@ mod calls;
 
 pub(super) use calls::{Stream, parse_response};
 
-use super::openapi::{escape, is_empty_object, to_openapi};
+use super::openapi::{is_empty_object, to_openapi};
 use super::params::{GEMINI_PARAMETER, ParamNames, map_schema};
+use super::pointer::escape;
 use super::{
     CallReader, HostedTool, NameMap, Note, ParsedCall, RenderInput, Rendered, Target, ToolResult,
 };

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::Dialect;
 use super::notes::Sink;
-use super::valid::escape;
+use crate::wire::pointer::escape;
 
 /// Schema keywords whose value is a map of names to schemas.
 pub(super) const SCHEMA_MAPS: [&str; 5] = [

@@ -6,15 +6,7 @@ use serde_json::{Value, json};
 
 use super::normalize::SCHEMA_MAPS;
 use super::notes::Sink;
-
-/// JSON-pointer escaping of one segment.
-pub(super) fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
-fn unescape(segment: &str) -> String {
-    segment.replace("~1", "/").replace("~0", "~")
-}
+use crate::wire::pointer::{escape, percent_decode, unescape};
 
 /// Fixes is done within this many rounds or not at all.
 const MAX_FIXES: usize = 64;
@@ -123,28 +115,6 @@ fn collect_dangling(node: &Value, root: &Value, pointer: String, out: &mut Vec<S
         }
         _ => {}
     }
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::Transform;
 use super::union::Union;
-use super::{Transform, escape};
+use crate::wire::pointer::escape;
 
 impl Transform<'_> {
     /// The keywords of a schema without `$ref`, `allOf` or several types.

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::refs::percent_decode;
 use super::{ANNOTATIONS, MAX_EXPANSIONS, Transform};
+use crate::wire::pointer::percent_decode;
 
 /// Which side wins when two schemas set the same keyword to different values.
 #[derive(Clone, Copy, PartialEq)]

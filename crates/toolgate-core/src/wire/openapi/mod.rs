@@ -113,11 +113,6 @@ pub(crate) fn constraint_only(branch: &Value) -> bool {
     })
 }
 
-/// Escapes one JSON-pointer segment.
-pub(crate) fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
 struct Transform<'a> {
     root: &'a Value,
     /// The `$ref` targets being expanded, outermost first.

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::merge::{Prefer, merge};
 use super::{MAX_EXPANSIONS, RECURSION_LIMIT, Transform};
+use crate::wire::pointer::percent_decode;
 
 impl Transform<'_> {
     /// Inlines a `$ref` (its siblings win over the target's keywords).
@@ -66,26 +67,6 @@ impl Transform<'_> {
         self.refs.pop();
         out
     }
-}
-
-/// Decodes `%XX` escapes in a URI fragment.
-pub(super) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = text.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use super::StrictDialect;
 use super::keywords::{allowed_keyword, formats};
-use super::schema::{compact, escape, is_primitive, resolve, types_of};
+use super::schema::{compact, is_primitive, resolve, types_of};
 use super::transform::MAX_NESTING;
+use crate::wire::pointer::escape;
 
 /// OpenAI's documented limits (raised in July 2025).
 const MAX_PROPERTIES: usize = 5000;

@@ -5,8 +5,9 @@
 use serde_json::{Map, Value, json};
 
 use super::StrictDialect;
-use super::schema::{at, escape};
+use super::schema::at;
 use super::transform::Transform;
+use crate::wire::pointer::escape;
 
 impl Transform<'_> {
     /// `properties`, `required` and `additionalProperties: false` of an object.

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::wire::pointer::unescape;
+
 const TYPES: &[&str] = &[
     "object", "array", "string", "integer", "number", "boolean", "null",
 ];
@@ -50,15 +52,7 @@ pub(super) fn def_location(reference: &str) -> Option<(String, String)> {
     if !matches!(container, "$defs" | "definitions") || name.contains('/') {
         return None;
     }
-    Some((
-        container.to_owned(),
-        name.replace("~1", "/").replace("~0", "~"),
-    ))
-}
-
-/// A JSON pointer token.
-pub(super) fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+    Some((container.to_owned(), unescape(name)))
 }
 
 pub(super) fn at(ptr: &str) -> String {

@@ -7,8 +7,9 @@
 use serde_json::{Map, Value, json};
 
 use super::keywords::{Action, keyword_action};
-use super::schema::{at, compact, def_location, escape, is_primitive, resolve, types_of};
+use super::schema::{at, compact, def_location, is_primitive, resolve, types_of};
 use super::{Strict, StrictDialect, is_strict};
+use crate::wire::pointer::escape;
 
 /// Rewrites `schema` for `dialect`'s strict mode. `Err(reason)` when it cannot be
 /// made strict without changing what it accepts (e.g. an open map, a root that is
