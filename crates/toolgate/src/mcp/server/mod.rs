@@ -44,6 +44,7 @@ mod http;
 mod inflight;
 mod input_required;
 mod offering;
+mod rebinding;
 mod result;
 mod session;
 mod stateless;
@@ -147,6 +148,16 @@ pub enum ServeError {
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
     )]
     BadPath(String),
+    /// An `--allowed-host` that is not a host name with an optional port.
+    #[error(
+        "`{host}` is not a host name for `--allowed-host`: give a name or address, with a port to allow only that one, e.g. `tools.example.com` or `tools.example.com:8443`"
+    )]
+    BadAllowedHost { host: String },
+    /// An `--allowed-origin` that is not a browser origin.
+    #[error(
+        "`{origin}` is not an origin for `--allowed-origin`: give a scheme, a host and a port when it is not the scheme's default, e.g. `https://app.example.com` or `http://localhost:5173` (or `null`)"
+    )]
+    BadAllowedOrigin { origin: String },
     /// The MCP session over stdio could not start (the client did not initialize).
     #[error("the MCP session over stdio did not start: {0}")]
     Stdio(String),
