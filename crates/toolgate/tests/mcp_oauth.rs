@@ -13,6 +13,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -182,6 +183,88 @@ async fn a_valid_token_runs_as_the_principal_whose_match_takes_its_claims() {
         let names: Vec<String> = tools.into_iter().map(|t| t.name.to_string()).collect();
         assert_eq!(names, expected);
     }
+}
+
+async fn client(url: &str, token: String) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+async fn names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_token_s_toolgate_scopes_narrow_its_principal_and_never_widen_it() {
+    let signer = signer("k1");
+    let served = served(&signer).await;
+    let ops = |scope: &str| {
+        sign(
+            &signer,
+            "k1",
+            &claims(|c| {
+                c["client_id"] = json!("ops-console");
+                c["groups"] = json!(["ops"]);
+                c["scope"] = json!(scope);
+            }),
+        )
+    };
+    let widget = |scope: &str| sign(&signer, "k1", &claims(|c| c["scope"] = json!(scope)));
+    let cases = [
+        (
+            "no toolgate scope: the principal's own",
+            ops("openid tools"),
+            vec!["lookup", "update"],
+        ),
+        (
+            "toolgate:lookup",
+            ops("tools toolgate:lookup"),
+            vec!["lookup"],
+        ),
+        (
+            "toolgate:*",
+            ops("tools toolgate:*"),
+            vec!["lookup", "update"],
+        ),
+        (
+            "a namespace no tool is in",
+            ops("tools toolgate:crm.*"),
+            vec![],
+        ),
+        (
+            "the widget asking for more",
+            widget("tools toolgate:update"),
+            vec![],
+        ),
+        (
+            "the widget asking for its own",
+            widget("tools toolgate:lookup toolgate:update"),
+            vec!["lookup"],
+        ),
+    ];
+    for (case, token, expected) in cases {
+        let client = client(&served.url, token).await;
+        assert_eq!(names(&client).await, expected, "{case}");
+        client.cancel().await.unwrap();
+    }
+    let narrowed = client(&served.url, ops("tools toolgate:lookup")).await;
+    narrowed
+        .call_tool(CallToolRequestParams::new("lookup"))
+        .await
+        .unwrap();
+    let refused = narrowed
+        .call_tool(CallToolRequestParams::new("update"))
+        .await;
+    assert!(refused.is_err(), "outside the token's scopes: {refused:?}");
+    // The same principal with a token that does not narrow it still may.
+    let whole = client(&served.url, ops("tools")).await;
+    whole
+        .call_tool(CallToolRequestParams::new("update"))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

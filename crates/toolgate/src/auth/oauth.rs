@@ -8,6 +8,7 @@
 //! hold within the leeway, it carries every required scope, and a principal's
 //! `match:` takes its claims. A token that passed is remembered until it
 //! expires, so a client's next request costs one hash and one map lookup.
+//! Its `toolgate:PATTERN` scopes, if any, narrow the principal's tools.
 //!
 //! A refusal says what to do in the `WWW-Authenticate` challenge: where the
 //! protected resource metadata is (RFC 9728), which scopes to ask for, and for a
@@ -33,6 +34,9 @@ pub const REFETCH_FLOOR: Duration = Duration::from_secs(30);
 
 /// How many validated tokens are remembered at once.
 const REMEMBERED: usize = 4096;
+
+/// The prefix of an OAuth scope naming tools: `toolgate:PATTERN`.
+pub const TOOL_SCOPE_PREFIX: &str = "toolgate:";
 
 /// The path of the protected resource metadata (RFC 9728).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -256,6 +260,7 @@ impl OAuth {
             principal: Some(principal),
             method: AuthMethod::OAuth,
             credential: Some(credential),
+            scopes: tool_scopes(claims),
         })
     }
 
@@ -333,6 +338,24 @@ fn has_scope(claims: &Map<String, Value>, wanted: &str) -> bool {
         Some(Value::Array(scopes)) => scopes.iter().any(|s| s.as_str() == Some(wanted)),
         _ => false,
     }
+}
+
+/// The tool-name patterns a token narrows its principal to: its scopes of the
+/// form `toolgate:PATTERN` (`toolgate:lookup`, `toolgate:github.*`). A token
+/// with none keeps its principal's scopes; one with some may use only the tools
+/// both admit (see [`toolgate_core::Principal::narrowed_to`]).
+fn tool_scopes(claims: &Map<String, Value>) -> Option<Vec<String>> {
+    let scopes: Vec<&str> = match claims.get("scope") {
+        Some(Value::String(scopes)) => scopes.split(' ').collect(),
+        Some(Value::Array(scopes)) => scopes.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let patterns: Vec<String> = scopes
+        .into_iter()
+        .filter_map(|scope| scope.strip_prefix(TOOL_SCOPE_PREFIX))
+        .map(str::to_owned)
+        .collect();
+    (!patterns.is_empty()).then_some(patterns)
 }
 
 fn refusal_reason(kind: &ErrorKind) -> String {

@@ -226,6 +226,7 @@ async fn authenticate(
                     principal: None,
                     method: AuthMethod::BearerToken,
                     credential: None,
+                    scopes: None,
                 })
             };
             match (by_key.or_else(by_token), &access.oauth) {

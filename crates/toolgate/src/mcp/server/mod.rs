@@ -198,6 +198,9 @@ impl fmt::Display for ServeReport {
     }
 }
 
+/// Which view of the catalog an offering is for: a principal's id and scopes.
+type ViewKey = (String, Vec<String>);
+
 /// What every session of one server shares.
 pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
@@ -208,7 +211,8 @@ pub(crate) struct Shared {
     /// The principals a credential may name, by id.
     principals: HashMap<String, Principal>,
     /// What the server offers principals other than `principal`, built on first use.
-    offerings: RwLock<HashMap<String, Arc<Offering>>>,
+    /// Keyed by id and scopes: a token may narrow its principal's scopes.
+    offerings: RwLock<HashMap<ViewKey, Arc<Offering>>>,
     /// What each conversation lists (with search: `search_tools`, the
     /// always-loaded tools, and those a search in it found) and was last shown.
     conversations: Conversations,
@@ -247,14 +251,15 @@ impl Shared {
     /// What the server offers `principal` now: its view of the catalog, its digest.
     pub(crate) fn offering_for(&self, principal: &Principal) -> Arc<Offering> {
         let current = self.offering();
-        if principal.id == self.principal.id {
+        if *principal == self.principal {
             return current;
         }
+        let key = (principal.id.clone(), principal.scopes.clone());
         let cached = self
             .offerings
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&principal.id)
+            .get(&key)
             .filter(|offering| Arc::ptr_eq(&offering.gate, &current.gate))
             .cloned();
         if let Some(offering) = cached {
@@ -268,7 +273,7 @@ impl Shared {
         self.offerings
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(principal.id.clone(), built.clone());
+            .insert(key, built.clone());
         built
     }
 }
