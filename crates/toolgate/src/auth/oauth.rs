@@ -57,6 +57,9 @@ pub enum Refusal {
     InsufficientScope,
     /// The token is good but no principal's `match:` takes it.
     NoPrincipal,
+    /// The token came in a way this server does not take (in the URL): 400
+    /// with `invalid_request` (RFC 6750 §3.1).
+    Malformed,
 }
 
 /// The OAuth resource server of one spec file.
@@ -169,6 +172,12 @@ impl OAuth {
             .kid
             .ok_or_else(|| Refusal::Invalid("the token names no key (`kid`)".into()))?;
         let key = self.key(&kid).await?;
+        // An RSA header over an EC key (or the like) is algorithm confusion.
+        if key.family() != header.alg.family() {
+            return Err(Refusal::Invalid(refusal_reason(
+                &ErrorKind::InvalidAlgorithm,
+            )));
+        }
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.set_issuer(&[&self.issuer]);
@@ -233,6 +242,7 @@ impl OAuth {
                 challenge.push_str(", error=\"insufficient_scope\"")
             }
             Some(Refusal::Invalid(_)) => challenge.push_str(", error=\"invalid_token\""),
+            Some(Refusal::Malformed) => challenge.push_str(", error=\"invalid_request\""),
             Some(Refusal::NoPrincipal) | None => {}
         }
         challenge

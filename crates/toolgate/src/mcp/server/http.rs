@@ -202,9 +202,17 @@ async fn authenticate(
         .query()
         .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token=")))
     {
-        return unauthorized(
-            "a credential in the URL is refused (URLs are logged): send `Authorization: Bearer <token>` instead\n",
-        );
+        const IN_URL: &str = "a credential in the URL is refused (URLs are logged): send `Authorization: Bearer <token>` instead\n";
+        return match &access.oauth {
+            // RFC 6750 §3.1: an unsupported way of sending the token is a bad
+            // request, not a missing credential.
+            Some(oauth) => challenged(
+                StatusCode::BAD_REQUEST,
+                IN_URL.to_owned(),
+                &oauth.challenge(Some(&Refusal::Malformed)),
+            ),
+            None => unauthorized(IN_URL),
+        };
     }
     let presented = request
         .headers()
@@ -266,13 +274,21 @@ async fn authenticate(
             "the access token is valid, but no principal of this server takes it (see `match:` under `principals:`)\n".to_owned(),
         ),
         Some(Refusal::Invalid(why)) => (StatusCode::UNAUTHORIZED, format!("{why}; get a new access token\n")),
+        Some(Refusal::Malformed) => (
+            StatusCode::BAD_REQUEST,
+            "send the access token as `Authorization: Bearer <token>`\n".to_owned(),
+        ),
         None => (
             StatusCode::UNAUTHORIZED,
             "an access token is required: send `Authorization: Bearer <token>` (the metadata in WWW-Authenticate says where to get one)\n".to_owned(),
         ),
     };
+    challenged(status, message, &challenge)
+}
+
+fn challenged(status: StatusCode, message: String, challenge: &str) -> Response {
     let mut response = (status, message).into_response();
-    if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
+    if let Ok(value) = axum::http::HeaderValue::from_str(challenge) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
