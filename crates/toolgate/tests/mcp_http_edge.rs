@@ -294,6 +294,58 @@ async fn allowed_hosts_and_origins_are_answered_and_nothing_more() {
     }
 }
 
+#[tokio::test]
+async fn an_allowed_origin_gets_the_cors_answers_a_browser_needs() {
+    let app = "https://app.example.test";
+    let access = HttpAccess::open().allow_origin(app).unwrap();
+    let (base, _stop) = guarded(access).await;
+    let raw = reqwest::Client::new();
+    let preflight = |origin: &'static str| {
+        raw.request(reqwest::Method::OPTIONS, format!("{base}/mcp"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization, content-type, mcp-session-id",
+            )
+            .send()
+    };
+    let answer = preflight(app).await.unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    let headers = answer.headers();
+    assert_eq!(headers["access-control-allow-origin"], app);
+    let methods = headers["access-control-allow-methods"].to_str().unwrap();
+    assert!(
+        methods.contains("POST") && methods.contains("DELETE"),
+        "{methods}"
+    );
+    let allowed = headers["access-control-allow-headers"].to_str().unwrap();
+    assert!(
+        allowed.contains("authorization") && allowed.contains("mcp-session-id"),
+        "{allowed}"
+    );
+    assert_eq!(
+        preflight("https://evil.example").await.unwrap().status(),
+        403
+    );
+
+    // The reply itself, a 401 here, shows the page its challenge.
+    let reply = post(&raw, &format!("{base}/mcp"), initialize_body())
+        .header("origin", app)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 401);
+    assert_eq!(reply.headers()["access-control-allow-origin"], app);
+    let exposed = reply.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap();
+    assert!(
+        exposed.contains("mcp-session-id") && exposed.contains("www-authenticate"),
+        "{exposed}"
+    );
+}
+
 #[test]
 fn a_malformed_allowed_host_or_origin_is_an_error_saying_what_to_give() {
     let host = HttpAccess::open()

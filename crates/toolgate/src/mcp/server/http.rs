@@ -185,6 +185,10 @@ pub(crate) fn router(
         }
         None => router,
     };
+    let router = match access.allowed.cors() {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
     let guard = Guard::new(addr, access.allowed.clone());
     router.layer(middleware::from_fn_with_state(guard, rebinding::check))
 }

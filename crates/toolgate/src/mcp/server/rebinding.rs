@@ -10,16 +10,19 @@
 //! interface (`0.0.0.0`, `::`) answers any IP address with its port, since an IP
 //! literal cannot be rebound. Requests without `Origin` (every non-browser
 //! client) pass; a request from a browser passes when its origin is the server's
-//! own or one the operator allowed.
+//! own or one the operator allowed, and the origins the operator allowed get the
+//! CORS answers a browser needs to call the server and read its replies.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::uri::Authority;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use super::ServeError;
 
@@ -66,6 +69,28 @@ impl Allowed {
         })?;
         self.origins.push(entry);
         Ok(())
+    }
+
+    /// The CORS answers for the allowed origins, if the operator allowed any: a
+    /// preflight gets the methods of the transport and the headers it asked for,
+    /// and a reply shows the page the session id and the challenge. It mirrors
+    /// the request's origin: [`check`] runs first and refuses any other.
+    pub(crate) fn cors(&self) -> Option<CorsLayer> {
+        if self.origins.is_empty() {
+            return None;
+        }
+        Some(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::mirror_request())
+                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_headers(AllowHeaders::mirror_request())
+                .expose_headers([
+                    HeaderName::from_static("mcp-session-id"),
+                    HeaderName::from_static("mcp-protocol-version"),
+                    header::WWW_AUTHENTICATE,
+                ])
+                .max_age(Duration::from_secs(600)),
+        )
     }
 }
 
