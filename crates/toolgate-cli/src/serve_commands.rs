@@ -40,6 +40,14 @@ pub struct ServeArgs {
     /// environment variable (needed for an address other than loopback).
     #[arg(long, value_name = "NAME", requires = "http")]
     token_env: Option<String>,
+    /// Also answer HTTP requests whose `Host` is HOST (`name` for any port,
+    /// `name:port` for one), besides the bind address and `localhost`; repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    allowed_hosts: Vec<String>,
+    /// Also answer browsers whose page is at ORIGIN (`https://app.example.com`),
+    /// besides the server's own origin; repeatable.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    allowed_origins: Vec<String>,
     /// Serve as this principal (declared under `principals:`; default: the operator).
     #[arg(long = "as", value_name = "PRINCIPAL")]
     caller: Option<String>,
@@ -108,6 +116,16 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             access.with_oauth(OAuth::new(section, principals, base).map_err(|e| e.to_string())?)
         }
     };
+    let access = args
+        .allowed_hosts
+        .iter()
+        .try_fold(access, |access, host| access.allow_host(host))
+        .and_then(|access| {
+            args.allowed_origins
+                .iter()
+                .try_fold(access, |access, origin| access.allow_origin(origin))
+        })
+        .map_err(|e| e.to_string())?;
     let http = if args.stdio { None } else { args.http };
     if let Some(addr) = http {
         access.check(addr).map_err(|e| e.to_string())?;

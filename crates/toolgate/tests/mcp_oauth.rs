@@ -12,7 +12,10 @@ use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPai
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -184,6 +187,88 @@ async fn a_valid_token_runs_as_the_principal_whose_match_takes_its_claims() {
     }
 }
 
+async fn client(url: &str, token: String) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+async fn names(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Vec<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_token_s_toolgate_scopes_narrow_its_principal_and_never_widen_it() {
+    let signer = signer("k1");
+    let served = served(&signer).await;
+    let ops = |scope: &str| {
+        sign(
+            &signer,
+            "k1",
+            &claims(|c| {
+                c["client_id"] = json!("ops-console");
+                c["groups"] = json!(["ops"]);
+                c["scope"] = json!(scope);
+            }),
+        )
+    };
+    let widget = |scope: &str| sign(&signer, "k1", &claims(|c| c["scope"] = json!(scope)));
+    let cases = [
+        (
+            "no toolgate scope: the principal's own",
+            ops("openid tools"),
+            vec!["lookup", "update"],
+        ),
+        (
+            "toolgate:lookup",
+            ops("tools toolgate:lookup"),
+            vec!["lookup"],
+        ),
+        (
+            "toolgate:*",
+            ops("tools toolgate:*"),
+            vec!["lookup", "update"],
+        ),
+        (
+            "a namespace no tool is in",
+            ops("tools toolgate:crm.*"),
+            vec![],
+        ),
+        (
+            "the widget asking for more",
+            widget("tools toolgate:update"),
+            vec![],
+        ),
+        (
+            "the widget asking for its own",
+            widget("tools toolgate:lookup toolgate:update"),
+            vec!["lookup"],
+        ),
+    ];
+    for (case, token, expected) in cases {
+        let client = client(&served.url, token).await;
+        assert_eq!(names(&client).await, expected, "{case}");
+        client.cancel().await.unwrap();
+    }
+    let narrowed = client(&served.url, ops("tools toolgate:lookup")).await;
+    narrowed
+        .call_tool(CallToolRequestParams::new("lookup"))
+        .await
+        .unwrap();
+    let refused = narrowed
+        .call_tool(CallToolRequestParams::new("update"))
+        .await;
+    assert!(refused.is_err(), "outside the token's scopes: {refused:?}");
+    // The same principal with a token that does not narrow it still may.
+    let whole = client(&served.url, ops("tools")).await;
+    whole
+        .call_tool(CallToolRequestParams::new("update"))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn the_protected_resource_metadata_is_served_at_both_well_known_paths() {
     let served = served(&signer("k1")).await;
@@ -218,6 +303,7 @@ async fn every_bad_token_is_refused_with_the_right_status_and_challenge() {
     let good = sign(&signer, "k1", &claims(|_| {}));
     let (head, rest) = good.split_once('.').unwrap();
     let (_, signature) = rest.split_once('.').unwrap();
+    let rest = rest.to_owned();
     let hs256 = {
         let public = serde_json::to_vec(&signer.jwk).unwrap();
         let mut header = Header::new(Algorithm::HS256);
@@ -280,6 +366,25 @@ async fn every_bad_token_is_refused_with_the_right_status_and_challenge() {
             "`k9` is not one of",
         ),
         (
+            "no kid",
+            {
+                let mut header = Header::new(Algorithm::ES256);
+                header.kid = None;
+                jsonwebtoken::encode(&header, &claims(|_| {}), &signer.key).unwrap()
+            },
+            401,
+            "names no key",
+        ),
+        (
+            "RS256 claimed over the EC key",
+            format!(
+                "{}.{rest}",
+                URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","kid":"k1"}"#)
+            ),
+            401,
+            "does not fit its key",
+        ),
+        (
             "another key under the same kid",
             sign(&stranger, "k1", &claims(|_| {})),
             401,
@@ -339,4 +444,120 @@ async fn every_bad_token_is_refused_with_the_right_status_and_challenge() {
         200,
         "the good token still works"
     );
+}
+
+#[tokio::test]
+async fn a_token_in_the_query_string_is_a_bad_request_even_when_it_is_good() {
+    let signer = signer("k1");
+    let served = served(&signer).await;
+    let good = sign(&signer, "k1", &claims(|_| {}));
+    for (url, header) in [
+        (format!("{}?access_token={good}", served.url), None),
+        (
+            format!("{}?x=1&access_token={good}", served.url),
+            Some(good.as_str()),
+        ),
+    ] {
+        let response = ping(&url, header).await;
+        assert_eq!(response.status(), 400, "{url}");
+        let header = challenge(&response);
+        assert!(
+            header.starts_with("Bearer resource_metadata=")
+                && header.contains("error=\"invalid_request\""),
+            "{header}"
+        );
+        let text = response.text().await.unwrap();
+        assert!(text.contains("in the URL is refused"), "{text}");
+        assert!(!text.contains(&good), "the token is not echoed");
+    }
+}
+
+/// Strings shaped like a JWT or not: three dot-separated parts of base64url
+/// JSON or bytes, or anything at all.
+fn token_like() -> impl Strategy<Value = String> {
+    let json = prop_oneof![
+        Just(r#"{"alg":"ES256","kid":"k1"}"#.to_owned()),
+        Just(r#"{"alg":"none"}"#.to_owned()),
+        Just(r#"{"alg":"HS256","kid":"k1"}"#.to_owned()),
+        Just(r#"{"alg":"ES256","kid":"k1","crit":["x"]}"#.to_owned()),
+        r#"\{"alg":"[A-Za-z0-9]{0,6}","kid":".{0,8}"\}"#,
+        r#"\{"(iss|aud|exp|nbf|scope|sub)":(-?[0-9]{1,20}|".{0,10}"|\[\]|null|\{\})\}"#,
+        ".{0,40}",
+    ];
+    let part = prop_oneof![
+        json.prop_map(|s| URL_SAFE_NO_PAD.encode(s)),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(|b| URL_SAFE_NO_PAD.encode(b)),
+        "[A-Za-z0-9_=+/.-]{0,40}",
+    ];
+    prop_oneof![
+        (part.clone(), part.clone(), part).prop_map(|(a, b, c)| format!("{a}.{b}.{c}")),
+        any::<String>(),
+        "[ -~]{0,200}",
+    ]
+}
+
+#[test]
+fn no_token_panics_the_validator() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let signer = signer("k1");
+    std::fs::write(
+        dir.path().join("jwks.json"),
+        json!({"keys": [signer.jwk]}).to_string(),
+    )
+    .unwrap();
+    let section = OAuthSection {
+        issuer: ISSUER.into(),
+        audience: AUDIENCE.into(),
+        jwks: "jwks.json".into(),
+        ..OAuthSection::default()
+    };
+    let declared = [("ops".to_owned(), principal(Tier::Read, "sub", "user-17"))];
+    let oauth = OAuth::new(&section, declared, dir.path()).unwrap();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(2048));
+    runner
+        .run(&token_like(), |token| {
+            let verdict = runtime.block_on(oauth.verify(&token));
+            prop_assert!(verdict.is_err(), "{token:?} was taken");
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[tokio::test]
+async fn arbitrary_authorization_headers_are_refused_and_the_server_keeps_answering() {
+    let signer = signer("k1");
+    let served = served(&signer).await;
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(128));
+    let values = prop_oneof![
+        "[ -~]{0,120}",
+        token_like().prop_map(|t| format!("Bearer {t}")),
+        "(Bearer|bearer|Basic|BEARER)( {0,3})[!-~]{0,60}",
+    ];
+    let client = reqwest::Client::new();
+    for _ in 0..128 {
+        let value = values.new_tree(&mut runner).unwrap().current();
+        let Ok(header) = reqwest::header::HeaderValue::from_str(&value) else {
+            continue;
+        };
+        let response = client
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", header)
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            [400, 401, 403].contains(&response.status().as_u16()),
+            "{value:?}: {}",
+            response.status()
+        );
+    }
+    let good = sign(&signer, "k1", &claims(|_| {}));
+    assert_eq!(ping(&served.url, Some(&good)).await.status(), 200);
 }

@@ -27,6 +27,9 @@ pub struct Identity {
     /// What names the credential in logs and the audit log: `key 3f9a0c1d
     /// (laptop)`; never the credential itself.
     pub credential: Option<String>,
+    /// The tool-name patterns the credential narrows its principal's scopes to
+    /// (an OAuth token's `toolgate:PATTERN` scopes); `None`: the principal's own.
+    pub scopes: Option<Vec<String>>,
 }
 
 /// How a request authenticated.
@@ -111,6 +114,7 @@ impl ApiKeys {
             principal: Some(key.principal.clone()),
             method: AuthMethod::ApiKey,
             credential: Some(credential),
+            scopes: None,
         })
     }
 }

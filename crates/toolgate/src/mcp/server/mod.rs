@@ -44,6 +44,7 @@ mod http;
 mod inflight;
 mod input_required;
 mod offering;
+mod rebinding;
 mod result;
 mod session;
 mod stateless;
@@ -147,6 +148,16 @@ pub enum ServeError {
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
     )]
     BadPath(String),
+    /// An `--allowed-host` that is not a host name with an optional port.
+    #[error(
+        "`{host}` is not a host name for `--allowed-host`: give a name or address, with a port to allow only that one, e.g. `tools.example.com` or `tools.example.com:8443`"
+    )]
+    BadAllowedHost { host: String },
+    /// An `--allowed-origin` that is not a browser origin.
+    #[error(
+        "`{origin}` is not an origin for `--allowed-origin`: give a scheme, a host and a port when it is not the scheme's default, e.g. `https://app.example.com` or `http://localhost:5173` (or `null`)"
+    )]
+    BadAllowedOrigin { origin: String },
     /// The MCP session over stdio could not start (the client did not initialize).
     #[error("the MCP session over stdio did not start: {0}")]
     Stdio(String),
@@ -187,6 +198,9 @@ impl fmt::Display for ServeReport {
     }
 }
 
+/// Which view of the catalog an offering is for: a principal's id and scopes.
+type ViewKey = (String, Vec<String>);
+
 /// What every session of one server shares.
 pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
@@ -197,7 +211,8 @@ pub(crate) struct Shared {
     /// The principals a credential may name, by id.
     principals: HashMap<String, Principal>,
     /// What the server offers principals other than `principal`, built on first use.
-    offerings: RwLock<HashMap<String, Arc<Offering>>>,
+    /// Keyed by id and scopes: a token may narrow its principal's scopes.
+    offerings: RwLock<HashMap<ViewKey, Arc<Offering>>>,
     /// What each conversation lists (with search: `search_tools`, the
     /// always-loaded tools, and those a search in it found) and was last shown.
     conversations: Conversations,
@@ -236,14 +251,15 @@ impl Shared {
     /// What the server offers `principal` now: its view of the catalog, its digest.
     pub(crate) fn offering_for(&self, principal: &Principal) -> Arc<Offering> {
         let current = self.offering();
-        if principal.id == self.principal.id {
+        if *principal == self.principal {
             return current;
         }
+        let key = (principal.id.clone(), principal.scopes.clone());
         let cached = self
             .offerings
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&principal.id)
+            .get(&key)
             .filter(|offering| Arc::ptr_eq(&offering.gate, &current.gate))
             .cloned();
         if let Some(offering) = cached {
@@ -257,7 +273,7 @@ impl Shared {
         self.offerings
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(principal.id.clone(), built.clone());
+            .insert(key, built.clone());
         built
     }
 }

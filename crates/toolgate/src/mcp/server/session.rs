@@ -105,6 +105,11 @@ impl Session {
                 )
             })?,
         };
+        // A token's tool scopes narrow its principal; they never widen it.
+        let principal = match identity.and_then(|i| i.scopes.as_deref()) {
+            Some(patterns) => principal.narrowed_to(patterns),
+            None => principal,
+        };
         let offering = self.shared.offering_for(&principal);
         Ok(Caller {
             principal,
