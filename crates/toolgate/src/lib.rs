@@ -57,6 +57,7 @@ mod spec_file;
 mod spec_tool;
 mod store;
 
+pub use gate::Authenticated;
 pub use gate::{
     ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
     Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall, invalid_arguments_message,

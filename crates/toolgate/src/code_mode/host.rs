@@ -210,7 +210,10 @@ impl CodeMode {
             message: None,
             duration_ms: None,
             attempts: None,
+            auth: None,
+            credential: None,
         };
+        crate::Authenticated::stamp(&mut entry);
         let mut run = CodeRun {
             status: "ok",
             value: None,

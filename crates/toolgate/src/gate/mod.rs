@@ -10,6 +10,7 @@
 //! step of the store, so that admission holds across processes.
 
 mod arguments;
+mod authenticated;
 mod execution;
 mod outcome;
 mod run;
@@ -31,6 +32,7 @@ use toolgate_core::{
 };
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
+pub use authenticated::Authenticated;
 pub use outcome::Outcome;
 pub use task::{DEFAULT_TASK_TTL, TaskError, TaskFilter, TaskFuture, TaskScope};
 
@@ -617,7 +619,7 @@ impl Gate {
         call: &ToolCall,
         principal: &Principal,
     ) -> AuditEntry {
-        AuditEntry {
+        let mut entry = AuditEntry {
             time: self.now(),
             kind,
             run_id: String::new(),
@@ -634,7 +636,11 @@ impl Gate {
             message: None,
             duration_ms: None,
             attempts: None,
-        }
+            auth: None,
+            credential: None,
+        };
+        Authenticated::stamp(&mut entry);
+        entry
     }
 
     /// Records a call that did not run, and returns its outcome.
