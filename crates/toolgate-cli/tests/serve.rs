@@ -660,3 +660,58 @@ async fn the_audit_log_records_who_called_over_http_and_how_but_never_the_key() 
         assert!(!text.contains(secret), "{} holds the key", path.display());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_http_clients_racing_get_exactly_the_calls_a_rate_limit_allows() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let written = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{written}\nlimits:\n  rate:\n    - {{tool: search_kb, calls: 12, per: 1h}}\n"),
+    )
+    .unwrap();
+    let served = desk.serve_http(&[], &[]);
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(http_client(&served.url, None).await);
+    }
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let peer = client.peer().clone();
+            tokio::spawn(async move {
+                let mut ran = 0;
+                for _ in 0..5 {
+                    let result = peer
+                        .call_tool(call("search_kb", json!({"query": "returns"})))
+                        .await
+                        .unwrap();
+                    if result.is_error == Some(true) {
+                        assert!(text(&result).contains("Call again in"), "{}", text(&result));
+                    } else {
+                        ran += 1;
+                    }
+                }
+                ran
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for task in tasks {
+        ran += task.await.unwrap();
+    }
+    assert_eq!(
+        ran, 12,
+        "exactly the 12 calls an hour allows, across 8 clients"
+    );
+    for client in clients {
+        client.cancel().await.unwrap();
+    }
+    drop(served);
+    let limited = audit(&desk)
+        .iter()
+        .filter(|r| r["outcome"] == "rate_limited")
+        .count();
+    assert_eq!(limited, 40 - 12);
+}

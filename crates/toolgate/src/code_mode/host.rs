@@ -543,6 +543,10 @@ fn reply_for(outcome: Outcome) -> ToWorker {
                  A program cannot wait for it: end the program, tell the user, and run it again once approved"
             ),
         },
+        limited @ Outcome::RateLimited { .. } => ToWorker::Raise {
+            exception: "RuntimeError".into(),
+            message: limited.message_for_model(),
+        },
         Outcome::Started { task_id } => ToWorker::Raise {
             exception: "RuntimeError".into(),
             message: format!(

@@ -48,6 +48,7 @@ mod result;
 mod session;
 mod stateless;
 mod tasks;
+mod too_many;
 mod tools;
 
 use std::collections::HashMap;

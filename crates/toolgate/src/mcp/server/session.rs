@@ -389,6 +389,9 @@ impl Session {
                 }
             }
         }
+        if let (true, Outcome::RateLimited { retry_after_ms, .. }) = (is_stateless, &outcome) {
+            super::too_many::refused_whole(&context, *retry_after_ms);
+        }
         self.reveal_found(&session, &name, &outcome);
         self.tell_if_tools_changed(&caller, &session, &context)
             .await;
