@@ -45,7 +45,7 @@ pub(super) struct Execution {
     pub slot: OwnedSemaphorePermit,
     /// Its places among the calls in flight the rate limits count, given back
     /// when the execution ends or is dropped.
-    pub limited: super::limiter::Permit,
+    pub limited: super::limiter::RatePermit,
 }
 
 impl Execution {

@@ -5,7 +5,7 @@
 //! holds the time its next call would be due, and a call is let through while
 //! that time is less than a burst's worth of calls ahead of now. A limit of
 //! calls in flight is a count, taken when a call is let through and given back
-//! when its [`Permit`] drops — on every path: the call finishing, failing,
+//! when its [`RatePermit`] drops — on every path: the call finishing, failing,
 //! panicking or being cancelled.
 //!
 //! Every limit a call falls under is checked, and then taken, under one lock:
@@ -24,9 +24,10 @@ use toolgate_core::{Principal, scope_matches};
 /// may end any moment, so soon.
 const IN_FLIGHT_RETRY: Duration = Duration::from_secs(1);
 
-/// The rate limits of one gate and what they have counted.
+/// The rate limits of one gate and what they have counted. A gate makes its
+/// own from its spec's `limits.rate`; an edge of one's own may use one too.
 #[derive(Debug)]
-pub(crate) struct Limiter {
+pub struct RateLimiter {
     limits: Vec<Limit>,
     epoch: Instant,
     counts: Mutex<Counts>,
@@ -55,7 +56,7 @@ struct Counts {
 
 /// Why a call may not start yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refused {
+pub struct RateRefused {
     /// The limit, in words (`support_bot's calls: 60 per 1m`).
     pub limit: String,
     /// When the call would be let through (for calls in flight, a guess).
@@ -66,12 +67,12 @@ pub(crate) struct Refused {
 /// back when it drops.
 #[must_use]
 #[derive(Debug, Default)]
-pub(crate) struct Permit {
+pub struct RatePermit {
     held: Vec<(usize, String)>,
-    limiter: Option<Arc<Limiter>>,
+    limiter: Option<Arc<RateLimiter>>,
 }
 
-impl Drop for Permit {
+impl Drop for RatePermit {
     fn drop(&mut self) {
         let Some(limiter) = &self.limiter else {
             return;
@@ -85,10 +86,10 @@ impl Drop for Permit {
     }
 }
 
-impl Limiter {
+impl RateLimiter {
     /// The limiter of `limits` (as `toolgate check` passed them: a window that
     /// does not parse leaves that limit without a bucket).
-    pub(crate) fn new(limits: &[RateLimit]) -> Self {
+    pub fn new(limits: &[RateLimit]) -> Self {
         let limits = limits
             .iter()
             .map(|spec| {
@@ -112,7 +113,7 @@ impl Limiter {
                 }
             })
             .collect();
-        Limiter {
+        RateLimiter {
             limits,
             epoch: Instant::now(),
             counts: Mutex::default(),
@@ -127,22 +128,22 @@ impl Limiter {
     }
 
     /// Lets a call of `principal` to `tool` through now, or says why not.
-    pub(crate) fn admit(
+    pub fn admit(
         self: &Arc<Self>,
         principal: &Principal,
         tool: &str,
-    ) -> Result<Permit, Refused> {
+    ) -> Result<RatePermit, RateRefused> {
         self.admit_at(principal, tool, Instant::now())
     }
 
-    /// [`Limiter::admit`] at `now` (tests pass their own).
-    pub(crate) fn admit_at(
+    /// [`RateLimiter::admit`] at `now` (tests pass their own).
+    pub fn admit_at(
         self: &Arc<Self>,
         principal: &Principal,
         tool: &str,
         now: Instant,
-    ) -> Result<Permit, Refused> {
-        let mut permit = Permit::default();
+    ) -> Result<RatePermit, RateRefused> {
+        let mut permit = RatePermit::default();
         if self.limits.is_empty() {
             return Ok(permit);
         }
@@ -166,13 +167,13 @@ impl Limiter {
         }
         let mut counts = self.lock();
         // Check every limit first, so that a refused call takes nothing.
-        let mut refused: Option<Refused> = None;
+        let mut refused: Option<RateRefused> = None;
         for (i, limit, key) in &applying {
             let wait = limit_wait(limit, &counts, (*i, key), now);
             if let Some(wait) = wait
                 && refused.as_ref().is_none_or(|r| r.retry_after < wait)
             {
-                refused = Some(Refused {
+                refused = Some(RateRefused {
                     limit: limit.spec.describe(),
                     retry_after: wait,
                 });
@@ -227,9 +228,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn limiter(limits: serde_json::Value) -> Arc<Limiter> {
+    fn limiter(limits: serde_json::Value) -> Arc<RateLimiter> {
         let limits: Vec<RateLimit> = serde_json::from_value(limits).unwrap();
-        Arc::new(Limiter::new(&limits))
+        Arc::new(RateLimiter::new(&limits))
     }
 
     fn who(id: &str) -> Principal {

@@ -41,7 +41,7 @@ use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
 use arguments::ArgumentChecker;
 use execution::Execution;
-use limiter::Limiter;
+pub use limiter::{RateLimiter, RatePermit, RateRefused};
 use run::RunLimits;
 
 /// A call as a model (or any caller) makes it.
@@ -133,7 +133,7 @@ pub struct Gate {
     tasks: Arc<task::Tasks>,
     /// The spec's rate limits and what they counted (kept by a successor gate
     /// whose limits are the same).
-    limiter: Arc<Limiter>,
+    limiter: Arc<RateLimiter>,
 }
 
 /// Builds a [`Gate`]: the catalog, and optionally a spec file's state effects,
@@ -148,7 +148,7 @@ pub struct GateBuilder {
     flow_visibility: toolgate_core::flow::FlowVisibility,
     turns: Option<Arc<crate::flow::Turns>>,
     tasks: Option<Arc<task::Tasks>>,
-    limiter: Option<Arc<Limiter>>,
+    limiter: Option<Arc<RateLimiter>>,
 }
 
 impl GateBuilder {
@@ -241,7 +241,7 @@ impl GateBuilder {
             .collect();
         let limiter = match self.limiter {
             Some(previous) if previous.is_for(&spec.limits.rate) => previous,
-            _ => Arc::new(Limiter::new(&spec.limits.rate)),
+            _ => Arc::new(RateLimiter::new(&spec.limits.rate)),
         };
         Gate {
             catalog: self.catalog,
