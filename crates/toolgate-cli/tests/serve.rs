@@ -605,3 +605,113 @@ async fn api_keys_made_with_toolgate_keys_let_each_caller_in_as_its_principal() 
         "a revoked key is refused by the running server"
     );
 }
+
+#[tokio::test]
+async fn the_audit_log_records_who_called_over_http_and_how_but_never_the_key() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let written = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{written}\nauth:\n  api_keys: {{}}\n")).unwrap();
+    let made = desk.run(&["keys", "add", "faq_bot", "--name", "kb widget"]);
+    assert!(made.status.success());
+    let key = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    let id = key.split('_').nth(1).unwrap().to_owned();
+
+    let served = desk.serve_http(&[], &[]);
+    let client = http_client(&served.url, Some(&key)).await;
+    let result = client
+        .call_tool(call("search_kb", json!({"query": "returns"})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    client.cancel().await.unwrap();
+    let (status, _) = served.terminate();
+    assert!(status.success());
+
+    let records = audit(&desk);
+    let record = records
+        .iter()
+        .find(|r| r["tool"] == "search_kb" && r["kind"] == "completion")
+        .expect("the call is in the audit log");
+    assert_eq!(record["principal"], "faq_bot");
+    assert_eq!(record["auth"], "api_key");
+    assert_eq!(
+        record["credential"],
+        format!("key {id} (kb widget)"),
+        "the key's id and label"
+    );
+    let shown = String::from_utf8(desk.run(&["audit"]).stdout).unwrap();
+    assert!(
+        shown.contains(&format!("by faq_bot via api_key key {id} (kb widget)")),
+        "{shown}"
+    );
+    let verified = desk.run(&["audit", "verify"]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    // The secret half of the key is nowhere in the state directory.
+    let secret = key.rsplit('_').next().unwrap();
+    for file in std::fs::read_dir(desk.path().join(".toolgate")).unwrap() {
+        let path = file.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(secret), "{} holds the key", path.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_http_clients_racing_get_exactly_the_calls_a_rate_limit_allows() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let written = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{written}\nlimits:\n  rate:\n    - {{tool: search_kb, calls: 12, per: 1h}}\n"),
+    )
+    .unwrap();
+    let served = desk.serve_http(&[], &[]);
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(http_client(&served.url, None).await);
+    }
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let peer = client.peer().clone();
+            tokio::spawn(async move {
+                let mut ran = 0;
+                for _ in 0..5 {
+                    let result = peer
+                        .call_tool(call("search_kb", json!({"query": "returns"})))
+                        .await
+                        .unwrap();
+                    if result.is_error == Some(true) {
+                        assert!(text(&result).contains("Call again in"), "{}", text(&result));
+                    } else {
+                        ran += 1;
+                    }
+                }
+                ran
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for task in tasks {
+        ran += task.await.unwrap();
+    }
+    assert_eq!(
+        ran, 12,
+        "exactly the 12 calls an hour allows, across 8 clients"
+    );
+    for client in clients {
+        client.cancel().await.unwrap();
+    }
+    drop(served);
+    let limited = audit(&desk)
+        .iter()
+        .filter(|r| r["outcome"] == "rate_limited")
+        .count();
+    assert_eq!(limited, 40 - 12);
+}

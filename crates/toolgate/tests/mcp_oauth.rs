@@ -23,7 +23,9 @@ use tokio::sync::oneshot;
 use toolgate::auth::OAuth;
 use toolgate::mcp::server::{HttpAccess, McpServer};
 use toolgate::spec::{OAuthSection, SpecFile};
-use toolgate::{Catalog, Gate, MemoryGateStore, PrincipalSpec, Tier};
+use toolgate::{
+    AuditLog, Catalog, Gate, GateStore, MemoryGateStore, PrincipalSpec, SqliteStore, Tier,
+};
 
 const ISSUER: &str = "https://auth.example.test";
 const AUDIENCE: &str = "https://tools.example.test/mcp";
@@ -94,6 +96,16 @@ struct Served {
 }
 
 async fn served(signer: &Signer) -> Served {
+    served_with(signer, |_| {}, |_| Arc::new(MemoryGateStore::default())).await
+}
+
+/// [`served`] with `change` applied to the `oauth:` section and the store
+/// `store` makes in the server's directory.
+async fn served_with(
+    signer: &Signer,
+    change: impl FnOnce(&mut OAuthSection),
+    store: impl FnOnce(&std::path::Path) -> Arc<dyn GateStore>,
+) -> Served {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("jwks.json"),
@@ -107,6 +119,8 @@ async fn served(signer: &Signer) -> Served {
         scopes: vec!["tools".into()],
         ..OAuthSection::default()
     };
+    let mut section = section;
+    change(&mut section);
     let declared = [
         (
             "support_bot".to_owned(),
@@ -115,13 +129,8 @@ async fn served(signer: &Signer) -> Served {
         ("ops".to_owned(), principal(Tier::External, "groups", "ops")),
     ];
     let oauth = OAuth::new(&section, declared.clone(), dir.path()).unwrap();
-    let gate = Gate::from_spec(
-        &spec(),
-        "toolgate.yaml",
-        &Catalog::new(),
-        Arc::new(MemoryGateStore::default()),
-    )
-    .unwrap();
+    let gate =
+        Gate::from_spec(&spec(), "toolgate.yaml", &Catalog::new(), store(dir.path())).unwrap();
     let server = McpServer::builder(Arc::new(gate))
         .principals(declared.iter().map(|(id, p)| p.to_principal(id)))
         .build();
@@ -560,4 +569,77 @@ async fn arbitrary_authorization_headers_are_refused_and_the_server_keeps_answer
     }
     let good = sign(&signer, "k1", &claims(|_| {}));
     assert_eq!(ping(&served.url, Some(&good)).await.status(), 200);
+}
+
+#[tokio::test]
+async fn the_audit_log_records_a_token_s_subject_and_id_but_never_the_token() {
+    let signer = signer("k1");
+    let served = served_with(
+        &signer,
+        |_| {},
+        |dir| Arc::new(SqliteStore::open(dir.join("state.db")).unwrap()),
+    )
+    .await;
+    let token = sign(&signer, "k1", &claims(|_| {}));
+    let config = StreamableHttpClientTransportConfig::with_uri(served.url.as_str())
+        .auth_header(token.clone());
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("lookup"))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    client.cancel().await.unwrap();
+
+    let store = SqliteStore::open(served._dir.path().join("state.db")).unwrap();
+    let records = store.tail(10).unwrap();
+    assert!(!records.is_empty());
+    for record in &records {
+        assert_eq!(record.entry.principal, "support_bot");
+        assert_eq!(record.entry.auth.as_deref(), Some("oauth"));
+        assert_eq!(
+            record.entry.credential.as_deref(),
+            Some("token of user-17 (t-1)"),
+            "the token's `sub` and `jti`"
+        );
+    }
+    assert!(toolgate::verify_chain(&records).is_ok());
+    drop(store);
+    // Neither the token nor its signature is in any file of the store.
+    let signature = token.rsplit('.').next().unwrap();
+    for file in std::fs::read_dir(served._dir.path()).unwrap() {
+        let path = file.unwrap().path();
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(
+            !text.contains(signature),
+            "{} holds the token",
+            path.display()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_remembered_token_stops_working_once_it_expires() {
+    let signer = signer("k1");
+    let served = served_with(
+        &signer,
+        |oauth| oauth.leeway_seconds = Some(0),
+        |_| Arc::new(MemoryGateStore::default()),
+    )
+    .await;
+    let expires = now() + 2;
+    let token = sign(&signer, "k1", &claims(|c| c["exp"] = json!(expires)));
+    // Checked once, then remembered.
+    assert_eq!(ping(&served.url, Some(&token)).await.status(), 200);
+    assert_eq!(ping(&served.url, Some(&token)).await.status(), 200);
+    while now() <= expires {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let refused = ping(&served.url, Some(&token)).await;
+    assert_eq!(refused.status(), 401);
+    assert!(
+        challenge(&refused).contains("invalid_token"),
+        "{}",
+        challenge(&refused)
+    );
 }

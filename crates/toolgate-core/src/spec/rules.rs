@@ -39,6 +39,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules
         .out
         .extend(super::limits::check_limits(doc, &spec.limits));
+    rules
+        .out
+        .extend(super::rate_limits::check_rate_limits(doc, spec));
     rules.out.extend(super::auth::check_auth(doc, &spec.auth));
     rules
         .out

@@ -210,7 +210,10 @@ impl CodeMode {
             message: None,
             duration_ms: None,
             attempts: None,
+            auth: None,
+            credential: None,
         };
+        crate::Authenticated::stamp(&mut entry);
         let mut run = CodeRun {
             status: "ok",
             value: None,
@@ -539,6 +542,10 @@ fn reply_for(outcome: Outcome) -> ToWorker {
                 "this call needs a human's approval ({reason}); approval id {approval_id}. \
                  A program cannot wait for it: end the program, tell the user, and run it again once approved"
             ),
+        },
+        limited @ Outcome::RateLimited { .. } => ToWorker::Raise {
+            exception: "RuntimeError".into(),
+            message: limited.message_for_model(),
         },
         Outcome::Started { task_id } => ToWorker::Raise {
             exception: "RuntimeError".into(),

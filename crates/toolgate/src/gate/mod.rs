@@ -10,7 +10,9 @@
 //! step of the store, so that admission holds across processes.
 
 mod arguments;
+mod authenticated;
 mod execution;
+mod limiter;
 mod outcome;
 mod run;
 mod task;
@@ -31,6 +33,7 @@ use toolgate_core::{
 };
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
+pub use authenticated::Authenticated;
 pub use outcome::Outcome;
 pub use task::{DEFAULT_TASK_TTL, TaskError, TaskFilter, TaskFuture, TaskScope};
 
@@ -38,6 +41,7 @@ use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
 use arguments::ArgumentChecker;
 use execution::Execution;
+pub use limiter::{RateLimiter, RatePermit, RateRefused};
 use run::RunLimits;
 
 /// A call as a model (or any caller) makes it.
@@ -127,6 +131,9 @@ pub struct Gate {
     pub(crate) flow: crate::flow::FlowGate,
     /// The background tasks running here (shared with the gates that succeed it).
     tasks: Arc<task::Tasks>,
+    /// The spec's rate limits and what they counted (kept by a successor gate
+    /// whose limits are the same).
+    limiter: Arc<RateLimiter>,
 }
 
 /// Builds a [`Gate`]: the catalog, and optionally a spec file's state effects,
@@ -141,6 +148,7 @@ pub struct GateBuilder {
     flow_visibility: toolgate_core::flow::FlowVisibility,
     turns: Option<Arc<crate::flow::Turns>>,
     tasks: Option<Arc<task::Tasks>>,
+    limiter: Option<Arc<RateLimiter>>,
 }
 
 impl GateBuilder {
@@ -186,6 +194,7 @@ impl GateBuilder {
     pub fn succeeding(mut self, previous: &Gate) -> Self {
         self.turns = Some(previous.flow.turns().clone());
         self.tasks = Some(previous.tasks.clone());
+        self.limiter = Some(previous.limiter.clone());
         self
     }
 
@@ -230,6 +239,10 @@ impl GateBuilder {
             .iter()
             .filter_map(|(key, declared)| Some((key.clone(), declared.default.clone()?)))
             .collect();
+        let limiter = match self.limiter {
+            Some(previous) if previous.is_for(&spec.limits.rate) => previous,
+            _ => Arc::new(RateLimiter::new(&spec.limits.rate)),
+        };
         Gate {
             catalog: self.catalog,
             entries,
@@ -244,6 +257,7 @@ impl GateBuilder {
             runs: AtomicU64::new(1),
             flow,
             tasks: self.tasks.unwrap_or_default(),
+            limiter,
         }
     }
 }
@@ -260,6 +274,7 @@ impl Gate {
             flow_visibility: Default::default(),
             turns: None,
             tasks: None,
+            limiter: None,
         }
     }
 
@@ -475,6 +490,22 @@ impl Gate {
             }
             Decision::Allow => {}
         }
+        // Rate limits: checked once the call is known to be allowed, so that a
+        // call refused for any other reason (unknown, invalid, out of turn,
+        // denied, waiting for approval) spends nothing; and before its intent
+        // is recorded or it waits for a slot, so a refused call costs no write.
+        let limited = match self.limiter.admit(principal, &call.name) {
+            Ok(permit) => permit,
+            Err(refused) => {
+                let outcome = Outcome::RateLimited {
+                    limit: refused.limit,
+                    retry_after_ms: u64::try_from(refused.retry_after.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .max(1),
+                };
+                return self.refuse(entry, "rate_limited", outcome);
+            }
+        };
         // Wait for a slot of this tool (bounded per tool), then record intent:
         // durable before anything runs.
         let slot = tokio::select! {
@@ -566,6 +597,7 @@ impl Gate {
             intent,
             admitted,
             started,
+            limited,
             slot: match slot {
                 Ok(slot) => slot,
                 Err(_) => return Outcome::error(format!("`{}` is not ready", call.name), true),
@@ -617,7 +649,7 @@ impl Gate {
         call: &ToolCall,
         principal: &Principal,
     ) -> AuditEntry {
-        AuditEntry {
+        let mut entry = AuditEntry {
             time: self.now(),
             kind,
             run_id: String::new(),
@@ -634,7 +666,11 @@ impl Gate {
             message: None,
             duration_ms: None,
             attempts: None,
-        }
+            auth: None,
+            credential: None,
+        };
+        Authenticated::stamp(&mut entry);
+        entry
     }
 
     /// Records a call that did not run, and returns its outcome.

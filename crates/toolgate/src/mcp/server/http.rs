@@ -167,6 +167,7 @@ pub(crate) fn router(
     );
     let router = Router::new()
         .route_service(path, service)
+        .layer(middleware::from_fn(super::too_many::answer))
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
     let router = if access.requires_token() {
         router.layer(middleware::from_fn_with_state(access.clone(), authenticate))

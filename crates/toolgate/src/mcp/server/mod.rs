@@ -49,6 +49,7 @@ mod result;
 mod session;
 mod stateless;
 mod tasks;
+mod too_many;
 mod tools;
 
 use std::collections::HashMap;

@@ -33,9 +33,9 @@ use super::offering::Offering;
 use super::result::{call_result, error_result};
 use super::stateless;
 use super::tools::{ToolList, arguments, shown_names};
-use crate::auth::Identity;
+use crate::auth::{AuthMethod, Identity};
 use crate::store::ApprovalStore;
-use crate::{Gate, Outcome, ToolCall};
+use crate::{Authenticated, Gate, Outcome, ToolCall};
 
 /// The header that carries the session id on the streamable HTTP transport.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -63,6 +63,8 @@ pub(crate) struct Session {
 pub(crate) struct Caller {
     pub(crate) principal: Principal,
     pub(crate) offering: Arc<Offering>,
+    /// How an HTTP request authenticated (`None` on stdio), for the audit log.
+    pub(crate) authenticated: Option<Authenticated>,
 }
 
 impl Session {
@@ -79,10 +81,15 @@ impl Session {
     /// [`crate::auth`]), else the one the server serves. A session belongs to the
     /// credential that opened it; another credential's request is refused.
     fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
-        let identity = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Identity>());
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let identity = parts.and_then(|parts| parts.extensions.get::<Identity>());
+        let authenticated = parts.map(|_| Authenticated {
+            method: identity
+                .map_or(AuthMethod::None, |i| i.method)
+                .as_str()
+                .to_owned(),
+            credential: identity.and_then(|i| i.credential.clone()),
+        });
         if !stateless::is_stateless(context) {
             let presented = identity.map(|i| format!("{:?}|{:?}", i.principal, i.credential));
             let opener = self.opened_by.get_or_init(|| presented.clone());
@@ -114,6 +121,7 @@ impl Session {
         Ok(Caller {
             principal,
             offering,
+            authenticated,
         })
     }
 
@@ -386,6 +394,9 @@ impl Session {
                 }
             }
         }
+        if let (true, Outcome::RateLimited { retry_after_ms, .. }) = (is_stateless, &outcome) {
+            super::too_many::refused_whole(&context, *retry_after_ms);
+        }
         self.reveal_found(&session, &name, &outcome);
         self.tell_if_tools_changed(&caller, &session, &context)
             .await;
@@ -573,18 +584,24 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
         let session = self.conversation(&context, &caller.principal)?;
-        let task = super::tasks::start(
-            &self.shared,
-            &caller,
-            &session,
-            &request,
-            &context,
-            &self.log_level,
-        );
-        if let Some(task) = task.await {
-            return Ok(task);
+        let served = async {
+            let task = super::tasks::start(
+                &self.shared,
+                &caller,
+                &session,
+                &request,
+                &context,
+                &self.log_level,
+            );
+            if let Some(task) = task.await {
+                return Ok(task);
+            }
+            self.call(request, context).await
+        };
+        match caller.authenticated.clone() {
+            Some(authenticated) => authenticated.scope(served).await,
+            None => served.await,
         }
-        self.call(request, context).await
     }
 
     async fn list_prompts(
