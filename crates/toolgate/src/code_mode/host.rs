@@ -17,6 +17,7 @@ use toolgate_core::{
     AuditEntry, Principal, RecordKind, SanitizeOptions, clip_text, content_hash, sanitize_output,
 };
 
+use super::ask::{AskApproval, NeverAsk};
 use super::limits::CodeLimits;
 use super::names::PythonNames;
 use super::protocol::{
@@ -189,6 +190,23 @@ impl CodeMode {
         principal: &Principal,
         code: &str,
     ) -> CodeRun {
+        self.run_asking(gate, session, principal, code, &NeverAsk)
+            .await
+    }
+
+    /// [`CodeMode::run`] that hands each approval a call in the program needs to
+    /// `ask` first (see [`AskApproval`]): when `ask` records an answer, the same
+    /// call is submitted again and the program goes on at its call site; when it
+    /// does not, the program pauses. Time spent in `ask` does not count against
+    /// the wall-clock limit.
+    pub async fn run_asking(
+        &self,
+        gate: &Gate,
+        session: &str,
+        principal: &Principal,
+        code: &str,
+        ask: &dyn AskApproval,
+    ) -> CodeRun {
         let started = Instant::now();
         let run_id = format!("code-{}", uuid::Uuid::new_v4().simple());
         let mut entry = AuditEntry {
@@ -233,7 +251,7 @@ impl CodeMode {
             )));
             return run;
         }
-        self.run_program(gate, session, principal, code, &run_id, &mut run)
+        self.run_program(gate, session, principal, code, &run_id, ask, &mut run)
             .await;
         entry.kind = RecordKind::Completion;
         entry.time = gate.now();
@@ -254,6 +272,7 @@ impl CodeMode {
         run
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn run_program(
         &self,
         gate: &Gate,
@@ -261,6 +280,7 @@ impl CodeMode {
         principal: &Principal,
         code: &str,
         run_id: &str,
+        ask: &dyn AskApproval,
         run: &mut CodeRun,
     ) {
         let names = Self::names(gate, principal);
@@ -276,16 +296,15 @@ impl CodeMode {
         };
         let stderr = child.stderr.take().map(|s| tokio::spawn(read_capped(s)));
         let started = Instant::now();
-        let driven = tokio::time::timeout(
-            self.limits.wall_clock,
-            self.drive(
-                &mut child, gate, session, principal, code, &names, run_id, run,
-            ),
-        )
-        .await;
+        let mut clock = WallClock::new(self.limits.wall_clock);
+        let driven = self
+            .drive(
+                &mut child, gate, session, principal, code, &names, run_id, ask, &mut clock, run,
+            )
+            .await;
         let finished = match driven {
-            Ok(Ok(finished)) => finished,
-            Ok(Err(_broken)) => {
+            Ok(finished) => finished,
+            Err(Stopped::Broken(_broken)) => {
                 let status = child.wait().await.ok();
                 let stderr = match stderr {
                     Some(task) => task.await.unwrap_or_default(),
@@ -294,7 +313,7 @@ impl CodeMode {
                 run.fail(self.died(status, &stderr, started.elapsed()));
                 return;
             }
-            Err(_elapsed) => {
+            Err(Stopped::WallClock) => {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
                 run.fail(self.limit(
@@ -401,10 +420,14 @@ impl CodeMode {
         code: &str,
         names: &PythonNames,
         run_id: &str,
+        ask: &dyn AskApproval,
+        clock: &mut WallClock,
         run: &mut CodeRun,
-    ) -> std::io::Result<Finished> {
+    ) -> Result<Finished, Stopped> {
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(std::io::Error::other("the worker has no pipes"));
+            return Err(Stopped::Broken(std::io::Error::other(
+                "the worker has no pipes",
+            )));
         };
         let start = ToWorker::Start {
             code: code.to_owned(),
@@ -417,9 +440,14 @@ impl CodeMode {
                 max_memory_bytes: self.limits.max_memory_bytes,
             },
         };
-        write_frame_async(&mut stdin, &start).await?;
+        clock
+            .within(write_frame_async(&mut stdin, &start))
+            .await??;
         loop {
-            match read_frame_async::<FromWorker>(&mut stdout).await? {
+            match clock
+                .within(read_frame_async::<FromWorker>(&mut stdout))
+                .await??
+            {
                 FromWorker::Done(finished) => return Ok(finished),
                 FromWorker::Call {
                     function,
@@ -443,7 +471,10 @@ impl CodeMode {
                                     tool,
                                     arguments,
                                 );
-                                reply_for(gate.call(session, call, principal).await)
+                                reply_for(
+                                    self.call_asking(gate, session, principal, call, ask, clock)
+                                        .await?,
+                                )
                             }
                             None => ToWorker::Raise {
                                 exception: "NameError".into(),
@@ -451,10 +482,43 @@ impl CodeMode {
                             },
                         }
                     };
-                    write_frame_async(&mut stdin, &reply).await?;
+                    clock
+                        .within(write_frame_async(&mut stdin, &reply))
+                        .await??;
                 }
             }
         }
+    }
+
+    /// One call through the gate; when it needs approval, `ask` is given the
+    /// chance to have it answered (not counted on `clock`), and an answered call
+    /// is submitted once more.
+    async fn call_asking(
+        &self,
+        gate: &Gate,
+        session: &str,
+        principal: &Principal,
+        call: ToolCall,
+        ask: &dyn AskApproval,
+        clock: &mut WallClock,
+    ) -> Result<Outcome, Stopped> {
+        let outcome = clock
+            .within(gate.call(session, call.clone(), principal))
+            .await?;
+        let Outcome::PendingApproval {
+            approval_id,
+            reason,
+        } = &outcome
+        else {
+            return Ok(outcome);
+        };
+        let asked = Instant::now();
+        let answered = ask.ask(approval_id, reason).await;
+        clock.extend(asked.elapsed());
+        if !answered {
+            return Ok(outcome);
+        }
+        clock.within(gate.call(session, call, principal)).await
     }
 
     /// Why a worker that stopped talking died.
@@ -503,6 +567,44 @@ impl CodeMode {
                 format!(" ({detail})")
             }
         ))
+    }
+}
+
+/// Why driving a worker stopped before the program ended.
+enum Stopped {
+    /// The pipe broke or a frame was not the protocol's: the worker died.
+    Broken(std::io::Error),
+    /// The wall-clock limit passed.
+    WallClock,
+}
+
+impl From<std::io::Error> for Stopped {
+    fn from(error: std::io::Error) -> Self {
+        Stopped::Broken(error)
+    }
+}
+
+/// The program's wall-clock deadline, pushed back by time spent waiting for a
+/// person.
+struct WallClock {
+    deadline: tokio::time::Instant,
+}
+
+impl WallClock {
+    fn new(limit: Duration) -> Self {
+        WallClock {
+            deadline: tokio::time::Instant::now() + limit,
+        }
+    }
+
+    fn extend(&mut self, waited: Duration) {
+        self.deadline += waited;
+    }
+
+    async fn within<T>(&self, work: impl std::future::Future<Output = T>) -> Result<T, Stopped> {
+        tokio::time::timeout_at(self.deadline, work)
+            .await
+            .map_err(|_| Stopped::WallClock)
     }
 }
 

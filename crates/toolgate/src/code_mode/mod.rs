@@ -20,6 +20,7 @@
 //! A program has no files, network, environment or clock: every OS call it tries
 //! raises `PermissionError`. Limits: [`CodeLimits`].
 
+mod ask;
 mod convert;
 mod host;
 mod limits;
@@ -29,6 +30,7 @@ mod run_code;
 mod stubs;
 mod worker;
 
+pub use ask::{AskApproval, NeverAsk};
 pub use host::{CodeError, CodeMode, CodeRun, WORKER_ARG, WorkerCommand};
 pub use limits::CodeLimits;
 pub use names::{PythonNames, identifier};
