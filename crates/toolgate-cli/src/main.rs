@@ -245,7 +245,8 @@ enum Command {
         #[command(subcommand)]
         action: search_commands::EvalAction,
     },
-    /// Code mode: print the stubs a model reads, or run a program whose calls take the gate.
+    /// Code mode: print the stubs a model reads, run a program whose calls take the gate,
+    /// and list or resume programs paused for approval.
     Code {
         #[command(subcommand)]
         action: code_commands::CodeAction,
