@@ -11,7 +11,7 @@ are the nearest thing to the real APIs that runs offline. This check:
    the SDKs do not enforce (name patterns, strict-mode schema rules, request limits);
 2. renders small specs with provider-hosted tools and validates those too, and
    renders code mode (`--code-mode`: `run_code`, whose description carries the
-   stubs, plus the tools marked `always_loaded`) for the corpus, the helpdesk
+   stubs, `resume_code`, plus the tools marked `always_loaded`) for the corpus, the helpdesk
    example and a spec of namespaced tools, for every target, and validates it the
    same way;
 3. builds responses with the SDKs' own response models (whole and streamed), feeds
@@ -461,7 +461,7 @@ def check_strict_nulls(
 
 
 # Built-in tools a code-mode render offers before the spec's `always_loaded` tools.
-CODE_MODE_TOOLS = ["run_code"]
+CODE_MODE_TOOLS = ["run_code", "resume_code"]
 
 
 def code_mode_spec() -> dict:
@@ -485,7 +485,7 @@ def always_loaded(spec: Path) -> list[str]:
 
 def check_code_mode(report: Report, tg: Toolgate, specs: dict[str, Path]) -> None:
     """`render --code-mode` for every target: valid against the SDK types like any
-    render, exactly `run_code` and the `always_loaded` tools, and `run_code` takes
+    render, exactly `run_code`, `resume_code` and the `always_loaded` tools, and `run_code` takes
     `code` and carries a stub for each tool."""
     for label, spec in specs.items():
         canonical = CODE_MODE_TOOLS + always_loaded(spec)
@@ -506,7 +506,7 @@ def check_code_mode(report: Report, tg: Toolgate, specs: dict[str, Path]) -> Non
                         problems.append("run_code's description carries no stubs")
                     if '"code"' not in text:
                         problems.append("run_code's parameters have no `code`")
-                report.group(title, problems, f"run_code and {len(canonical) - 1} always-loaded tools")
+                report.group(title, problems, f"run_code, resume_code and {len(canonical) - 2} always-loaded tools")
 
 
 # ---------------------------------------------------------------- main

@@ -289,7 +289,7 @@ struct RenderArgs {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     always_loaded: Vec<String>,
     /// Code mode: offer `run_code` (whose description carries the stubs of every
-    /// tool) and the tools marked `always_loaded: true`.
+    /// tool), `resume_code` and the tools marked `always_loaded: true`.
     #[arg(long, conflicts_with_all = ["defer", "always_loaded", "explain"])]
     code_mode: bool,
 }

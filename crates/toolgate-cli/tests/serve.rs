@@ -625,7 +625,7 @@ async fn serve_with_code_mode_offers_run_code_and_runs_a_program_in_the_session_
     let (names, description) = code_mode_offer(&client).await;
     assert_eq!(
         names,
-        ["run_code"],
+        ["run_code", "resume_code"],
         "the helpdesk marks no tool always_loaded"
     );
     assert!(

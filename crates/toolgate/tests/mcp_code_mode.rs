@@ -170,7 +170,7 @@ async fn a_code_mode_server_offers_run_code_with_the_callers_stubs_and_the_alway
     let pipe = over_pipe(server(&desk, Principal::operator()), Client::default()).await;
     let tools = pipe.client.list_all_tools().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names, ["run_code", "ping"]);
+    assert_eq!(names, ["run_code", "resume_code", "ping"]);
     let description = tools[0].description.as_deref().unwrap_or_default();
     assert!(
         description.contains("def lookup_order(*, order_id: str) -> dict:"),

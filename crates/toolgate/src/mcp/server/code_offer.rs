@@ -25,7 +25,10 @@ use super::approval::{self, Answer};
 use super::result::error_result;
 use super::{Shared, stateless};
 use crate::Gate;
-use crate::code_mode::{AskApproval, CodeMode, NeverAsk, RUN_CODE, run_code_tool};
+use crate::code_mode::{
+    AskApproval, CodeMode, CodeRun, NeverAsk, RESUME_CODE, RUN_CODE, resume_code_descriptor,
+    run_code_tool,
+};
 
 /// Code mode as a server offers it.
 pub(crate) struct CodeOffer {
@@ -50,14 +53,15 @@ impl CodeOffer {
         }
     }
 
-    /// Whether a call of `name` is a program to run.
+    /// Whether a call of `name` is a program to run or resume.
     pub(crate) fn runs(&self, name: &str) -> bool {
-        name == RUN_CODE
+        name == RUN_CODE || name == RESUME_CODE
     }
 
-    /// What `tools/list` shows: `run_code` for `principal` in `session`, then
-    /// those of `listed` (the tools it would list without code mode, rendered;
-    /// `canonical` maps a wire name to the catalog's) that are always loaded.
+    /// What `tools/list` shows: `run_code` for `principal` in `session` and
+    /// `resume_code`, then those of `listed` (the tools it would list without
+    /// code mode, rendered; `canonical` maps a wire name to the catalog's) that
+    /// are always loaded.
     pub(crate) fn tools(
         &self,
         gate: &Gate,
@@ -66,9 +70,9 @@ impl CodeOffer {
         listed: &[Tool],
         canonical: impl Fn(&str) -> String,
     ) -> Vec<Tool> {
-        let mut tools = Vec::with_capacity(1 + self.always_loaded.len());
-        match self.run_code(gate, session, principal) {
-            Ok(tool) => tools.push(tool),
+        let mut tools = Vec::with_capacity(2 + self.always_loaded.len());
+        match self.builtins(gate, session, principal) {
+            Ok(builtins) => tools.extend(builtins),
             Err(why) => tracing::warn!("run_code is not offered: {why}"),
         }
         tools.extend(
@@ -80,59 +84,70 @@ impl CodeOffer {
         tools
     }
 
-    fn run_code(&self, gate: &Gate, session: &str, principal: &Principal) -> Result<Tool, String> {
-        let descriptor = run_code_tool(gate, session, principal, self.spec.as_ref())
+    /// `run_code` and `resume_code`, rendered for MCP.
+    fn builtins(
+        &self,
+        gate: &Gate,
+        session: &str,
+        principal: &Principal,
+    ) -> Result<Vec<Tool>, String> {
+        let run_code = run_code_tool(gate, session, principal, self.spec.as_ref())
             .map_err(|e| e.to_string())?;
-        let rendered = wire::render(Target::Mcp, &[descriptor], &[], RenderOptions::default());
+        let resume_code = resume_code_descriptor(run_code.effect);
+        let offered = [run_code, resume_code];
+        let rendered = wire::render(Target::Mcp, &offered, &[], RenderOptions::default());
         if let Some(problem) = rendered.problems.first() {
             return Err(problem.message.clone());
         }
-        let entry = rendered
+        rendered
             .tools
             .into_iter()
-            .next()
-            .ok_or("the MCP render has no entry")?;
-        serde_json::from_value(entry).map_err(|e| format!("not a valid MCP tool: {e}"))
+            .map(|entry| {
+                serde_json::from_value(entry).map_err(|e| format!("not a valid MCP tool: {e}"))
+            })
+            .collect()
     }
 
-    /// Runs the program in `arguments` for `principal` in `session`; `ask` may
-    /// have a person answer an approval while the program waits.
+    /// Runs the program in `arguments` (of `run_code`), or resumes the one
+    /// `resume_code` names, for `principal` in `session`; `ask` may have a person
+    /// answer an approval while the program waits.
     pub(crate) async fn call(
         &self,
         gate: &Gate,
         session: &str,
         principal: &Principal,
+        tool: &str,
         arguments: &Value,
         ask: &dyn AskApproval,
     ) -> CallToolResult {
-        let Some(code) = arguments.get("code").and_then(Value::as_str) else {
-            return error_result(
-                "run_code takes `code`, the Python program as a string, e.g. {\"code\": \"lookup_order(order_id='A-1')\"}",
-            );
-        };
-        let run = self
-            .mode
-            .run_asking(gate, session, principal, code, ask)
-            .await;
-        let text = run.text_for_model(SanitizeOptions::for_output().max_chars);
-        let block = vec![ContentBlock::text(text)];
-        let mut result = if run.is_ok() {
-            CallToolResult::success(block)
+        let run = if tool == RESUME_CODE {
+            let Some(run_id) = arguments.get("run_id").and_then(Value::as_str) else {
+                return error_result(
+                    "resume_code takes `run_id`, the run id run_code returned with pending_approval",
+                );
+            };
+            self.mode.resume_asking(gate, run_id, principal, ask).await
         } else {
-            CallToolResult::error(block)
+            let Some(code) = arguments.get("code").and_then(Value::as_str) else {
+                return error_result(
+                    "run_code takes `code`, the Python program as a string, e.g. {\"code\": \"lookup_order(order_id='A-1')\"}",
+                );
+            };
+            self.mode
+                .run_asking(gate, session, principal, code, ask)
+                .await
         };
-        result.structured_content = serde_json::to_value(&run).ok();
-        result
+        result_of(&run)
     }
-}
 
-impl CodeOffer {
-    /// A `tools/call` of `run_code` from `context`'s client: asks by elicitation
-    /// when the client has a session and can show a form; otherwise the program
-    /// pauses at a call that needs approval.
+    /// A `tools/call` of `tool` (`run_code` or `resume_code`) from `context`'s
+    /// client: asks by elicitation when the client has a session and can show a
+    /// form; otherwise the program pauses at a call that needs approval.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn serve(
         &self,
         shared: &Shared,
+        tool: &str,
         gate: &Gate,
         session: &str,
         principal: &Principal,
@@ -147,7 +162,7 @@ impl CodeOffer {
                 .contains(&ElicitationMode::Form);
         if !can_ask {
             return self
-                .call(gate, session, principal, &arguments, &NeverAsk)
+                .call(gate, session, principal, tool, &arguments, &NeverAsk)
                 .await;
         }
         let elicit = Elicit {
@@ -156,9 +171,24 @@ impl CodeOffer {
             timeout: shared.options.approval_timeout,
             cancel: shared.inflight.cancellation(),
         };
-        self.call(gate, session, principal, &arguments, &elicit)
+        self.call(gate, session, principal, tool, &arguments, &elicit)
             .await
     }
+}
+
+/// A run as a `tools/call` result: the text for the model (an error unless the
+/// program finished with a value; a paused one says how to go on), and the run
+/// as structured content.
+fn result_of(run: &CodeRun) -> CallToolResult {
+    let text = run.text_for_model(SanitizeOptions::for_output().max_chars);
+    let block = vec![ContentBlock::text(text)];
+    let mut result = if run.is_ok() {
+        CallToolResult::success(block)
+    } else {
+        CallToolResult::error(block)
+    };
+    result.structured_content = serde_json::to_value(run).ok();
+    result
 }
 
 /// Asks the MCP client's user about an approval a program waits for, by

@@ -303,7 +303,9 @@ impl Session {
         #[cfg(feature = "code-mode")]
         if let Some(code) = shared.code.as_ref().filter(|code| code.runs(&name)) {
             let (principal, arguments) = (&caller.principal, request.arguments);
-            let result = code.serve(&shared, gate, &session, principal, arguments, &context);
+            let result = code.serve(
+                &shared, &name, gate, &session, principal, arguments, &context,
+            );
             let result = result.await;
             self.tell_if_tools_changed(&caller, &session, &context)
                 .await;
