@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use toolgate::Gate;
-use toolgate::code_mode::{CodeLimits, CodeMode, WorkerCommand};
+use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun, WorkerCommand};
 
 use crate::commands::{CommandResult, load, open_store, principal};
 use crate::output::print_json;
@@ -31,13 +31,30 @@ pub enum CodeAction {
         #[arg(long = "as", value_name = "PRINCIPAL")]
         caller: Option<String>,
     },
+    /// Resume a program paused for approval, once the approval is answered.
+    Resume {
+        /// The program's run id (`toolgate code list` shows it).
+        run_id: String,
+        /// As this principal, who must be the one that ran it (default: the operator).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        caller: Option<String>,
+    },
+    /// List the programs paused for approval: session, principal, what each
+    /// waits for, since when.
+    List,
 }
 
 pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandResult {
+    if let CodeAction::List = action {
+        return list(args, state);
+    }
     let (spec, source) = load(args)?;
     let store = open_store(args, state)?;
     let caller = match &action {
-        CodeAction::Stubs { caller } | CodeAction::Run { caller, .. } => caller.as_deref(),
+        CodeAction::Stubs { caller }
+        | CodeAction::Run { caller, .. }
+        | CodeAction::Resume { caller, .. } => caller.as_deref(),
+        CodeAction::List => None,
     };
     let principal = principal(&spec, caller)?;
     let pins = store.clone() as Arc<dyn toolgate::PinStore>;
@@ -64,37 +81,118 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
             let mode = CodeMode::new(worker).limits(limits);
             let runtime = upstream.runtime();
             let run = runtime.block_on(mode.run(&gate, &state.session, &principal, &code));
-            if args.json {
-                print_json(&run);
-            } else if run.is_ok() {
-                say!("{}", run.printed);
-                match (&run.value, &run.repr) {
-                    (Some(value), _) => sayln!(
-                        "{}",
-                        serde_json::to_string_pretty(value).unwrap_or_default()
-                    ),
-                    (None, Some(repr)) => sayln!("{repr}"),
-                    (None, None) => {}
-                }
-            } else {
-                say!("{}", run.printed);
-                if let Some(error) = &run.error {
-                    tellln!("error: {}", error.message);
-                    if !error.traceback.is_empty() {
-                        tell!("{}", error.traceback);
-                        if !error.traceback.ends_with('\n') {
-                            tellln!("");
-                        }
-                    }
+            Ok(report(args.json, &run))
+        }
+        CodeAction::Resume { run_id, .. } => {
+            let worker = WorkerCommand::current_exe()
+                .map_err(|e| format!("cannot find this executable to run the program ({e})"))?;
+            let mode = CodeMode::new(worker).limits(CodeLimits::from_spec(&spec.code_mode));
+            let runtime = upstream.runtime();
+            let run = runtime.block_on(mode.resume(&gate, &run_id, &principal));
+            Ok(report(args.json, &run))
+        }
+        CodeAction::List => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// How a program run (or resume) ended: its JSON with `--json`, else what it
+/// printed and its value on stdout, its error or pause on stderr. The exit code
+/// is 0 for a value, 3 for a pause (as `toolgate call` for a pending approval),
+/// 1 otherwise.
+fn report(json: bool, run: &CodeRun) -> ExitCode {
+    if json {
+        print_json(run);
+    } else if run.is_ok() {
+        say!("{}", run.printed);
+        match (&run.value, &run.repr) {
+            (Some(value), _) => sayln!(
+                "{}",
+                serde_json::to_string_pretty(value).unwrap_or_default()
+            ),
+            (None, Some(repr)) => sayln!("{repr}"),
+            (None, None) => {}
+        }
+    } else {
+        say!("{}", run.printed);
+        if let (Some(run_id), Some(approval_id)) = (&run.run_id, &run.approval_id) {
+            let (tool, reason) = run
+                .waiting_for
+                .as_ref()
+                .map_or(("a tool", ""), |w| (w.tool.as_str(), w.reason.as_str()));
+            tellln!(
+                "paused: program {run_id} waits at its call of {tool} for approval {approval_id}: {reason}\n  approve it with `toolgate approvals approve {approval_id}` (or deny it), then `toolgate code resume {run_id}`"
+            );
+        }
+        if let Some(error) = &run.error {
+            tellln!("error: {}", error.message);
+            if !error.traceback.is_empty() {
+                tell!("{}", error.traceback);
+                if !error.traceback.ends_with('\n') {
+                    tellln!("");
                 }
             }
-            Ok(if run.is_ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
         }
     }
+    if run.is_ok() {
+        ExitCode::SUCCESS
+    } else if run.is_pending() {
+        ExitCode::from(3)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `toolgate code list`: the programs paused for approval, oldest first.
+fn list(args: &SpecArgs, state: &StateArgs) -> CommandResult {
+    let store = open_store(args, state)?;
+    let paused = toolgate::CodeRunStore::paused_runs(store.as_ref()).map_err(|e| e.to_string())?;
+    if args.json {
+        print_json(&paused);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if paused.is_empty() {
+        sayln!("no programs are paused for approval");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let since = |ms: u64| {
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+        )
+        .to_string()
+    };
+    let mut rows: Vec<[String; 6]> = vec![[
+        "RUN".into(),
+        "SESSION".into(),
+        "PRINCIPAL".into(),
+        "WAITS FOR".into(),
+        "SINCE".into(),
+        "UNTIL".into(),
+    ]];
+    rows.extend(paused.iter().map(|run| {
+        [
+            run.run_id.clone(),
+            run.session.clone(),
+            run.principal.clone(),
+            format!("{} ({})", run.approval_id, run.tool),
+            since(run.since_ms),
+            since(run.expires_ms),
+        ]
+    }));
+    let mut widths = [0; 6];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        sayln!("{}", line.join("  ").trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn read_program(program: &str) -> Result<String, String> {
@@ -110,8 +208,9 @@ fn read_program(program: &str) -> Result<String, String> {
 }
 
 /// `render --code-mode`: `run_code` (its description carries the stubs, for the
-/// operator at the start of a conversation) plus the tools marked
-/// `always_loaded`, which stay callable directly.
+/// operator at the start of a conversation), `resume_code` (for a program paused
+/// for approval) plus the tools marked `always_loaded`, which stay callable
+/// directly.
 pub fn render(
     args: &SpecArgs,
     target: toolgate::wire::Target,
@@ -133,8 +232,9 @@ pub fn render(
         Some(&spec),
     )
     .map_err(|e| e.to_string())?;
+    let resume_code = toolgate::code_mode::resume_code_descriptor(run_code.effect);
     let defer = toolgate::wire::DeferSet::from_spec(&spec);
-    let mut offered = vec![run_code];
+    let mut offered = vec![run_code, resume_code];
     offered.extend(tools.into_iter().filter(|t| !defer.is_deferred(&t.name)));
     let rendered = toolgate::wire::render(target, &offered, &spec.hosted, options);
     print_json(&serde_json::json!({ "tools": rendered.tools }));

@@ -245,7 +245,8 @@ enum Command {
         #[command(subcommand)]
         action: search_commands::EvalAction,
     },
-    /// Code mode: print the stubs a model reads, or run a program whose calls take the gate.
+    /// Code mode: print the stubs a model reads, run a program whose calls take the gate,
+    /// and list or resume programs paused for approval.
     Code {
         #[command(subcommand)]
         action: code_commands::CodeAction,
@@ -288,7 +289,7 @@ struct RenderArgs {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     always_loaded: Vec<String>,
     /// Code mode: offer `run_code` (whose description carries the stubs of every
-    /// tool) and the tools marked `always_loaded: true`.
+    /// tool), `resume_code` and the tools marked `always_loaded: true`.
     #[arg(long, conflicts_with_all = ["defer", "always_loaded", "explain"])]
     code_mode: bool,
 }

@@ -58,6 +58,12 @@ pub struct ServeArgs {
     /// tools marked `always_loaded: true`; a session lists the tools its searches found.
     #[arg(long)]
     search: bool,
+    /// Code mode: `tools/list` shows `run_code`, whose description carries the
+    /// stubs of the tools the caller may call, and the tools marked
+    /// `always_loaded: true`; a `run_code` call runs the program, each of its tool
+    /// calls through the gate.
+    #[arg(long, conflicts_with = "search")]
+    code_mode: bool,
     /// How long to wait for a person to answer an approval asked in the client.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
     approval_timeout: Duration,
@@ -181,6 +187,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     if args.search {
         let always = spec.tools.iter().filter(|t| t.always_loaded);
         builder = builder.search(always.map(|t| t.name.clone()));
+    }
+    if args.code_mode {
+        let worker = toolgate::code_mode::WorkerCommand::current_exe()
+            .map_err(|e| format!("cannot find this executable to run programs ({e})"))?;
+        let limits = toolgate::code_mode::CodeLimits::from_spec(&spec.code_mode);
+        let mode = toolgate::code_mode::CodeMode::new(worker).limits(limits);
+        let always = spec.tools.iter().filter(|t| t.always_loaded);
+        builder = builder.code_mode(mode, Some(spec.clone()), always.map(|t| t.name.clone()));
     }
     if let Some(upstreams) = &upstreams {
         let upstreams = upstreams.clone();

@@ -83,3 +83,4 @@ pub use store::{
     StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir, join_fields,
     resolve_state_dir, state_dir_from_env,
 };
+pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};

@@ -21,6 +21,8 @@ pub const MIN_CODE_MEMORY_BYTES: u64 = 128 << 20;
 ///   max_output_bytes: 32768   # printed bytes; the result is capped alike (default 65536)
 ///   max_memory_bytes: 268435456  # the worker's address space (default 1073741824)
 ///   max_recursion_depth: 100  # nested Python calls (default 200)
+///   max_suspensions: 3        # pauses for approval in one program (default 10)
+///   approval_wait: 4h         # how long a paused program waits for its approval (default 24h)
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +45,13 @@ pub struct CodeModeSection {
     /// How deep Python calls may nest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_recursion_depth: Option<u64>,
+    /// Times one program may pause for a person's approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_suspensions: Option<u64>,
+    /// How long a paused program waits for its approval, as a duration (`24h`);
+    /// resumed later, the waiting call raises `PermissionError`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_wait: Option<String>,
 }
 
 impl CodeModeSection {
@@ -66,6 +75,7 @@ pub(super) fn check_code_mode(doc: &Document, section: &CodeModeSection) -> Vec<
     for (field, value) in [
         ("wall_clock", &section.wall_clock),
         ("interpreter_time", &section.interpreter_time),
+        ("approval_wait", &section.approval_wait),
     ] {
         if let Some(text) = value {
             match humantime::parse_duration(text) {
@@ -87,6 +97,7 @@ pub(super) fn check_code_mode(doc: &Document, section: &CodeModeSection) -> Vec<
         ("max_calls", section.max_calls),
         ("max_output_bytes", section.max_output_bytes),
         ("max_recursion_depth", section.max_recursion_depth),
+        ("max_suspensions", section.max_suspensions),
     ] {
         if value == Some(0) {
             problem(

@@ -8,22 +8,23 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::Value;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
-use toolgate_core::{
-    AuditEntry, Principal, RecordKind, SanitizeOptions, clip_text, content_hash, sanitize_output,
-};
+use toolgate_core::{AuditEntry, Principal, RecordKind, clip_text, content_hash};
 
+use super::ask::{AskApproval, NeverAsk};
 use super::limits::CodeLimits;
 use super::names::PythonNames;
 use super::protocol::{
     Finished, FromWorker, InterpreterLimits, ToWorker, read_frame_async, write_frame_async,
 };
 use super::run_code::RUN_CODE;
-use crate::{Gate, Outcome, ToolCall};
+use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_error};
+use crate::{Gate, Outcome, PausedRun, ToolCall};
 
 /// The argument that makes a binary embedding toolgate act as a code-mode worker
 /// (it calls [`super::worker_main`]); the `toolgate` binary handles it.
@@ -65,88 +66,6 @@ pub struct CodeMode {
     limits: CodeLimits,
 }
 
-/// How a program run ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CodeRun {
-    /// `ok`, or `error` with [`CodeRun::error`] saying why.
-    pub status: &'static str,
-    /// The return value or last expression, when it is JSON.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
-    /// Python's `repr` of a result that is not JSON.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repr: Option<String>,
-    /// What the program printed (at most `max_output_bytes`).
-    pub printed: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<CodeError>,
-    /// Tool calls the program made.
-    pub calls: usize,
-}
-
-/// Why a program did not finish with a value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CodeError {
-    /// `syntax` (nothing ran), `exception` (raised and not caught), `limit`, or
-    /// `worker` (the worker could not run or broke its protocol).
-    pub kind: &'static str,
-    /// For a limit: `wall_clock`, `interpreter_time`, `max_calls`,
-    /// `max_output_bytes`, `max_memory_bytes`, `max_recursion_depth`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub limit: Option<&'static str>,
-    /// The Python exception type, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exception: Option<String>,
-    /// What happened and what to do.
-    pub message: String,
-    /// The traceback as CPython prints it (or the syntax error's location).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub traceback: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<u32>,
-}
-
-impl CodeRun {
-    pub fn is_ok(&self) -> bool {
-        self.error.is_none()
-    }
-
-    /// What to tell the model: the result and what was printed, or the error and
-    /// traceback; sanitized and fenced as untrusted output, and capped.
-    pub fn text_for_model(&self, max_chars: usize) -> String {
-        let mut text = String::new();
-        match &self.error {
-            None => {
-                text.push_str("result: ");
-                match (&self.value, &self.repr) {
-                    (Some(value), _) => text.push_str(&value.to_string()),
-                    (None, Some(repr)) => text.push_str(repr),
-                    (None, None) => text.push_str("None"),
-                }
-            }
-            Some(error) => {
-                text.push_str(&error.message);
-                if !error.traceback.is_empty() {
-                    text.push('\n');
-                    text.push_str(&error.traceback);
-                }
-            }
-        }
-        if !self.printed.is_empty() {
-            text.push_str("\nprinted:\n");
-            text.push_str(&self.printed);
-        }
-        sanitize_output(
-            &text,
-            "run_code",
-            &SanitizeOptions::for_output().with_max_chars(max_chars),
-        )
-        .text
-    }
-}
-
 impl CodeMode {
     /// Workers started by `worker`, under the default limits.
     pub fn new(worker: WorkerCommand) -> Self {
@@ -179,6 +98,11 @@ impl CodeMode {
     /// `session` for `principal`. Never fails: whatever goes wrong is in the
     /// [`CodeRun`]'s error.
     ///
+    /// A call that needs a person's approval pauses the program: its state is
+    /// written to the gate's store, sealed ([`crate::CodeRunStore`]), and the run
+    /// ends `pending_approval` with the approval id and the run id that
+    /// [`CodeMode::resume`] takes.
+    ///
     /// The audit log records the run as `run_code`: an intent with the code and
     /// its SHA-256 before anything runs, a completion with how it ended. Each
     /// inner call's id is the program's run id, a dash and its number.
@@ -189,39 +113,26 @@ impl CodeMode {
         principal: &Principal,
         code: &str,
     ) -> CodeRun {
+        self.run_asking(gate, session, principal, code, &NeverAsk)
+            .await
+    }
+
+    /// [`CodeMode::run`] that hands each approval a call in the program needs to
+    /// `ask` first (see [`AskApproval`]): when `ask` records an answer, the same
+    /// call is submitted again and the program goes on at its call site; when it
+    /// does not, the program pauses. Time spent in `ask` does not count against
+    /// the wall-clock limit.
+    pub async fn run_asking(
+        &self,
+        gate: &Gate,
+        session: &str,
+        principal: &Principal,
+        code: &str,
+        ask: &dyn AskApproval,
+    ) -> CodeRun {
         let started = Instant::now();
         let run_id = format!("code-{}", uuid::Uuid::new_v4().simple());
-        let mut entry = AuditEntry {
-            time: gate.now(),
-            kind: RecordKind::Intent,
-            run_id: run_id.clone(),
-            call_id: run_id.clone(),
-            session: session.to_owned(),
-            principal: principal.id.clone(),
-            tool: RUN_CODE.to_owned(),
-            effect: None,
-            arguments: json!({
-                "code": code,
-                "sha256": content_hash(&Value::String(code.to_owned())),
-            }),
-            decision: None,
-            reason: None,
-            outcome: None,
-            message: None,
-            duration_ms: None,
-            attempts: None,
-            auth: None,
-            credential: None,
-        };
-        crate::Authenticated::stamp(&mut entry);
-        let mut run = CodeRun {
-            status: "ok",
-            value: None,
-            repr: None,
-            printed: String::new(),
-            error: None,
-            calls: 0,
-        };
+        let mut run = CodeRun::new();
         if code.len() > gate.max_argument_bytes() {
             run.fail(worker_error(format!(
                 "the program is {} bytes, more than the {} bytes a call may carry; nothing ran. Write a shorter program",
@@ -230,43 +141,79 @@ impl CodeMode {
             )));
             return run;
         }
-        if let Err(e) = gate.store().append(entry.clone()) {
-            run.fail(worker_error(format!(
-                "the audit log cannot be written ({e}), so the program did not run; tell the operator"
-            )));
-            return run;
-        }
-        self.run_program(gate, session, principal, code, &run_id, &mut run)
-            .await;
-        entry.kind = RecordKind::Completion;
-        entry.time = gate.now();
-        entry.arguments = Value::Null;
-        entry.outcome = Some(match &run.error {
-            None => "ok".to_owned(),
-            Some(error) => error.limit.map_or(error.kind, |_| "limit").to_owned(),
-        });
-        entry.message = run
-            .error
-            .as_ref()
-            .map(|e| clip_text(&e.message, 4096).into_owned());
-        entry.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-        entry.attempts = Some(u32::try_from(run.calls).unwrap_or(u32::MAX));
-        if let Err(e) = gate.store().append(entry) {
-            tracing::warn!(run_id, "the end of a program could not be recorded: {e}");
-        }
+        let code_sha256 = content_hash(&Value::String(code.to_owned()));
+        let intent = match begin_audit(
+            gate,
+            &run_id,
+            &run_id,
+            session,
+            principal,
+            json!({"code": code, "sha256": code_sha256}),
+        ) {
+            Ok(intent) => intent,
+            Err(e) => {
+                run.fail(worker_error(format!(
+                    "the audit log cannot be written ({e}), so the program did not run; tell the operator"
+                )));
+                return run;
+            }
+        };
+        let names = Self::names(gate, principal);
+        let mut segment = Segment {
+            run_id,
+            session: session.to_owned(),
+            code_sha256,
+            calls: 0,
+            suspensions: 0,
+            elapsed_before: Duration::ZERO,
+            limit_hit: None,
+        };
+        let first = ToWorker::Start {
+            code: code.to_owned(),
+            functions: names.python_names().map(str::to_owned).collect(),
+            limits: self.interpreter_limits(),
+        };
+        let mut clock = WallClock::new(self.limits.wall_clock);
+        self.run_segment(
+            gate,
+            principal,
+            &names,
+            first,
+            &mut segment,
+            &mut clock,
+            ask,
+            &mut run,
+        )
+        .await;
+        end_audit(gate, intent, started, &run);
         run
     }
 
-    async fn run_program(
+    pub(super) fn interpreter_limits(&self) -> InterpreterLimits {
+        InterpreterLimits {
+            interpreter_time_ms: u64::try_from(self.limits.interpreter_time.as_millis())
+                .unwrap_or(u64::MAX),
+            max_recursion_depth: self.limits.max_recursion_depth,
+            max_output_bytes: self.limits.max_output_bytes,
+            max_memory_bytes: self.limits.max_memory_bytes,
+        }
+    }
+
+    /// Runs one stretch of a program in a fresh worker — from its start, or from
+    /// a snapshot (`first` is `Start` or `Resume`) — until it ends or pauses
+    /// again, and records how in `run`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn run_segment(
         &self,
         gate: &Gate,
-        session: &str,
         principal: &Principal,
-        code: &str,
-        run_id: &str,
+        names: &PythonNames,
+        first: ToWorker,
+        segment: &mut Segment,
+        clock: &mut WallClock,
+        ask: &dyn AskApproval,
         run: &mut CodeRun,
     ) {
-        let names = Self::names(gate, principal);
         let mut child = match self.spawn() {
             Ok(child) => child,
             Err(e) => {
@@ -279,16 +226,15 @@ impl CodeMode {
         };
         let stderr = child.stderr.take().map(|s| tokio::spawn(read_capped(s)));
         let started = Instant::now();
-        let driven = tokio::time::timeout(
-            self.limits.wall_clock,
-            self.drive(
-                &mut child, gate, session, principal, code, &names, run_id, run,
-            ),
-        )
-        .await;
-        let finished = match driven {
-            Ok(Ok(finished)) => finished,
-            Ok(Err(_broken)) => {
+        let driven = self
+            .drive(
+                &mut child, gate, principal, names, first, segment, clock, ask,
+            )
+            .await;
+        run.calls = segment.calls;
+        let driven = match driven {
+            Ok(driven) => driven,
+            Err(Stopped::Broken(_broken)) => {
                 let status = child.wait().await.ok();
                 let stderr = match stderr {
                     Some(task) => task.await.unwrap_or_default(),
@@ -297,20 +243,68 @@ impl CodeMode {
                 run.fail(self.died(status, &stderr, started.elapsed()));
                 return;
             }
-            Err(_elapsed) => {
+            Err(Stopped::WallClock) => {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
-                run.fail(self.limit(
-                    "wall_clock",
-                    format!(
-                        "the program ran longer than its wall-clock limit of {} and was stopped",
-                        humantime::format_duration(self.limits.wall_clock)
-                    ),
-                ));
+                run.fail(self.wall_clock_error());
                 return;
             }
         };
         let _ = child.wait().await;
+        match driven {
+            Driven::Finished(finished) => self.finished(finished, segment, run),
+            Driven::Suspended {
+                snapshot,
+                printed,
+                output_exceeded,
+                pending,
+            } => {
+                if output_exceeded {
+                    run.fail(self.output_error());
+                    return;
+                }
+                let snapshot = match BASE64.decode(snapshot) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        run.fail(worker_error(format!(
+                            "the code-mode worker sent a snapshot that is not base64 ({e}); tell the operator"
+                        )));
+                        return;
+                    }
+                };
+                let since_ms = epoch_ms(gate_time(gate));
+                let paused = PausedRun {
+                    run_id: segment.run_id.clone(),
+                    session: segment.session.clone(),
+                    principal: principal.id.clone(),
+                    code_sha256: segment.code_sha256.clone(),
+                    tool: pending.tool,
+                    call_id: pending.call_id,
+                    arguments: pending.arguments,
+                    approval_id: pending.approval_id,
+                    reason: pending.reason,
+                    calls: segment.calls as u64,
+                    suspensions: segment.suspensions as u64,
+                    elapsed_ms: millis(segment.elapsed_before + clock.used()),
+                    printed,
+                    since_ms,
+                    expires_ms: since_ms.saturating_add(millis(self.limits.approval_wait)),
+                    snapshot,
+                };
+                if let Err(e) = gate.store().pause_run(&paused) {
+                    run.fail(worker_error(format!(
+                        "the program paused for approval {}, but its state could not be saved ({e}); tell the operator",
+                        paused.approval_id
+                    )));
+                    return;
+                }
+                run.pending(&paused);
+            }
+        }
+    }
+
+    /// Turns how the worker says the program ended into `run`.
+    fn finished(&self, finished: Finished, segment: &Segment, run: &mut CodeRun) {
         run.printed = finished.printed;
         if let Some(error) = finished.error {
             let (kind, limit_name) = match error.kind.as_str() {
@@ -320,13 +314,19 @@ impl CodeMode {
                 "recursion" => ("exception", Some("max_recursion_depth")),
                 _ => ("exception", None),
             };
-            if run.calls > self.limits.max_calls {
-                // The call past `max_calls` was aborted: the limit is the cause.
-                let message = format!(
-                    "the program made more than the {} tool calls it may make",
-                    self.limits.max_calls
-                );
-                run.fail(self.limit("max_calls", message));
+            if let Some(limit) = segment.limit_hit {
+                // The call past the limit was aborted: the limit is the cause.
+                let message = match limit {
+                    "max_suspensions" => format!(
+                        "the program needed a person's approval more than the {} times it may pause",
+                        self.limits.max_suspensions
+                    ),
+                    _ => format!(
+                        "the program made more than the {} tool calls it may make",
+                        self.limits.max_calls
+                    ),
+                };
+                run.fail(limit_error(&self.limits, limit, message));
                 return;
             }
             let mut message = match kind {
@@ -357,14 +357,30 @@ impl CodeMode {
             run.repr = finished.repr;
         }
         if finished.output_exceeded {
-            run.fail(self.limit(
-                "max_output_bytes",
-                format!(
-                    "the program printed more than the {} bytes it may print",
-                    self.limits.max_output_bytes
-                ),
-            ));
+            run.fail(self.output_error());
         }
+    }
+
+    pub(super) fn wall_clock_error(&self) -> CodeError {
+        limit_error(
+            &self.limits,
+            "wall_clock",
+            format!(
+                "the program ran longer than its wall-clock limit of {} and was stopped",
+                humantime::format_duration(self.limits.wall_clock)
+            ),
+        )
+    }
+
+    fn output_error(&self) -> CodeError {
+        limit_error(
+            &self.limits,
+            "max_output_bytes",
+            format!(
+                "the program printed more than the {} bytes it may print",
+                self.limits.max_output_bytes
+            ),
+        )
     }
 
     fn spawn(&self) -> std::io::Result<Child> {
@@ -399,72 +415,150 @@ impl CodeMode {
         &self,
         child: &mut Child,
         gate: &Gate,
-        session: &str,
         principal: &Principal,
-        code: &str,
         names: &PythonNames,
-        run_id: &str,
-        run: &mut CodeRun,
-    ) -> std::io::Result<Finished> {
+        first: ToWorker,
+        segment: &mut Segment,
+        clock: &mut WallClock,
+        ask: &dyn AskApproval,
+    ) -> Result<Driven, Stopped> {
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(std::io::Error::other("the worker has no pipes"));
+            return Err(Stopped::Broken(std::io::Error::other(
+                "the worker has no pipes",
+            )));
         };
-        let start = ToWorker::Start {
-            code: code.to_owned(),
-            functions: names.python_names().map(str::to_owned).collect(),
-            limits: InterpreterLimits {
-                interpreter_time_ms: u64::try_from(self.limits.interpreter_time.as_millis())
-                    .unwrap_or(u64::MAX),
-                max_recursion_depth: self.limits.max_recursion_depth,
-                max_output_bytes: self.limits.max_output_bytes,
-                max_memory_bytes: self.limits.max_memory_bytes,
-            },
-        };
-        write_frame_async(&mut stdin, &start).await?;
+        clock
+            .within(write_frame_async(&mut stdin, &first))
+            .await??;
+        let mut pending: Option<Pending> = None;
         loop {
-            match read_frame_async::<FromWorker>(&mut stdout).await? {
-                FromWorker::Done(finished) => return Ok(finished),
+            let (function, arguments) = match clock
+                .within(read_frame_async::<FromWorker>(&mut stdout))
+                .await??
+            {
+                FromWorker::Done(finished) => return Ok(Driven::Finished(finished)),
+                FromWorker::Suspended {
+                    snapshot,
+                    printed,
+                    output_exceeded,
+                } => {
+                    let Some(pending) = pending.take() else {
+                        return Err(Stopped::Broken(std::io::Error::other(
+                            "the worker paused unasked",
+                        )));
+                    };
+                    return Ok(Driven::Suspended {
+                        snapshot,
+                        printed,
+                        output_exceeded,
+                        pending,
+                    });
+                }
                 FromWorker::Call {
                     function,
                     arguments,
-                } => {
-                    run.calls += 1;
-                    let reply = if run.calls > self.limits.max_calls {
-                        ToWorker::Abort {
-                            exception: "RuntimeError".into(),
-                            message: format!(
-                                "the program made more than the {} tool calls it may make{}",
-                                self.limits.max_calls,
-                                raise_hint("max_calls", &self.limits)
-                            ),
-                        }
-                    } else {
-                        match names.tool(&function) {
-                            Some(tool) => {
-                                let call = ToolCall::new(
-                                    format!("{run_id}-{}", run.calls),
-                                    tool,
-                                    arguments,
-                                );
-                                reply_for(gate.call(session, call, principal).await)
-                            }
-                            None => ToWorker::Raise {
-                                exception: "NameError".into(),
-                                message: format!("name '{function}' is not defined"),
-                            },
-                        }
-                    };
-                    write_frame_async(&mut stdin, &reply).await?;
+                } => (function, arguments),
+            };
+            segment.calls += 1;
+            let reply = if segment.calls > self.limits.max_calls {
+                segment.limit_hit = Some("max_calls");
+                ToWorker::Abort {
+                    exception: "RuntimeError".into(),
+                    message: format!(
+                        "the program made more than the {} tool calls it may make{}",
+                        self.limits.max_calls,
+                        raise_hint("max_calls", &self.limits)
+                    ),
                 }
-            }
+            } else if let Some(tool) = names.tool(&function) {
+                let call = ToolCall::new(
+                    format!("{}-{}", segment.run_id, segment.calls),
+                    tool,
+                    arguments,
+                );
+                let outcome = self
+                    .call_asking(gate, &segment.session, principal, &call, ask, clock)
+                    .await?;
+                match outcome {
+                    Outcome::PendingApproval {
+                        approval_id,
+                        reason,
+                    } => {
+                        if segment.suspensions >= self.limits.max_suspensions {
+                            segment.limit_hit = Some("max_suspensions");
+                            ToWorker::Abort {
+                                exception: "RuntimeError".into(),
+                                message: format!(
+                                    "the program needed a person's approval more than the {} times it may pause{}",
+                                    self.limits.max_suspensions,
+                                    raise_hint("max_suspensions", &self.limits)
+                                ),
+                            }
+                        } else {
+                            segment.suspensions += 1;
+                            pending = Some(Pending {
+                                tool: call.name,
+                                call_id: call.id,
+                                arguments: call.arguments,
+                                approval_id,
+                                reason,
+                            });
+                            ToWorker::Suspend
+                        }
+                    }
+                    other => reply_for(other),
+                }
+            } else {
+                ToWorker::Raise {
+                    exception: "NameError".into(),
+                    message: format!("name '{function}' is not defined"),
+                }
+            };
+            clock
+                .within(write_frame_async(&mut stdin, &reply))
+                .await??;
         }
+    }
+
+    /// One call through the gate; when it needs approval, `ask` is given the
+    /// chance to have it answered (not counted on `clock`), and an answered call
+    /// is submitted once more.
+    pub(super) async fn call_asking(
+        &self,
+        gate: &Gate,
+        session: &str,
+        principal: &Principal,
+        call: &ToolCall,
+        ask: &dyn AskApproval,
+        clock: &mut WallClock,
+    ) -> Result<Outcome, Stopped> {
+        let outcome = clock
+            .within(gate.call(session, call.clone(), principal))
+            .await?;
+        let Outcome::PendingApproval {
+            approval_id,
+            reason,
+        } = &outcome
+        else {
+            return Ok(outcome);
+        };
+        let asked = Instant::now();
+        let answered = ask.ask(approval_id, reason).await;
+        clock.extend(asked.elapsed());
+        if !answered {
+            return Ok(outcome);
+        }
+        clock
+            .within(gate.call(session, call.clone(), principal))
+            .await
     }
 
     /// Why a worker that stopped talking died.
     fn died(&self, status: Option<ExitStatus>, stderr: &str, elapsed: Duration) -> CodeError {
         let signal = status.and_then(|s| s.signal());
         if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
-            return self.limit(
+            return limit_error(
+                &self.limits,
                 "max_memory_bytes",
                 format!(
                     "the program needed more memory than its limit of {} MiB and was stopped",
@@ -473,7 +567,8 @@ impl CodeMode {
             );
         }
         if stderr.contains("overflowed its stack") {
-            return self.limit(
+            return limit_error(
+                &self.limits,
                 "max_recursion_depth",
                 "the program nested too deeply for the interpreter's stack and was stopped; \
                  flatten deeply nested expressions or recursion"
@@ -483,7 +578,8 @@ impl CodeMode {
         if signal == Some(libc::SIGXCPU)
             || (signal == Some(libc::SIGKILL) && elapsed >= self.limits.interpreter_time)
         {
-            return self.limit(
+            return limit_error(
+                &self.limits,
                 "interpreter_time",
                 format!(
                     "the program used more CPU time than its interpreter-time limit of {} allows and was stopped",
@@ -509,20 +605,168 @@ impl CodeMode {
     }
 }
 
-impl CodeRun {
-    fn fail(&mut self, error: CodeError) {
-        self.status = "error";
-        self.value = None;
-        self.repr = None;
-        self.error = Some(error);
+/// One stretch of a program between its start or resume and its end or pause:
+/// what carries over from one stretch to the next.
+pub(super) struct Segment {
+    pub run_id: String,
+    pub session: String,
+    pub code_sha256: String,
+    /// Tool calls so far, over every stretch.
+    pub calls: usize,
+    /// Pauses so far, over every stretch.
+    pub suspensions: usize,
+    /// Wall-clock time the earlier stretches ran.
+    pub elapsed_before: Duration,
+    /// The limit whose call was aborted, if one was.
+    pub limit_hit: Option<&'static str>,
+}
+
+/// How a stretch ended, as the worker said.
+enum Driven {
+    Finished(Finished),
+    Suspended {
+        snapshot: String,
+        printed: String,
+        output_exceeded: bool,
+        pending: Pending,
+    },
+}
+
+/// The call a program paused at.
+struct Pending {
+    tool: String,
+    call_id: String,
+    arguments: Value,
+    approval_id: String,
+    reason: String,
+}
+
+/// Why driving a worker stopped before the program ended.
+pub(super) enum Stopped {
+    /// The pipe broke or a frame was not the protocol's: the worker died.
+    Broken(std::io::Error),
+    /// The wall-clock limit passed.
+    WallClock,
+}
+
+impl From<std::io::Error> for Stopped {
+    fn from(error: std::io::Error) -> Self {
+        Stopped::Broken(error)
     }
+}
+
+/// The program's wall-clock deadline, pushed back by time spent waiting for a
+/// person.
+pub(super) struct WallClock {
+    started: Instant,
+    waited: Duration,
+    deadline: tokio::time::Instant,
+}
+
+impl WallClock {
+    /// A clock with `budget` left to run.
+    pub(super) fn new(budget: Duration) -> Self {
+        WallClock {
+            started: Instant::now(),
+            waited: Duration::ZERO,
+            deadline: tokio::time::Instant::now() + budget,
+        }
+    }
+
+    fn extend(&mut self, waited: Duration) {
+        self.waited += waited;
+        self.deadline += waited;
+    }
+
+    /// Time run on this clock, not counting waits for a person.
+    pub(super) fn used(&self) -> Duration {
+        self.started.elapsed().saturating_sub(self.waited)
+    }
+
+    pub(super) async fn within<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, Stopped> {
+        tokio::time::timeout_at(self.deadline, work)
+            .await
+            .map_err(|_| Stopped::WallClock)
+    }
+}
+
+/// The audit intent of a program run (or of a resume), appended before anything
+/// runs; its completion is appended by [`end_audit`].
+pub(super) fn begin_audit(
+    gate: &Gate,
+    run_id: &str,
+    call_id: &str,
+    session: &str,
+    principal: &Principal,
+    arguments: Value,
+) -> Result<AuditEntry, crate::StoreError> {
+    let mut entry = AuditEntry {
+        time: gate.now(),
+        kind: RecordKind::Intent,
+        run_id: run_id.to_owned(),
+        call_id: call_id.to_owned(),
+        session: session.to_owned(),
+        principal: principal.id.clone(),
+        tool: RUN_CODE.to_owned(),
+        effect: None,
+        arguments,
+        decision: None,
+        reason: None,
+        outcome: None,
+        message: None,
+        duration_ms: None,
+        attempts: None,
+        auth: None,
+        credential: None,
+    };
+    crate::Authenticated::stamp(&mut entry);
+    gate.store().append(entry.clone())?;
+    Ok(entry)
+}
+
+/// Records how a run (or a resume) begun by [`begin_audit`] ended.
+pub(super) fn end_audit(gate: &Gate, mut entry: AuditEntry, started: Instant, run: &CodeRun) {
+    entry.kind = RecordKind::Completion;
+    entry.time = gate.now();
+    entry.arguments = Value::Null;
+    entry.outcome = Some(match &run.error {
+        None => run.status.to_owned(),
+        Some(error) => error.limit.map_or(error.kind, |_| "limit").to_owned(),
+    });
+    entry.message = match (&run.error, &run.approval_id) {
+        (Some(e), _) => Some(clip_text(&e.message, 4096).into_owned()),
+        (None, Some(approval)) => Some(format!("paused for approval {approval}")),
+        (None, None) => None,
+    };
+    entry.duration_ms = Some(millis(started.elapsed()));
+    entry.attempts = Some(u32::try_from(run.calls).unwrap_or(u32::MAX));
+    let run_id = entry.run_id.clone();
+    if let Err(e) = gate.store().append(entry) {
+        tracing::warn!(run_id, "the end of a program could not be recorded: {e}");
+    }
+}
+
+pub(super) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The gate's clock (tests fix it), read through its timestamps.
+pub(super) fn gate_time(gate: &Gate) -> std::time::SystemTime {
+    humantime::parse_rfc3339(&gate.now()).unwrap_or_else(|_| std::time::SystemTime::now())
+}
+
+pub(super) fn epoch_ms(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(0, millis)
 }
 
 /// What a gate outcome becomes at the program's call site. The match names every
 /// outcome: a new one must be given its exception here (a background tool's
 /// `Started { task_id }` is a `RuntimeError` naming the task: its result never
 /// reaches the program).
-fn reply_for(outcome: Outcome) -> ToWorker {
+pub(super) fn reply_for(outcome: Outcome) -> ToWorker {
     match outcome {
         Outcome::Ok { value, .. } => ToWorker::Return { value },
         Outcome::Error { message, .. } => ToWorker::Raise {
@@ -550,7 +794,7 @@ fn reply_for(outcome: Outcome) -> ToWorker {
         Outcome::Started { task_id } => ToWorker::Raise {
             exception: "RuntimeError".into(),
             message: format!(
-                "this tool runs in the background as task {task_id}; its result does not reach a                  program: end the program and read it with `toolgate tasks get {task_id}`"
+                "this tool runs in the background as task {task_id}; its result does not reach a program: end the program and read it with `toolgate tasks get {task_id}`"
             ),
         },
     }
@@ -569,49 +813,6 @@ fn error_exception(message: &str) -> &'static str {
         "TimeoutError"
     } else {
         "RuntimeError"
-    }
-}
-
-/// Where a limit is set and what it is now.
-fn raise_hint(limit: &str, limits: &CodeLimits) -> String {
-    let now = match limit {
-        "wall_clock" => humantime::format_duration(limits.wall_clock).to_string(),
-        "interpreter_time" => humantime::format_duration(limits.interpreter_time).to_string(),
-        "max_calls" => limits.max_calls.to_string(),
-        "max_output_bytes" => limits.max_output_bytes.to_string(),
-        "max_memory_bytes" => limits.max_memory_bytes.to_string(),
-        "max_recursion_depth" => limits.max_recursion_depth.to_string(),
-        _ => String::new(),
-    };
-    format!(
-        " (limit `code_mode.{limit}` is {now}; the operator can raise it in the spec file's `code_mode:` section)"
-    )
-}
-
-impl CodeMode {
-    /// A limit's error: what happened, the limit's setting and how to raise it.
-    fn limit(&self, name: &'static str, message: String) -> CodeError {
-        CodeError {
-            kind: "limit",
-            limit: Some(name),
-            exception: None,
-            message: format!("{message}{}", raise_hint(name, &self.limits)),
-            traceback: String::new(),
-            line: None,
-            column: None,
-        }
-    }
-}
-
-fn worker_error(message: String) -> CodeError {
-    CodeError {
-        kind: "worker",
-        limit: None,
-        exception: None,
-        message,
-        traceback: String::new(),
-        line: None,
-        column: None,
     }
 }
 

@@ -24,6 +24,11 @@ pub struct CodeLimits {
     pub max_memory_bytes: u64,
     /// How deep Python calls may nest (default 200).
     pub max_recursion_depth: usize,
+    /// Times a program may pause for approval (default 10).
+    pub max_suspensions: usize,
+    /// How long a paused program waits for its approval (default 24 h); resumed
+    /// after that, the waiting call raises `PermissionError`.
+    pub approval_wait: Duration,
 }
 
 impl Default for CodeLimits {
@@ -35,6 +40,8 @@ impl Default for CodeLimits {
             max_output_bytes: 64 << 10,
             max_memory_bytes: 1 << 30,
             max_recursion_depth: 200,
+            max_suspensions: 10,
+            approval_wait: Duration::from_secs(24 * 60 * 60),
         }
     }
 }
@@ -66,6 +73,8 @@ impl CodeLimits {
                 .filter(|b| *b >= toolgate_core::spec::MIN_CODE_MEMORY_BYTES)
                 .unwrap_or(defaults.max_memory_bytes),
             max_recursion_depth: count(section.max_recursion_depth, defaults.max_recursion_depth),
+            max_suspensions: count(section.max_suspensions, defaults.max_suspensions),
+            approval_wait: duration(&section.approval_wait, defaults.approval_wait),
         }
     }
 }

@@ -20,18 +20,25 @@
 //! A program has no files, network, environment or clock: every OS call it tries
 //! raises `PermissionError`. Limits: [`CodeLimits`].
 
+mod ask;
 mod convert;
 mod host;
 mod limits;
 mod names;
 mod protocol;
+mod resume;
 mod run_code;
+mod run_result;
 mod stubs;
 mod worker;
 
-pub use host::{CodeError, CodeMode, CodeRun, WORKER_ARG, WorkerCommand};
+pub use ask::{AskApproval, NeverAsk};
+pub use host::{CodeMode, WORKER_ARG, WorkerCommand};
 pub use limits::CodeLimits;
 pub use names::{PythonNames, identifier};
-pub use run_code::{RUN_CODE, run_code_descriptor, run_code_tool};
+pub use run_code::{
+    RESUME_CODE, RUN_CODE, resume_code_descriptor, run_code_descriptor, run_code_tool,
+};
+pub use run_result::{CodeError, CodeRun, Waiting};
 pub use stubs::stubs;
 pub use worker::worker_main;

@@ -32,8 +32,20 @@ pub(crate) enum ToWorker {
         functions: Vec<String>,
         limits: InterpreterLimits,
     },
+    /// Go on with a program paused earlier: `snapshot` is what the worker sent
+    /// in [`FromWorker::Suspended`] (base64), `printed` what it had printed, and
+    /// `answer` the reply to the call it paused at (`Return`, `Raise` or `Abort`).
+    Resume {
+        snapshot: String,
+        printed: String,
+        functions: Vec<String>,
+        limits: InterpreterLimits,
+        answer: Box<ToWorker>,
+    },
     /// The call returned this value.
     Return { value: Value },
+    /// The call waits for a person: save the program's state and stop.
+    Suspend,
     /// The call raised: `exception` is a Python exception type (`PermissionError`).
     Raise { exception: String, message: String },
     /// End the program at the call with an exception it cannot catch (a limit).
@@ -48,6 +60,13 @@ pub(crate) enum FromWorker {
     Call { function: String, arguments: Value },
     /// The program ended.
     Done(Finished),
+    /// The program was saved at its pending call, as [`ToWorker::Suspend`] asked:
+    /// `snapshot` is the interpreter's state (base64), `printed` what it printed.
+    Suspended {
+        snapshot: String,
+        printed: String,
+        output_exceeded: bool,
+    },
 }
 
 /// How a program ended, as the worker saw it.

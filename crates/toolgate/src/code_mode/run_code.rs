@@ -13,6 +13,9 @@ use toolgate_core::{Effect, ToolDescriptor, ToolSource};
 /// The name of the tool.
 pub const RUN_CODE: &str = "run_code";
 
+/// The name of the tool that resumes a program paused for approval.
+pub const RESUME_CODE: &str = "resume_code";
+
 /// The descriptor of `run_code` for `stubs` (from [`super::stubs`]); `effect` is
 /// the strongest effect among the tools a program may call, so a client's
 /// annotations never understate what a program can do.
@@ -41,6 +44,37 @@ pub fn run_code_descriptor(stubs: &str, effect: Effect) -> ToolDescriptor {
         ToolSource::Builtin,
     );
     descriptor.title = Some("Run a program".into());
+    descriptor
+}
+
+/// The descriptor of `resume_code`: it goes on with a program that `run_code`
+/// left `pending_approval`, from the call that waited (an entry point hands its
+/// `run_id` to [`super::CodeMode::resume`]). Its effect is `run_code`'s: the
+/// rest of the program runs.
+pub fn resume_code_descriptor(effect: Effect) -> ToolDescriptor {
+    let mut descriptor = ToolDescriptor::new(
+        RESUME_CODE,
+        "Resume a program that run_code paused because one of its calls needs a person's \
+         approval. Call it once the user says the approval is answered, with the run_id \
+         run_code returned. The program goes on from the call that waited: approved, the call \
+         runs; denied, it raises PermissionError there. The result is like run_code's; if the \
+         approval is still unanswered, it says so and the program stays paused."
+            .to_owned(),
+        json!({
+            "type": "object",
+            "properties": {
+                "run_id": {
+                    "type": "string",
+                    "description": "The run_id of the paused program, as run_code returned it."
+                }
+            },
+            "required": ["run_id"],
+            "additionalProperties": false
+        }),
+        effect,
+        ToolSource::Builtin,
+    );
+    descriptor.title = Some("Resume a paused program".into());
     descriptor
 }
 

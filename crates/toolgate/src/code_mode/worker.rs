@@ -12,7 +12,9 @@ use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use monty::{MontyRun, RunProgress};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use monty::{Dump, FunctionCall, MontyRun, RunProgress, Session, SessionRef};
 use monty_types::{
     CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
     PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
@@ -64,19 +66,32 @@ fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
         ),
         _ => e,
     })?;
-    let ToWorker::Start {
-        code,
-        functions,
-        limits,
-    } = first
-    else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the first message must start a program",
-        ));
+    let ended = match first {
+        ToWorker::Start {
+            code,
+            functions,
+            limits,
+        } => run(&code, &functions, &limits, input, output)?,
+        ToWorker::Resume {
+            snapshot,
+            printed,
+            functions,
+            limits,
+            answer,
+        } => resume(
+            &snapshot, printed, &functions, &limits, *answer, input, output,
+        )?,
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the first message must start or resume a program",
+            ));
+        }
     };
-    let finished = run(&code, &functions, &limits, input, output)?;
-    write_frame(output, &FromWorker::Done(finished))
+    match ended {
+        Some(finished) => write_frame(output, &FromWorker::Done(finished)),
+        None => Ok(()),
+    }
 }
 
 /// `print` collected up to a cap; past it the program is told, and the gate
@@ -121,7 +136,7 @@ fn run(
     limits: &InterpreterLimits,
     input: &mut Input,
     output: &mut Output,
-) -> io::Result<Finished> {
+) -> io::Result<Option<Finished>> {
     let mut printed = Printed {
         text: String::new(),
         cap: limits.max_output_bytes,
@@ -135,10 +150,10 @@ fn run(
     ) {
         Ok(runner) => runner,
         Err(exception) => {
-            return Ok(Finished {
+            return Ok(Some(Finished {
                 error: Some(worker_error(&exception, true)),
                 ..Finished::default()
-            });
+            }));
         }
     };
     let mut resource_limits = ResourceLimits::default()
@@ -149,16 +164,62 @@ fn run(
     // (`'x' * 10**13`); the address-space limit stops gradual growth.
     resource_limits.max_memory = usize::try_from(limits.max_memory_bytes).ok();
     let tracker = ResourceTracker::new(resource_limits);
-    let mut progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
+    let progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
+    drive(progress, functions, printed, input, output)
+}
+
+/// Goes on with a program from its snapshot, answering the call it paused at.
+fn resume(
+    snapshot: &str,
+    printed: String,
+    functions: &[String],
+    limits: &InterpreterLimits,
+    answer: ToWorker,
+    input: &mut Input,
+    output: &mut Output,
+) -> io::Result<Option<Finished>> {
+    let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidData, message);
+    let bytes = BASE64
+        .decode(snapshot)
+        .map_err(|e| invalid(format!("the snapshot is not base64 ({e})")))?;
+    let dump = Dump::load(&bytes).map_err(|e| {
+        invalid(format!(
+            "the snapshot cannot be read by this worker ({e:?})"
+        ))
+    })?;
+    let Session::Running(progress) = dump.state else {
+        return Err(invalid("the snapshot is not of a paused program".into()));
+    };
+    let RunProgress::FunctionCall(call) = *progress else {
+        return Err(invalid("the snapshot is not paused at a tool call".into()));
+    };
+    let mut printed = Printed {
+        text: printed,
+        cap: limits.max_output_bytes,
+        exceeded: false,
+    };
+    let progress = answer_call(call, answer_of(answer)?, &mut printed);
+    drive(progress, functions, printed, input, output)
+}
+
+/// Runs the program from `progress` until it ends (`Some`) or is saved at a call
+/// that waits for a person (`None`: the snapshot is sent already).
+fn drive(
+    mut progress: Result<RunProgress, MontyException>,
+    functions: &[String],
+    mut printed: Printed,
+    input: &mut Input,
+    output: &mut Output,
+) -> io::Result<Option<Finished>> {
     loop {
         let step = match progress {
             Err(exception) => {
-                return Ok(Finished {
+                return Ok(Some(Finished {
                     printed: printed.text,
                     output_exceeded: printed.exceeded,
                     error: Some(worker_error(&exception, false)),
                     ..Finished::default()
-                });
+                }));
             }
             Ok(step) => step,
         };
@@ -168,30 +229,33 @@ fn run(
                     Ok(value) => (Some(value), None),
                     Err(_) => (None, Some(value.py_repr())),
                 };
-                return Ok(Finished {
+                return Ok(Some(Finished {
                     value,
                     repr,
                     printed: printed.text,
                     output_exceeded: printed.exceeded,
                     error: None,
-                });
+                }));
             }
             RunProgress::NameLookup(lookup) => {
-                let answer = if lookup.object_id().is_none() && functions.contains(&lookup.name) {
-                    NameLookupResult::Value(MontyObject::Function {
-                        name: lookup.name.clone(),
-                        docstring: None,
-                    })
-                } else {
-                    NameLookupResult::Undefined
+                let found = lookup
+                    .object_id()
+                    .is_none()
+                    .then(|| super::names::lookup(functions, &lookup.name));
+                let answer = match found.flatten() {
+                    Some(value) => NameLookupResult::Value(value),
+                    None => NameLookupResult::Undefined,
                 };
                 lookup.resume(answer, PrintWriter::Callback(&mut printed))
             }
             RunProgress::FunctionCall(call) => {
                 let answer = if call.object_id.is_some() {
                     Answer::Raise(exception(
-                        ExcType::TypeError,
-                        "only tool functions can be called here",
+                        ExcType::AttributeError,
+                        &format!(
+                            "no tool is named `{}` here; call the tools the stubs list",
+                            call.function_name
+                        ),
                     ))
                 } else if !functions.contains(&call.function_name) {
                     Answer::Raise(exception(
@@ -204,16 +268,11 @@ fn run(
                         Ok(arguments) => ask_gate(&call.function_name, arguments, input, output)?,
                     }
                 };
-                match answer {
-                    Answer::Return(value) => {
-                        call.resume(to_python(&value), PrintWriter::Callback(&mut printed))
-                    }
-                    Answer::Raise(exc) => call.resume(
-                        ExtFunctionResult::Error(exc),
-                        PrintWriter::Callback(&mut printed),
-                    ),
-                    Answer::Abort(exc) => call.abort(exc, PrintWriter::Callback(&mut printed)),
+                if let Answer::Suspend = answer {
+                    suspend(RunProgress::FunctionCall(call), printed, output)?;
+                    return Ok(None);
                 }
+                answer_call(call, answer, &mut printed)
             }
             RunProgress::OsCall(os) => {
                 let message = format!(
@@ -236,10 +295,45 @@ fn run(
     }
 }
 
+/// Sends the program's state at its pending call to the gate.
+fn suspend(progress: RunProgress, printed: Printed, output: &mut Output) -> io::Result<()> {
+    let bytes = monty::dump(SCRIPT_NAME, None, SessionRef::Running(&progress))
+        .map_err(|e| io::Error::other(format!("the program's state cannot be saved ({e})")))?;
+    write_frame(
+        output,
+        &FromWorker::Suspended {
+            snapshot: BASE64.encode(bytes),
+            printed: printed.text,
+            output_exceeded: printed.exceeded,
+        },
+    )
+}
+
+/// The call site's answer applied to the paused call.
+fn answer_call(
+    call: FunctionCall,
+    answer: Answer,
+    printed: &mut Printed,
+) -> Result<RunProgress, MontyException> {
+    match answer {
+        Answer::Return(value) => call.resume(to_python(&value), PrintWriter::Callback(printed)),
+        Answer::Raise(exc) => call.resume(
+            ExtFunctionResult::Error(exc),
+            PrintWriter::Callback(printed),
+        ),
+        Answer::Abort(exc) => call.abort(exc, PrintWriter::Callback(printed)),
+        Answer::Suspend => call.abort(
+            exception(ExcType::RuntimeError, "the program cannot pause here"),
+            PrintWriter::Callback(printed),
+        ),
+    }
+}
+
 enum Answer {
     Return(serde_json::Value),
     Raise(MontyException),
     Abort(MontyException),
+    Suspend,
 }
 
 /// A tool function's arguments as one JSON object: keywords, or one dict.
@@ -286,7 +380,12 @@ fn ask_gate(
             arguments,
         },
     )?;
-    Ok(match read_frame(input)? {
+    answer_of(read_frame(input)?)
+}
+
+/// The answer a frame from the gate gives to a call.
+fn answer_of(reply: ToWorker) -> io::Result<Answer> {
+    Ok(match reply {
         ToWorker::Return { value } => Answer::Return(value),
         ToWorker::Raise {
             exception: kind,
@@ -296,7 +395,8 @@ fn ask_gate(
             exception: kind,
             message,
         } => Answer::Abort(exception(exc_type(&kind), &message)),
-        ToWorker::Start { .. } => {
+        ToWorker::Suspend => Answer::Suspend,
+        ToWorker::Start { .. } | ToWorker::Resume { .. } => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "a program is already running",

@@ -128,6 +128,41 @@ pub enum StoreError {
         id: String,
         problem: String,
     },
+
+    /// The key that seals paused programs cannot be read or made.
+    #[error(
+        "cannot use the key that seals paused programs at {}: {source}; check the state directory is readable and writable, or delete the file to make a new key (programs paused under the old key can then not be resumed)",
+        path.display()
+    )]
+    CodeRunKey {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// No paused program has this run id, or it is not paused any more.
+    #[error("{}", code_run_not_paused(id, status.as_deref()))]
+    CodeRunNotPaused { id: String, status: Option<String> },
+
+    /// A paused program's seal does not match: its snapshot or its row was not
+    /// written by toolgate with this store's key.
+    #[error(
+        "the paused program {id} in {location} was not written by toolgate with this store's key (its seal does not match), so it will not be resumed; run the program again"
+    )]
+    CodeRunTampered { location: String, id: String },
+}
+
+fn code_run_not_paused(id: &str, status: Option<&str>) -> String {
+    match status {
+        Some("resuming") => format!(
+            "program {id} is being resumed already (here or in another process); wait for that resume to end"
+        ),
+        Some("finished") => format!(
+            "program {id} was resumed and has finished; a paused program resumes only once (run it again to repeat it)"
+        ),
+        _ => {
+            format!("there is no paused program `{id}`; `toolgate code list` shows the paused ones")
+        }
+    }
 }
 
 impl StoreError {

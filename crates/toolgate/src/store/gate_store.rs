@@ -13,14 +13,17 @@ use super::turns::{
     Admission, AdmissionCheck, MemoryTurns, memory_turn, release_in_memory, standing_in_memory,
 };
 use super::{
-    Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, Grant, MemoryApprovals,
-    MemoryAuditLog, MemoryCallHistory, MemoryStore, MemoryTasks, RecordedCall, Resolution,
-    SqliteStore, StateStore, StoreError, TaskRecord, TaskStatus, TaskStore,
+    Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, CodeRunStore, Grant,
+    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCodeRuns, MemoryStore, MemoryTasks,
+    PausedRun, RecordedCall, Resolution, SqliteStore, StateStore, StoreError, TaskRecord,
+    TaskStatus, TaskStore,
 };
 use crate::Outcome;
 
 /// The gate's persistence.
-pub trait GateStore: StateStore + ApprovalStore + AuditLog + CallHistory + TaskStore {
+pub trait GateStore:
+    StateStore + ApprovalStore + AuditLog + CallHistory + TaskStore + CodeRunStore
+{
     /// Applies a call's state writes, adds it to the session's call history and
     /// appends its completion record — after its intent record, when that was not
     /// appended before the call ran — as one transaction where the store has them:
@@ -85,6 +88,7 @@ pub struct MemoryGateStore {
     calls: MemoryCallHistory,
     turns: MemoryTurns,
     tasks: MemoryTasks,
+    code_runs: MemoryCodeRuns,
 }
 
 impl GateStore for MemoryGateStore {
@@ -320,5 +324,23 @@ impl TaskStore for MemoryGateStore {
     }
     fn drop_expired_tasks(&self, now_ms: u64) -> Result<usize, StoreError> {
         self.tasks.drop_expired_tasks(now_ms)
+    }
+}
+
+impl CodeRunStore for MemoryGateStore {
+    fn pause_run(&self, run: &PausedRun) -> Result<(), StoreError> {
+        self.code_runs.pause_run(run)
+    }
+    fn take_run(&self, run_id: &str) -> Result<PausedRun, StoreError> {
+        self.code_runs.take_run(run_id)
+    }
+    fn release_run(&self, run_id: &str) -> Result<(), StoreError> {
+        self.code_runs.release_run(run_id)
+    }
+    fn finish_run(&self, run_id: &str) -> Result<(), StoreError> {
+        self.code_runs.finish_run(run_id)
+    }
+    fn paused_runs(&self) -> Result<Vec<PausedRun>, StoreError> {
+        self.code_runs.paused_runs()
     }
 }

@@ -15,6 +15,7 @@ mod approvals;
 mod audit;
 mod calls;
 mod checkpoint;
+mod code_runs;
 mod error;
 mod files;
 mod gate_store;
@@ -36,6 +37,7 @@ pub use approvals::{
 };
 pub use audit::{AuditLog, MemoryAuditLog};
 pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
+pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use error::StoreError;
 pub use files::ALLOW_SYMLINK_ENV;
 pub use gate_store::{GateStore, MemoryGateStore};

@@ -129,6 +129,8 @@ const MIGRATIONS: &[&str] = &[
         outcome          TEXT CHECK (outcome IS NULL OR json_valid(outcome))
     ) WITHOUT ROWID;
     CREATE INDEX tasks_created ON tasks (created_ms);",
+    // Version 8: code-mode programs paused at a call that waits for approval.
+    super::code_runs::MIGRATION,
 ];
 
 /// The schema version this toolgate writes and understands.

@@ -37,6 +37,8 @@
 
 mod approval;
 mod capacity;
+#[cfg(feature = "code-mode")]
+mod code_offer;
 mod conversations;
 mod downstream;
 mod forward;
@@ -229,6 +231,9 @@ pub(crate) struct Shared {
     inflight: Arc<InFlight>,
     /// The streamable HTTP sessions, capped by `options.sessions`.
     http_sessions: Arc<CappedSessions>,
+    /// Code mode: `run_code` and the always-loaded tools instead of the catalog.
+    #[cfg(feature = "code-mode")]
+    code: Option<code_offer::CodeOffer>,
 }
 
 impl Shared {
@@ -289,6 +294,8 @@ pub struct McpServerBuilder {
     search: Option<ListedTools>,
     forwarded: Option<Forwarded>,
     options: ServeOptions,
+    #[cfg(feature = "code-mode")]
+    code: Option<code_offer::CodeOffer>,
 }
 
 impl McpServerBuilder {
@@ -350,6 +357,22 @@ impl McpServerBuilder {
         self
     }
 
+    /// Offer code mode: `tools/list` shows `run_code`, whose description carries
+    /// the stubs of the tools the caller's principal may call in its conversation,
+    /// and the `always_loaded` tools; a call of `run_code` runs the program with
+    /// `mode`, every call in it through the gate (see [`crate::code_mode`]).
+    /// `spec`, the file the tools came from, gives the returns shapes of mocks.
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode(
+        mut self,
+        mode: crate::code_mode::CodeMode,
+        spec: Option<toolgate_core::spec::SpecFile>,
+        always_loaded: impl IntoIterator<Item = String>,
+    ) -> Self {
+        self.code = Some(code_offer::CodeOffer::new(mode, spec, always_loaded));
+        self
+    }
+
     pub fn build(self) -> McpServer {
         let offering = Offering::new(self.gate, &self.principal, self.withheld);
         let offers = self
@@ -375,6 +398,8 @@ impl McpServerBuilder {
                 http_sessions: Arc::new(CappedSessions::new(self.options.sessions)),
                 options: self.options,
                 inflight: Arc::default(),
+                #[cfg(feature = "code-mode")]
+                code: self.code,
             }),
         }
     }
@@ -397,6 +422,8 @@ impl McpServer {
             search: None,
             forwarded: None,
             options: ServeOptions::default(),
+            #[cfg(feature = "code-mode")]
+            code: None,
         }
     }
 

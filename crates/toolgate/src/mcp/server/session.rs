@@ -313,6 +313,17 @@ impl Session {
             .into());
         };
         let session = self.conversation(&context, &caller.principal)?;
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = shared.code.as_ref().filter(|code| code.runs(&name)) {
+            let (principal, arguments) = (&caller.principal, request.arguments);
+            let result = code.serve(
+                &shared, &name, gate, &session, principal, arguments, &context,
+            );
+            let result = result.await;
+            self.tell_if_tools_changed(&caller, &session, &context)
+                .await;
+            return Ok(result.into());
+        }
         let binding = input_required::binding(&caller.principal.id, &session, &name);
         if let Some(state) = &request.request_state {
             let retry =
@@ -511,8 +522,20 @@ impl ServerHandler for Session {
         } else {
             STABLE_LIST_TTL_MS
         };
-        let mut result =
-            ListToolsResult::with_all_items(offered.tools.as_ref().clone()).with_ttl_ms(ttl_ms);
+        #[allow(unused_mut)]
+        let mut tools = offered.tools.as_ref().clone();
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = &self.shared.code {
+            let canonical = |wire: &str| offered.canonical(wire).to_owned();
+            tools = code.tools(
+                &offering.gate,
+                &session,
+                &caller.principal,
+                &tools,
+                canonical,
+            );
+        }
+        let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(ttl_ms);
         result.cache_scope = Some(CacheScope::Private);
         Ok(result)
     }
