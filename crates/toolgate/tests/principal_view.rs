@@ -111,6 +111,7 @@ fn reader() -> Principal {
         id: "reader".into(),
         ceiling: Tier::External,
         scopes: vec!["lookup_order".into(), "lookup_orders".into()],
+        claims: Default::default(),
     }
 }
 
@@ -120,6 +121,7 @@ fn low_ceiling() -> Principal {
         id: "low".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     }
 }
 
@@ -252,6 +254,7 @@ fn clerk() -> Principal {
         id: "clerk".into(),
         ceiling: Tier::External,
         scopes: vec!["refund_order".into(), "search_tools".into()],
+        claims: Default::default(),
     }
 }
 
@@ -262,6 +265,7 @@ fn browser() -> Principal {
         id: "browser".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     }
 }
 

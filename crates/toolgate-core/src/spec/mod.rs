@@ -16,6 +16,7 @@ mod mcp_servers;
 mod model;
 mod network;
 mod network_checks;
+mod policy_checks;
 mod rules;
 mod salvage;
 mod shape;

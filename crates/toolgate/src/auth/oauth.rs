@@ -256,6 +256,7 @@ impl OAuth {
             principal: Some(principal),
             method: AuthMethod::OAuth,
             credential: Some(credential),
+            claims: claims.clone(),
         })
     }
 

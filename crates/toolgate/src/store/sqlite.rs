@@ -129,6 +129,8 @@ const MIGRATIONS: &[&str] = &[
         outcome          TEXT CHECK (outcome IS NULL OR json_valid(outcome))
     ) WITHOUT ROWID;
     CREATE INDEX tasks_created ON tasks (created_ms);",
+    // Version 8: who may answer each approval request, and who did.
+    super::approvals::ANSWERERS_MIGRATION,
 ];
 
 /// The schema version this toolgate writes and understands.

@@ -211,6 +211,7 @@ async fn authenticate(
                     principal: None,
                     method: AuthMethod::BearerToken,
                     credential: None,
+                    claims: Default::default(),
                 })
             };
             match (by_key.or_else(by_token), &access.oauth) {
