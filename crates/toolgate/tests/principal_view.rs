@@ -195,7 +195,9 @@ async fn the_operator_still_learns_why_from_the_audit_log() {
     assert_eq!(record.decision, Some(Decision::Deny));
     assert_eq!(
         record.reason.as_deref(),
-        Some("`refund_order` is outside the scopes of reader")
+        Some(
+            "`refund_order` is outside the scopes of reader (decided by principals.reader.scopes)"
+        )
     );
 }
 

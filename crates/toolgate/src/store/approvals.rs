@@ -536,13 +536,36 @@ impl ApprovalStore for MemoryApprovals {
 const APPROVAL_COLUMNS: &str = "id, session, tool, arguments, args_hash, principal, reason, status, answer, created_at, decided_at, answered_by, decided_by, decided_via";
 
 /// The schema step that gives each request who may answer it and who did: rows
-/// from before it keep `either` (anyone could answer them then). Its place in
-/// the store's list of migrations is set in `sqlite.rs`.
-pub(super) const ANSWERERS_MIGRATION: &str =
-    "ALTER TABLE approvals ADD COLUMN answered_by TEXT NOT NULL DEFAULT 'either'
-         CHECK (answered_by IN ('client', 'approver', 'either'));
-     ALTER TABLE approvals ADD COLUMN decided_by TEXT;
-     ALTER TABLE approvals ADD COLUMN decided_via TEXT;";
+/// from before it keep `either` (anyone could answer them then). A column that
+/// is there already is left as it is, so the step can run on a file whose
+/// version number was set back. Its place among the store's migrations is set in
+/// `sqlite.rs`.
+pub(super) fn add_answerers(tx: &Connection) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('approvals')")?;
+    let columns = stmt
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    if columns.is_empty() {
+        // No approvals table: nothing to add to.
+        return Ok(());
+    }
+    let wanted = [
+        (
+            "answered_by",
+            "TEXT NOT NULL DEFAULT 'either' CHECK (answered_by IN ('client', 'approver', 'either'))",
+        ),
+        ("decided_by", "TEXT"),
+        ("decided_via", "TEXT"),
+    ];
+    for (name, definition) in wanted {
+        if !columns.iter().any(|c| c == name) {
+            tx.execute_batch(&format!(
+                "ALTER TABLE approvals ADD COLUMN {name} {definition};"
+            ))?;
+        }
+    }
+    Ok(())
+}
 
 /// The rowid of the oldest request for one call in one status; `?1..?3` are
 /// session, tool and args hash, `?4` the status.
