@@ -12,6 +12,7 @@ mod commands;
 mod flow_commands;
 mod keys_commands;
 mod pins_commands;
+mod policy_commands;
 mod search_commands;
 mod serve_commands;
 mod task_commands;
@@ -157,6 +158,13 @@ enum Command {
         spec: SpecArgs,
         #[command(flatten)]
         state: StateArgs,
+    },
+    /// Explain the policy's decision on a call: which rule decides, and why.
+    Policy {
+        #[command(subcommand)]
+        action: policy_commands::PolicyAction,
+        #[command(flatten)]
+        spec: SpecArgs,
     },
     /// Print the system-prompt section that lists the tools a principal may use.
     Digest {
@@ -401,6 +409,7 @@ fn main() -> ExitCode {
             spec,
             state,
         } => keys_commands::run(&spec, &state, action),
+        Command::Policy { action, spec } => policy_commands::run(&spec, action),
         Command::Code {
             action,
             spec,

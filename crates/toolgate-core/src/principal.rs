@@ -11,6 +11,11 @@ pub struct Principal {
     pub id: String,
     pub ceiling: Tier,
     pub scopes: Vec<String>,
+    /// What the caller's credential says of it, for policy rules' `claim:` tests:
+    /// an OAuth access token's claims, or an API key's `key_id` and `key_label`.
+    /// Empty for a caller without a credential.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub claims: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Principal {
@@ -20,6 +25,7 @@ impl Principal {
             id: "operator".into(),
             ceiling: Tier::External,
             scopes: vec!["*".into()],
+            claims: Default::default(),
         }
     }
 
@@ -96,6 +102,11 @@ pub struct PrincipalSpec {
         skip_serializing_if = "indexmap::IndexMap::is_empty"
     )]
     pub match_claims: indexmap::IndexMap<String, String>,
+    /// The tools whose waiting calls it may approve or deny with `toolgate
+    /// approvals --as ID`: patterns as in `scopes` (`["*"]` for every tool).
+    /// Once any principal has `approve`, only such principals may answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
 }
 
 fn read_tier() -> Tier {
@@ -110,19 +121,11 @@ impl PrincipalSpec {
     /// Whether a token with `claims` calls as this principal (see `match`); a
     /// principal without `match` takes no token.
     pub fn matches_claims(&self, claims: &serde_json::Map<String, serde_json::Value>) -> bool {
-        use serde_json::Value;
         !self.match_claims.is_empty()
             && self
                 .match_claims
                 .iter()
-                .all(|(name, wanted)| match claims.get(name) {
-                    Some(Value::String(s)) if name == "scope" => s.split(' ').any(|v| v == wanted),
-                    Some(Value::String(s)) => s == wanted,
-                    Some(Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(wanted)),
-                    Some(Value::Bool(b)) => b.to_string() == *wanted,
-                    Some(Value::Number(n)) => n.to_string() == *wanted,
-                    _ => false,
-                })
+                .all(|(name, wanted)| claim_holds(claims, name, wanted))
     }
 
     pub fn to_principal(&self, id: &str) -> Principal {
@@ -130,7 +133,26 @@ impl PrincipalSpec {
             id: id.to_owned(),
             ceiling: self.ceiling,
             scopes: self.scopes.clone(),
+            claims: Default::default(),
         }
+    }
+}
+
+/// Whether the claim `name` holds `wanted`: it equals it, or is an array holding
+/// it; `scope` holds when `wanted` is one of its space-separated scopes.
+pub(crate) fn claim_holds(
+    claims: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    wanted: &str,
+) -> bool {
+    use serde_json::Value;
+    match claims.get(name) {
+        Some(Value::String(s)) if name == "scope" => s.split(' ').any(|v| v == wanted),
+        Some(Value::String(s)) => s == wanted,
+        Some(Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(wanted)),
+        Some(Value::Bool(b)) => b.to_string() == *wanted,
+        Some(Value::Number(n)) => n.to_string() == *wanted,
+        _ => false,
     }
 }
 
@@ -173,6 +195,7 @@ mod tests {
             id: "p".into(),
             ceiling: Tier::Write,
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            claims: Default::default(),
         }
     }
 
@@ -227,7 +250,12 @@ mod tests {
             theirs in proptest::collection::vec(pattern(), 0..4),
             tool in "[ab](\\.[ab]){0,3}|[ab]\\*",
         ) {
-            let principal = Principal { id: "p".into(), ceiling: Tier::Read, scopes: mine };
+            let principal = Principal {
+                id: "p".into(),
+                ceiling: Tier::Read,
+                scopes: mine,
+                claims: Default::default(),
+            };
             let narrowed = principal.narrowed_to(&theirs);
             let both = principal.has_scope_for(&tool)
                 && theirs.iter().any(|scope| scope_matches(scope, &tool));

@@ -16,6 +16,7 @@ mod mcp_servers;
 mod model;
 mod network;
 mod network_checks;
+mod policy_checks;
 mod rate_limits;
 mod rules;
 mod salvage;

@@ -14,6 +14,7 @@ mod authenticated;
 mod execution;
 mod limiter;
 mod outcome;
+mod policy_call;
 mod run;
 mod task;
 
@@ -396,7 +397,7 @@ impl Gate {
                 if let Some(hidden) = found {
                     let verdict = self.policy.decide(hidden.descriptor(), principal);
                     entry.decision = Some(Decision::Deny);
-                    entry.reason = Some(verdict.reason);
+                    entry.reason = Some(verdict.audit_reason());
                 }
                 return self.refuse(entry, "unknown_tool", unknown);
             }
@@ -406,7 +407,7 @@ impl Gate {
         let verdict = self.policy.decide(tool.descriptor(), principal);
         if verdict.decision == Decision::Deny {
             entry.decision = Some(verdict.decision);
-            entry.reason = Some(verdict.reason.clone());
+            entry.reason = Some(verdict.audit_reason());
             let outcome = Outcome::Denied {
                 reason: verdict.reason,
             };
@@ -445,10 +446,15 @@ impl Gate {
                 return self.refuse(entry, refusal.status, refusal.outcome);
             }
         };
-        // Authorize.
-        let verdict = admitted.decide(verdict);
+        // Authorize: the policy decides this call (its rules' `when:` may read the
+        // arguments, the conversation and the caller's claims), then the flow's
+        // confirmations; the audit records what decided.
+        let verdict = match self.decide_call(session, tool.descriptor(), &arguments, principal) {
+            Ok(verdict) => admitted.decide(verdict),
+            Err(e) => return store_failure("the state store", e),
+        };
         entry.decision = Some(verdict.decision);
-        entry.reason = Some(verdict.reason.clone());
+        entry.reason = Some(verdict.audit_reason());
         match verdict.decision {
             Decision::Deny => {
                 return self.refuse(
@@ -467,10 +473,15 @@ impl Gate {
                     args_hash: content_hash(&arguments),
                     principal: principal.id.clone(),
                     reason: verdict.reason.clone(),
+                    answered_by: verdict.answered_by,
                 };
                 match self.store.resolve(&request, (self.clock)()) {
                     Ok(Resolution::Granted { by }) => {
-                        entry.reason = Some(format!("{}; approved ({by})", verdict.reason))
+                        entry.reason = Some(format!(
+                            "{}; approved ({})",
+                            verdict.audit_reason(),
+                            self.answered(&by)
+                        ))
                     }
                     Ok(Resolution::Pending { id, .. }) => {
                         let outcome = Outcome::PendingApproval {
@@ -479,7 +490,12 @@ impl Gate {
                         };
                         return self.refuse(entry, "pending_approval", outcome);
                     }
-                    Ok(Resolution::Denied { reason, .. }) => {
+                    Ok(Resolution::Denied { reason, id }) => {
+                        entry.reason = Some(format!(
+                            "{}; denied ({})",
+                            verdict.audit_reason(),
+                            self.answered(&id)
+                        ));
                         let outcome = Outcome::Denied {
                             reason: format!("a human denied this call: {reason}"),
                         };

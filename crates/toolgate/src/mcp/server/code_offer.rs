@@ -170,6 +170,7 @@ impl CodeOffer {
             gate,
             timeout: shared.options.approval_timeout,
             cancel: shared.inflight.cancellation(),
+            who: &principal.id,
         };
         self.call(gate, session, principal, tool, &arguments, &elicit)
             .await
@@ -198,6 +199,8 @@ struct Elicit<'a> {
     gate: &'a Gate,
     timeout: Duration,
     cancel: &'a CancellationToken,
+    /// Who answers: the caller's principal.
+    who: &'a str,
 }
 
 impl AskApproval for Elicit<'_> {
@@ -212,7 +215,8 @@ impl AskApproval for Elicit<'_> {
                 self.cancel,
             )
             .await;
-            approval::record(self.gate, approval_id, &answer);
+            let by = toolgate_core::Answerer::new(self.who, "elicitation");
+            approval::record(self.gate, approval_id, &answer, &by);
             !matches!(answer, Answer::None(_))
         })
     }

@@ -240,6 +240,7 @@ async fn authenticate(
                     method: AuthMethod::BearerToken,
                     credential: None,
                     scopes: None,
+                    claims: Default::default(),
                 })
             };
             match (by_key.or_else(by_token), &access.oauth) {

@@ -113,10 +113,14 @@ impl Session {
             })?,
         };
         // A token's tool scopes narrow its principal; they never widen it.
-        let principal = match identity.and_then(|i| i.scopes.as_deref()) {
+        let mut principal = match identity.and_then(|i| i.scopes.as_deref()) {
             Some(patterns) => principal.narrowed_to(patterns),
             None => principal,
         };
+        if let Some(identity) = identity {
+            // Policy rules may test what the credential says (`claim:`).
+            principal.claims = identity.claims.clone();
+        }
         let offering = self.shared.offering_for(&principal);
         Ok(Caller {
             principal,
@@ -276,6 +280,7 @@ impl Session {
         downstream: &Downstream,
         approval_id: &str,
         reason: &str,
+        who: &str,
     ) -> Option<String> {
         if !downstream.supports_elicitation() {
             return Some("the MCP client cannot ask its user".to_owned());
@@ -290,7 +295,8 @@ impl Session {
             shared.inflight.cancellation(),
         )
         .await;
-        approval::record(gate, approval_id, &answer);
+        let by = toolgate_core::Answerer::new(who, "elicitation");
+        approval::record(gate, approval_id, &answer, &by);
         match answer {
             Answer::None(why) => Some(why),
             Answer::Approve | Answer::Deny => None,
@@ -340,7 +346,8 @@ impl Session {
                         .into());
                 }
                 Some(answer) => {
-                    approval::record(gate, &retry.approval_id, &answer);
+                    let by = toolgate_core::Answerer::new(&caller.principal.id, "input_required");
+                    approval::record(gate, &retry.approval_id, &answer, &by);
                     if let Answer::None(why) = &answer {
                         let reason = pending_reason(gate, &retry.approval_id);
                         let message =
@@ -380,6 +387,10 @@ impl Session {
         } = &outcome
         {
             if is_stateless {
+                if let Some(why) = approval::client_may_not_answer(gate, approval_id) {
+                    let message = approval::pending_message(approval_id, reason, Some(&why));
+                    return Ok(error_result(message).into());
+                }
                 if stateless::can_elicit_form(&context) {
                     return Ok(shared
                         .questions
@@ -391,7 +402,14 @@ impl Session {
                 return Ok(error_result(message).into());
             }
             match self
-                .ask(gate, &context, &downstream, approval_id, reason)
+                .ask(
+                    gate,
+                    &context,
+                    &downstream,
+                    approval_id,
+                    reason,
+                    &caller.principal.id,
+                )
                 .await
             {
                 Some(why) => {
