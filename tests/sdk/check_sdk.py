@@ -9,7 +9,11 @@ are the nearest thing to the real APIs that runs offline. This check:
    deferred loading: OpenAI Responses and Anthropic), then validates every rendered tool against
    the SDK's request types, eagerly and with unknown keys refused, plus the API rules
    the SDKs do not enforce (name patterns, strict-mode schema rules, request limits);
-2. renders small specs with provider-hosted tools and validates those too;
+2. renders small specs with provider-hosted tools and validates those too, and
+   renders code mode (`--code-mode`: `run_code`, whose description carries the
+   stubs, `resume_code`, plus the tools marked `always_loaded`) for the corpus, the helpdesk
+   example and a spec of namespaced tools, for every target, and validates it the
+   same way;
 3. builds responses with the SDKs' own response models (whole and streamed), feeds
    them to `toolgate parse` under the wire names the render chose, and checks that
    every call comes back with its id, canonical name and arguments, and that broken
@@ -453,6 +457,58 @@ def check_strict_nulls(
     report.group(title, problems, f"{call.canonical}.{optional[0]}")
 
 
+# ---------------------------------------------------------------- code mode
+
+
+# Built-in tools a code-mode render offers before the spec's `always_loaded` tools.
+CODE_MODE_TOOLS = ["run_code", "resume_code"]
+
+
+def code_mode_spec() -> dict:
+    """Namespaced tools (as an upstream MCP server's prefix gives them), two of them
+    loaded up front beside `run_code`."""
+    params = {"type": "object", "properties": {"repo": {"type": "string"}}, "required": ["repo"]}
+    return {
+        "tools": [
+            {"name": "github.create_issue", "description": "Open an issue.", "effect": "write", "parameters": params},
+            {"name": "github.list-issues", "description": "List open issues.", "effect": "read", "parameters": params, "always_loaded": True},
+            {"name": "ping", "description": "Check the gateway answers.", "effect": "read", "always_loaded": True,
+             "parameters": {"type": "object", "properties": {}}},
+        ]
+    }
+
+
+def always_loaded(spec: Path) -> list[str]:
+    loaded = yaml.load(spec.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    return [t["name"] for t in loaded.get("tools") or [] if t.get("always_loaded") is True]
+
+
+def check_code_mode(report: Report, tg: Toolgate, specs: dict[str, Path]) -> None:
+    """`render --code-mode` for every target: valid against the SDK types like any
+    render, exactly `run_code`, `resume_code` and the `always_loaded` tools, and `run_code` takes
+    `code` and carries a stub for each tool."""
+    for label, spec in specs.items():
+        canonical = CODE_MODE_TOOLS + always_loaded(spec)
+        for target in TARGETS:
+            for options in ([], ["--strict"]):
+                decls = check_render(report, tg, spec, target, ["--code-mode", *options], canonical)
+                title = f"code mode {label} for {target}" + "".join(f" {o}" for o in options)
+                if decls is None:
+                    report.group(title, ["skipped: no usable render"])
+                    continue
+                run_code = next((d.body for d in decls if d.wire == "run_code"), None)
+                problems = []
+                if run_code is None:
+                    problems.append("no declaration is named run_code")
+                else:
+                    text = json.dumps(run_code)
+                    if "def " not in (run_code.get("description") or ""):
+                        problems.append("run_code's description carries no stubs")
+                    if '"code"' not in text:
+                        problems.append("run_code's parameters have no `code`")
+                report.group(title, problems, f"run_code, resume_code and {len(canonical) - 2} always-loaded tools")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -524,6 +580,12 @@ def main() -> int:
             for target in ("gemini", "vertex", "mcp"):
                 check_strict_is_noop(report, tg, spec, target)
         check_hosted(report, tg, work)
+        code_spec = work / "code-mode.yaml"
+        code_spec.write_text(json.dumps(code_mode_spec()))
+        code_specs = {"helpdesk": REPO / "examples" / "helpdesk" / "toolgate.yaml", "namespaced": code_spec}
+        if ok:
+            code_specs = {"bfcl": spec, **code_specs}
+        check_code_mode(report, tg, code_specs)
 
         # 3. Parse responses built with the SDKs' models.
         for target in TARGETS:

@@ -2,17 +2,25 @@
 //!
 //! Approvals live in `state.db` in the state directory, beside conversation state,
 //! so a person can answer from one terminal while a gate waits in another process.
+//!
+//! Every answer names who gave it (`--as`, by default the operator's OS user name)
+//! and is recorded with it (`via: cli`). Where the spec file grants `approve` to
+//! principals, only they may answer, each for its tools; nobody approves a call
+//! they made unless `policy.self_approve: true`; and a call whose rule lets only
+//! the client answer (`answered_by: client`) is not approved here.
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use clap::Subcommand;
 use serde_json::{Value, json};
+use toolgate::spec::SpecFile;
 use toolgate::{
-    Approval, ApprovalStore, Grant, GrantScope, SqliteStore, StoreError, resolve_state_dir,
+    Answerer, Approval, ApprovalStore, Approvers, Grant, GrantScope, SqliteStore, StoreError,
+    resolve_state_dir,
 };
 
-use crate::commands::CommandResult;
+use crate::commands::{CommandResult, load};
 use crate::output::{first_line, print_json};
 use crate::{SpecArgs, StateArgs};
 
@@ -38,6 +46,9 @@ pub enum ApprovalAction {
         /// Limit the grant to calls with the same arguments as this one.
         #[arg(long, requires = "grant")]
         same_args: bool,
+        /// Who approves: a principal granted `approve` (default: your OS user name).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        approver: Option<String>,
     },
     /// Deny a pending request; the model hears the reason the next time it makes the call.
     Deny {
@@ -46,6 +57,9 @@ pub enum ApprovalAction {
         /// Why, in words the model can act on.
         #[arg(long)]
         reason: Option<String>,
+        /// Who denies: a principal granted `approve` (default: your OS user name).
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        approver: Option<String>,
     },
 }
 
@@ -58,9 +72,45 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<ApprovalAction>) -
             id,
             grant,
             same_args,
-        }) => approve(args, state, &id, grant.as_deref(), same_args),
-        Some(ApprovalAction::Deny { id, reason }) => deny(args, state, &id, reason.as_deref()),
+            approver,
+        }) => {
+            let by = answerer(approver);
+            approve(args, state, &id, grant.as_deref(), same_args, &by)
+        }
+        Some(ApprovalAction::Deny {
+            id,
+            reason,
+            approver,
+        }) => deny(args, state, &id, reason.as_deref(), &answerer(approver)),
     }
+}
+
+/// The one answering: `--as`, else the OS user name (else `operator`).
+fn answerer(approver: Option<String>) -> Answerer {
+    let who = approver
+        .map(|a| a.trim().to_owned())
+        .filter(|a| !a.is_empty())
+        .or_else(|| {
+            ["USER", "LOGNAME", "USERNAME"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        })
+        .unwrap_or_else(|| "operator".to_owned());
+    Answerer::new(who, "cli")
+}
+
+/// The spec file's approvers: none declared when there is no spec file.
+fn spec_for_approvers(args: &SpecArgs) -> Result<SpecFile, String> {
+    if args.file.exists() {
+        Ok(load(args)?.0)
+    } else {
+        Ok(SpecFile::default())
+    }
+}
+
+/// The request `id`, if there is one (the store says what is wrong otherwise).
+fn asked(store: &SqliteStore, id: &str) -> Result<Option<Approval>, String> {
+    ApprovalStore::get(store, id).map_err(|e| e.to_string())
 }
 
 /// `toolgate approvals list [--all]`.
@@ -116,6 +166,7 @@ pub fn approve(
     id: &str,
     grant: Option<&str>,
     same_args: bool,
+    by: &Answerer,
 ) -> CommandResult {
     let grant = match grant {
         None if same_args => {
@@ -133,9 +184,17 @@ pub fn approve(
             },
         }),
     };
+    let spec = spec_for_approvers(args)?;
     let store = open(args, state)?;
+    if let Some(asked) = asked(&store, id)? {
+        Approvers::new(&spec.principals, spec.policy.self_approve)
+            .may_approve(&by.who, &asked.tool, &asked.principal, asked.answered_by)
+            .map_err(|e| format!("{} is not approved: {e}", asked.id))?;
+    }
     let now = SystemTime::now();
-    let approval = store.approve(id, grant, now).map_err(|e| e.to_string())?;
+    let approval = store
+        .approve_by(id, grant, by, now)
+        .map_err(|e| e.to_string())?;
     let expires_at = grant.map(|g| humantime::format_rfc3339_seconds(now + g.ttl).to_string());
     if args.json {
         let grant = grant.zip(expires_at).map(|(g, expires_at)| {
@@ -154,8 +213,9 @@ pub fn approve(
     let call = describe_call(&approval);
     match grant.zip(expires_at) {
         None => sayln!(
-            "approved {}: {call} runs once when it is submitted again",
-            approval.id
+            "approved {} as {}: {call} runs once when it is submitted again",
+            approval.id,
+            by.who
         ),
         Some((g, expires_at)) => {
             let covered = match g.scope {
@@ -163,8 +223,9 @@ pub fn approve(
                 GrantScope::SameArguments => format!("{call}, and only it,"),
             };
             sayln!(
-                "approved {}: {covered} runs without asking until {expires_at} ({})",
+                "approved {} as {}: {covered} runs without asking until {expires_at} ({})",
                 approval.id,
+                by.who,
                 humantime::format_duration(g.ttl)
             );
         }
@@ -173,11 +234,23 @@ pub fn approve(
 }
 
 /// `toolgate approvals deny ID [--reason TEXT]`.
-pub fn deny(args: &SpecArgs, state: &StateArgs, id: &str, reason: Option<&str>) -> CommandResult {
+pub fn deny(
+    args: &SpecArgs,
+    state: &StateArgs,
+    id: &str,
+    reason: Option<&str>,
+    by: &Answerer,
+) -> CommandResult {
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    let spec = spec_for_approvers(args)?;
     let store = open(args, state)?;
+    if let Some(asked) = asked(&store, id)? {
+        Approvers::new(&spec.principals, spec.policy.self_approve)
+            .may_deny(&by.who, &asked.tool)
+            .map_err(|e| format!("{} is not denied: {e}", asked.id))?;
+    }
     let approval = store
-        .deny(id, reason, SystemTime::now())
+        .deny_by(id, reason, by, SystemTime::now())
         .map_err(|e| e.to_string())?;
     if args.json {
         print_json(&approval);
@@ -188,8 +261,9 @@ pub fn deny(args: &SpecArgs, state: &StateArgs, id: &str, reason: Option<&str>) 
         None => "told a person said no".to_owned(),
     };
     sayln!(
-        "denied {}: the model is {told} the next time it submits {}",
+        "denied {} as {}: the model is {told} the next time it submits {}",
         approval.id,
+        by.who,
         describe_call(&approval)
     );
     Ok(ExitCode::SUCCESS)

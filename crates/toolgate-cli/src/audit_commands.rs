@@ -227,6 +227,8 @@ pub fn resolve(
         message: Some(message),
         duration_ms: None,
         attempts: None,
+        auth: None,
+        credential: None,
         ..intent.entry.clone()
     };
     // Also frees the conversation's turn the run held, and counts the call in its
@@ -254,7 +256,12 @@ fn record_line(record: &AuditRecord, width: usize, tool_width: usize) -> String 
         .as_deref()
         .or(e.decision.map(|d| d.as_str()))
         .unwrap_or("-");
-    let detail: Vec<&str> = [e.reason.as_deref(), e.message.as_deref()]
+    // A call served over HTTP says who made it and how they authenticated.
+    let who = e.auth.as_ref().map(|auth| match &e.credential {
+        Some(credential) => format!("by {} via {auth} {credential}", e.principal),
+        None => format!("by {} via {auth}", e.principal),
+    });
+    let detail: Vec<&str> = [who.as_deref(), e.reason.as_deref(), e.message.as_deref()]
         .into_iter()
         .flatten()
         .collect();

@@ -208,8 +208,9 @@ fn read_program(program: &str) -> Result<String, String> {
 }
 
 /// `render --code-mode`: `run_code` (its description carries the stubs, for the
-/// operator at the start of a conversation) plus the tools marked
-/// `always_loaded`, which stay callable directly.
+/// operator at the start of a conversation), `resume_code` (for a program paused
+/// for approval) plus the tools marked `always_loaded`, which stay callable
+/// directly.
 pub fn render(
     args: &SpecArgs,
     target: toolgate::wire::Target,
@@ -231,8 +232,9 @@ pub fn render(
         Some(&spec),
     )
     .map_err(|e| e.to_string())?;
+    let resume_code = toolgate::code_mode::resume_code_descriptor(run_code.effect);
     let defer = toolgate::wire::DeferSet::from_spec(&spec);
-    let mut offered = vec![run_code];
+    let mut offered = vec![run_code, resume_code];
     offered.extend(tools.into_iter().filter(|t| !defer.is_deferred(&t.name)));
     let rendered = toolgate::wire::render(target, &offered, &spec.hosted, options);
     print_json(&serde_json::json!({ "tools": rendered.tools }));

@@ -241,6 +241,9 @@ pub fn call(
             ),
             Outcome::Denied { reason } => tellln!("denied: {reason}"),
             Outcome::Started { task_id } => tellln!("task {task_id} is still running"),
+            limited @ Outcome::RateLimited { .. } => {
+                tellln!("rate limited: {}", limited.message_for_model())
+            }
         }
     }
     Ok(ExitCode::from(match outcome {
@@ -249,6 +252,7 @@ pub fn call(
         Outcome::PendingApproval { .. } => 3,
         Outcome::Denied { .. } => 4,
         Outcome::Started { .. } => 5,
+        Outcome::RateLimited { .. } => 6,
     }))
 }
 

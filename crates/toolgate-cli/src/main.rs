@@ -12,6 +12,7 @@ mod commands;
 mod flow_commands;
 mod keys_commands;
 mod pins_commands;
+mod policy_commands;
 mod search_commands;
 mod serve_commands;
 mod task_commands;
@@ -158,6 +159,13 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Explain the policy's decision on a call: which rule decides, and why.
+    Policy {
+        #[command(subcommand)]
+        action: policy_commands::PolicyAction,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
     /// Print the system-prompt section that lists the tools a principal may use.
     Digest {
         /// For this principal (declared under `principals:`; default: the operator).
@@ -289,7 +297,7 @@ struct RenderArgs {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     always_loaded: Vec<String>,
     /// Code mode: offer `run_code` (whose description carries the stubs of every
-    /// tool) and the tools marked `always_loaded: true`.
+    /// tool), `resume_code` and the tools marked `always_loaded: true`.
     #[arg(long, conflicts_with_all = ["defer", "always_loaded", "explain"])]
     code_mode: bool,
 }
@@ -401,6 +409,7 @@ fn main() -> ExitCode {
             spec,
             state,
         } => keys_commands::run(&spec, &state, action),
+        Command::Policy { action, spec } => policy_commands::run(&spec, action),
         Command::Code {
             action,
             spec,

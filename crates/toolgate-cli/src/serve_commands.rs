@@ -40,6 +40,14 @@ pub struct ServeArgs {
     /// environment variable (needed for an address other than loopback).
     #[arg(long, value_name = "NAME", requires = "http")]
     token_env: Option<String>,
+    /// Also answer HTTP requests whose `Host` is HOST (`name` for any port,
+    /// `name:port` for one), besides the bind address and `localhost`; repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    allowed_hosts: Vec<String>,
+    /// Also answer browsers whose page is at ORIGIN (`https://app.example.com`),
+    /// besides the server's own origin; repeatable.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    allowed_origins: Vec<String>,
     /// Serve as this principal (declared under `principals:`; default: the operator).
     #[arg(long = "as", value_name = "PRINCIPAL")]
     caller: Option<String>,
@@ -50,6 +58,12 @@ pub struct ServeArgs {
     /// tools marked `always_loaded: true`; a session lists the tools its searches found.
     #[arg(long)]
     search: bool,
+    /// Code mode: `tools/list` shows `run_code`, whose description carries the
+    /// stubs of the tools the caller may call, and the tools marked
+    /// `always_loaded: true`; a `run_code` call runs the program, each of its tool
+    /// calls through the gate.
+    #[arg(long, conflicts_with = "search")]
+    code_mode: bool,
     /// How long to wait for a person to answer an approval asked in the client.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
     approval_timeout: Duration,
@@ -108,6 +122,16 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             access.with_oauth(OAuth::new(section, principals, base).map_err(|e| e.to_string())?)
         }
     };
+    let access = args
+        .allowed_hosts
+        .iter()
+        .try_fold(access, |access, host| access.allow_host(host))
+        .and_then(|access| {
+            args.allowed_origins
+                .iter()
+                .try_fold(access, |access, origin| access.allow_origin(origin))
+        })
+        .map_err(|e| e.to_string())?;
     let http = if args.stdio { None } else { args.http };
     if let Some(addr) = http {
         access.check(addr).map_err(|e| e.to_string())?;
@@ -163,6 +187,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     if args.search {
         let always = spec.tools.iter().filter(|t| t.always_loaded);
         builder = builder.search(always.map(|t| t.name.clone()));
+    }
+    if args.code_mode {
+        let worker = toolgate::code_mode::WorkerCommand::current_exe()
+            .map_err(|e| format!("cannot find this executable to run programs ({e})"))?;
+        let limits = toolgate::code_mode::CodeLimits::from_spec(&spec.code_mode);
+        let mode = toolgate::code_mode::CodeMode::new(worker).limits(limits);
+        let always = spec.tools.iter().filter(|t| t.always_loaded);
+        builder = builder.code_mode(mode, Some(spec.clone()), always.map(|t| t.name.clone()));
     }
     if let Some(upstreams) = &upstreams {
         let upstreams = upstreams.clone();

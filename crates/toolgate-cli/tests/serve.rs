@@ -605,3 +605,201 @@ async fn api_keys_made_with_toolgate_keys_let_each_caller_in_as_its_principal() 
         "a revoked key is refused by the running server"
     );
 }
+
+#[tokio::test]
+async fn the_audit_log_records_who_called_over_http_and_how_but_never_the_key() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let written = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{written}\nauth:\n  api_keys: {{}}\n")).unwrap();
+    let made = desk.run(&["keys", "add", "faq_bot", "--name", "kb widget"]);
+    assert!(made.status.success());
+    let key = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    let id = key.split('_').nth(1).unwrap().to_owned();
+
+    let served = desk.serve_http(&[], &[]);
+    let client = http_client(&served.url, Some(&key)).await;
+    let result = client
+        .call_tool(call("search_kb", json!({"query": "returns"})))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    client.cancel().await.unwrap();
+    let (status, _) = served.terminate();
+    assert!(status.success());
+
+    let records = audit(&desk);
+    let record = records
+        .iter()
+        .find(|r| r["tool"] == "search_kb" && r["kind"] == "completion")
+        .expect("the call is in the audit log");
+    assert_eq!(record["principal"], "faq_bot");
+    assert_eq!(record["auth"], "api_key");
+    assert_eq!(
+        record["credential"],
+        format!("key {id} (kb widget)"),
+        "the key's id and label"
+    );
+    let shown = String::from_utf8(desk.run(&["audit"]).stdout).unwrap();
+    assert!(
+        shown.contains(&format!("by faq_bot via api_key key {id} (kb widget)")),
+        "{shown}"
+    );
+    let verified = desk.run(&["audit", "verify"]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    // The secret half of the key is nowhere in the state directory.
+    let secret = key.rsplit('_').next().unwrap();
+    for file in std::fs::read_dir(desk.path().join(".toolgate")).unwrap() {
+        let path = file.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(secret), "{} holds the key", path.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_http_clients_racing_get_exactly_the_calls_a_rate_limit_allows() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let written = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{written}\nlimits:\n  rate:\n    - {{tool: search_kb, calls: 12, per: 1h}}\n"),
+    )
+    .unwrap();
+    let served = desk.serve_http(&[], &[]);
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(http_client(&served.url, None).await);
+    }
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let peer = client.peer().clone();
+            tokio::spawn(async move {
+                let mut ran = 0;
+                for _ in 0..5 {
+                    let result = peer
+                        .call_tool(call("search_kb", json!({"query": "returns"})))
+                        .await
+                        .unwrap();
+                    if result.is_error == Some(true) {
+                        assert!(text(&result).contains("Call again in"), "{}", text(&result));
+                    } else {
+                        ran += 1;
+                    }
+                }
+                ran
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for task in tasks {
+        ran += task.await.unwrap();
+    }
+    assert_eq!(
+        ran, 12,
+        "exactly the 12 calls an hour allows, across 8 clients"
+    );
+    for client in clients {
+        client.cancel().await.unwrap();
+    }
+    drop(served);
+    let limited = audit(&desk)
+        .iter()
+        .filter(|r| r["outcome"] == "rate_limited")
+        .count();
+    assert_eq!(limited, 40 - 12);
+}
+
+/// The description of the `run_code` tool `client` is offered, and the names listed.
+async fn code_mode_offer(client: &rmcp::Peer<RoleClient>) -> (Vec<String>, String) {
+    let tools = client.list_all_tools().await.unwrap();
+    let names = tools.iter().map(|t| t.name.to_string()).collect();
+    let run_code = tools.iter().find(|t| t.name == "run_code");
+    let description = run_code
+        .and_then(|t| t.description.as_deref())
+        .unwrap_or_default()
+        .to_owned();
+    (names, description)
+}
+
+#[tokio::test]
+async fn serve_with_code_mode_offers_run_code_and_runs_a_program_in_the_session_s_conversation() {
+    let desk = Desk::new();
+    let client = stdio_client(&desk, &["--code-mode"]).await;
+    let (names, description) = code_mode_offer(&client).await;
+    assert_eq!(
+        names,
+        ["run_code", "resume_code"],
+        "the helpdesk marks no tool always_loaded"
+    );
+    assert!(
+        description.contains("def verify_customer(*, email: str, last4: str) -> dict:"),
+        "{description}"
+    );
+    assert!(
+        !description.contains("def cancel_order"),
+        "denied by policy"
+    );
+    let code = "\
+who = verify_customer(email='ada@example.com', last4='4242')
+orders = list_orders(customer_id=who['customer_id'])['orders']
+[o['order_id'] for o in orders if o['status'] == 'delivered']";
+    let result = client
+        .call_tool(call("run_code", json!({"code": code})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert!(
+        text(&result).contains(r#"["ORD-10422"]"#),
+        "{}",
+        text(&result)
+    );
+    client.cancel().await.unwrap();
+
+    let records = audit(&desk);
+    let program = records
+        .iter()
+        .find(|r| r["kind"] == "completion" && r["tool"] == "run_code")
+        .expect("the program is in the audit log");
+    let session = program["session"].as_str().unwrap();
+    assert!(session.starts_with("mcp-"), "{session}");
+    let out = desk.run(&["state", "get", "customer_verified", "--session", session]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "true");
+}
+
+#[tokio::test]
+async fn serve_with_code_mode_gives_each_caller_the_stubs_of_its_own_principal() {
+    let desk = Desk::new();
+    let spec = desk.path().join("toolgate.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\nauth:\n  api_keys: {{}}\n")).unwrap();
+    let key_for = |principal: &str| {
+        let made = desk.run(&["keys", "add", principal]);
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        String::from_utf8(made.stdout).unwrap().trim().to_owned()
+    };
+    let (faq, bot) = (key_for("faq_bot"), key_for("support_bot"));
+    let served = desk.serve_http(&["--code-mode"], &[]);
+    let client = http_client(&served.url, Some(&faq)).await;
+    let (_, description) = code_mode_offer(&client).await;
+    assert!(description.contains("def search_kb("), "{description}");
+    assert!(!description.contains("verify_customer"), "{description}");
+    client.cancel().await.unwrap();
+    let client = http_client(&served.url, Some(&bot)).await;
+    let (_, description) = code_mode_offer(&client).await;
+    assert!(
+        description.contains("def verify_customer("),
+        "{description}"
+    );
+    client.cancel().await.unwrap();
+}

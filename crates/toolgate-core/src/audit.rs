@@ -85,6 +85,15 @@ pub struct AuditEntry {
     pub duration_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// How the caller authenticated — `api_key`, `oauth`, `bearer_token` or
+    /// `none` — for a call served over HTTP; absent otherwise (and in records
+    /// written before it was kept, which verify as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    /// What names the caller's credential: a key's id and label, a token's
+    /// `sub` and `jti`. Never the credential itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 /// One sealed record of the audit log: an entry, its place in the chain, and its hash.
@@ -123,6 +132,8 @@ impl AuditRecord {
     ///     message: None,
     ///     duration_ms: None,
     ///     attempts: None,
+    ///     auth: None,
+    ///     credential: None,
     /// };
     /// let first = AuditRecord::seal(1, GENESIS_HASH, entry);
     /// assert_eq!(first.hash, first.expected_hash());
@@ -171,7 +182,13 @@ impl AuditRecord {
         if let Some(attempts) = e.attempts {
             w.raw("attempts", &attempts.to_string());
         }
+        if let Some(auth) = &e.auth {
+            w.string("auth", auth);
+        }
         w.string("call_id", &e.call_id);
+        if let Some(credential) = &e.credential {
+            w.string("credential", credential);
+        }
         if let Some(decision) = e.decision {
             w.string("decision", decision.as_str());
         }
@@ -276,6 +293,8 @@ pub(crate) mod tests {
             message: None,
             duration_ms: (kind == RecordKind::Completion).then_some(3),
             attempts: (kind == RecordKind::Completion).then_some(1),
+            auth: None,
+            credential: None,
         }
     }
 
@@ -328,10 +347,13 @@ pub(crate) mod tests {
         full.entry.effect = Some(Effect::External);
         full.entry.decision = Some(Decision::Ask);
         full.entry.arguments = json!({"z": [1, 2.5, null, {"b": true, "a": "\u{7f}"}], "a": -3});
+        full.entry.auth = Some("api_key".into());
+        full.entry.credential = Some("key 3f9a0c1d (laptop)".into());
         let mut sparse = full.clone();
         let e = &mut sparse.entry;
         (e.effect, e.decision, e.reason, e.outcome, e.message) = (None, None, None, None, None);
         (e.duration_ms, e.attempts, e.arguments) = (None, None, Value::Null);
+        (e.auth, e.credential) = (None, None);
         for record in [&full, &sparse] {
             assert_eq!(record.to_canonical_json(), generic_canonical(record, true));
             assert_eq!(
@@ -355,6 +377,21 @@ pub(crate) mod tests {
             record.entry.arguments = json!({ key: "v" });
             proptest::prop_assert_eq!(record.to_canonical_json(), generic_canonical(&record, true));
         }
+    }
+
+    #[test]
+    fn a_record_without_auth_is_written_as_records_were_before_it_was_kept() {
+        let record = &chain(1)[0];
+        let written = record.to_canonical_json();
+        assert!(!written.contains("\"auth\"") && !written.contains("\"credential\""));
+        let mut with = record.entry.clone();
+        with.auth = Some("oauth".into());
+        with.credential = Some("token of user-17 (t-1)".into());
+        let sealed = AuditRecord::seal(1, GENESIS_HASH, with);
+        assert_ne!(
+            sealed.hash, record.hash,
+            "the hash covers how the caller authenticated"
+        );
     }
 
     #[test]

@@ -190,6 +190,7 @@ mod tests {
             id: "bot".into(),
             ceiling: Tier::External,
             scopes: vec!["lookup_order".into(), "refund_order".into()],
+            claims: Default::default(),
         };
         let digest = planner_digest(&tools, &Policy::default(), &principal);
         assert!(digest.contains("### lookup_order (read; runs at once)\nDoes lookup_order.\n- When to use: When asked.\n- Preconditions: a; b\n"), "{digest}");

@@ -48,7 +48,10 @@ pub use effect::{Annotations, Effect, Retry, Safety, Tier, UnknownName};
 pub use error::ToolError;
 pub use handler::{ToolHandler, ToolMeta, schema_of};
 pub use name::{MAX_NAME_LEN, NameError, closest_names, validate_name};
-pub use policy::{Decision, EffectDecisions, Policy, PolicyRule, Verdict};
+pub use policy::{
+    AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Considered, Decision,
+    EffectDecisions, Explanation, Policy, PolicyRule, Verdict,
+};
 pub use principal::{Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
 pub use sanitize::{

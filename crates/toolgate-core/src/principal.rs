@@ -11,6 +11,11 @@ pub struct Principal {
     pub id: String,
     pub ceiling: Tier,
     pub scopes: Vec<String>,
+    /// What the caller's credential says of it, for policy rules' `claim:` tests:
+    /// an OAuth access token's claims, or an API key's `key_id` and `key_label`.
+    /// Empty for a caller without a credential.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub claims: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Principal {
@@ -20,12 +25,35 @@ impl Principal {
             id: "operator".into(),
             ceiling: Tier::External,
             scopes: vec!["*".into()],
+            claims: Default::default(),
         }
     }
 
     /// Whether any scope admits `tool`.
     pub fn has_scope_for(&self, tool: &str) -> bool {
         self.scopes.iter().any(|scope| scope_matches(scope, tool))
+    }
+
+    /// This principal narrowed to the tools `patterns` (scopes of the same form)
+    /// also admit: a tool is in the result's scopes exactly when both this
+    /// principal's scopes and `patterns` admit it, so a credential carrying
+    /// `patterns` can narrow its principal but never widen it. No patterns
+    /// leave no tools.
+    pub fn narrowed_to(&self, patterns: &[String]) -> Principal {
+        let mut scopes: Vec<String> = Vec::new();
+        for mine in &self.scopes {
+            for theirs in patterns {
+                if let Some(both) = intersect(mine, theirs)
+                    && !scopes.iter().any(|s| s == both)
+                {
+                    scopes.push(both.to_owned());
+                }
+            }
+        }
+        Principal {
+            scopes,
+            ..self.clone()
+        }
     }
 
     /// Whether `tool` is in this principal's view: within its tier ceiling and its
@@ -74,6 +102,11 @@ pub struct PrincipalSpec {
         skip_serializing_if = "indexmap::IndexMap::is_empty"
     )]
     pub match_claims: indexmap::IndexMap<String, String>,
+    /// The tools whose waiting calls it may approve or deny with `toolgate
+    /// approvals --as ID`: patterns as in `scopes` (`["*"]` for every tool).
+    /// Once any principal has `approve`, only such principals may answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
 }
 
 fn read_tier() -> Tier {
@@ -88,19 +121,11 @@ impl PrincipalSpec {
     /// Whether a token with `claims` calls as this principal (see `match`); a
     /// principal without `match` takes no token.
     pub fn matches_claims(&self, claims: &serde_json::Map<String, serde_json::Value>) -> bool {
-        use serde_json::Value;
         !self.match_claims.is_empty()
             && self
                 .match_claims
                 .iter()
-                .all(|(name, wanted)| match claims.get(name) {
-                    Some(Value::String(s)) if name == "scope" => s.split(' ').any(|v| v == wanted),
-                    Some(Value::String(s)) => s == wanted,
-                    Some(Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(wanted)),
-                    Some(Value::Bool(b)) => b.to_string() == *wanted,
-                    Some(Value::Number(n)) => n.to_string() == *wanted,
-                    _ => false,
-                })
+                .all(|(name, wanted)| claim_holds(claims, name, wanted))
     }
 
     pub fn to_principal(&self, id: &str) -> Principal {
@@ -108,7 +133,26 @@ impl PrincipalSpec {
             id: id.to_owned(),
             ceiling: self.ceiling,
             scopes: self.scopes.clone(),
+            claims: Default::default(),
         }
+    }
+}
+
+/// Whether the claim `name` holds `wanted`: it equals it, or is an array holding
+/// it; `scope` holds when `wanted` is one of its space-separated scopes.
+pub(crate) fn claim_holds(
+    claims: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    wanted: &str,
+) -> bool {
+    use serde_json::Value;
+    match claims.get(name) {
+        Some(Value::String(s)) if name == "scope" => s.split(' ').any(|v| v == wanted),
+        Some(Value::String(s)) => s == wanted,
+        Some(Value::Array(values)) => values.iter().any(|v| v.as_str() == Some(wanted)),
+        Some(Value::Bool(b)) => b.to_string() == *wanted,
+        Some(Value::Number(n)) => n.to_string() == *wanted,
+        _ => false,
     }
 }
 
@@ -122,9 +166,102 @@ pub fn scope_matches(scope: &str, tool: &str) -> bool {
     }
 }
 
+/// The scope admitting exactly the tools both `a` and `b` admit, if any does:
+/// each is every tool (`*`), a namespace (`ns.*`) or one name, so the common
+/// part of two is always one of the two.
+fn intersect<'a>(a: &'a str, b: &'a str) -> Option<&'a str> {
+    let namespace = |s: &'a str| s.strip_suffix('*').filter(|p| p.ends_with('.'));
+    match (a, b) {
+        ("*", _) => Some(b),
+        (_, "*") => Some(a),
+        _ => match (namespace(a), namespace(b)) {
+            (Some(p), Some(q)) if p.starts_with(q) => Some(a),
+            (Some(p), Some(q)) if q.starts_with(p) => Some(b),
+            (Some(_), Some(_)) => None,
+            (Some(_), None) => scope_matches(a, b).then_some(b),
+            (None, Some(_)) => scope_matches(b, a).then_some(a),
+            (None, None) => (a == b).then_some(a),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn principal(scopes: &[&str]) -> Principal {
+        Principal {
+            id: "p".into(),
+            ceiling: Tier::Write,
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            claims: Default::default(),
+        }
+    }
+
+    fn strings(scopes: &[&str]) -> Vec<String> {
+        scopes.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn narrowing_keeps_what_both_admit_and_never_widens() {
+        let everything = principal(&["*"]);
+        assert_eq!(
+            everything
+                .narrowed_to(&strings(&["github.*", "lookup"]))
+                .scopes,
+            ["github.*", "lookup"]
+        );
+        let github = principal(&["github.*", "lookup"]);
+        assert_eq!(
+            github.narrowed_to(&strings(&["*"])).scopes,
+            ["github.*", "lookup"]
+        );
+        assert_eq!(
+            github
+                .narrowed_to(&strings(&["github.repos.*", "github.create_issue"]))
+                .scopes,
+            ["github.repos.*", "github.create_issue"]
+        );
+        assert!(
+            github
+                .narrowed_to(&strings(&["fs.*", "update"]))
+                .scopes
+                .is_empty()
+        );
+        assert!(github.narrowed_to(&[]).scopes.is_empty());
+        let narrowed = github.narrowed_to(&strings(&["lookup"]));
+        assert_eq!((narrowed.id.as_str(), narrowed.ceiling), ("p", Tier::Write));
+    }
+
+    fn pattern() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("*".to_owned()),
+            "[ab](\\.[ab]){0,2}\\.\\*",
+            "[ab](\\.[ab]){0,2}",
+            "[ab]\\*",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn a_narrowed_principal_admits_a_tool_exactly_when_both_sides_do(
+            mine in proptest::collection::vec(pattern(), 0..4),
+            theirs in proptest::collection::vec(pattern(), 0..4),
+            tool in "[ab](\\.[ab]){0,3}|[ab]\\*",
+        ) {
+            let principal = Principal {
+                id: "p".into(),
+                ceiling: Tier::Read,
+                scopes: mine,
+                claims: Default::default(),
+            };
+            let narrowed = principal.narrowed_to(&theirs);
+            let both = principal.has_scope_for(&tool)
+                && theirs.iter().any(|scope| scope_matches(scope, &tool));
+            prop_assert_eq!(narrowed.has_scope_for(&tool), both);
+        }
+    }
 
     #[test]
     fn scopes_match_exactly_by_namespace_or_everything() {

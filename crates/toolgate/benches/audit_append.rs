@@ -27,6 +27,8 @@ fn entry() -> AuditEntry {
         message: None,
         duration_ms: None,
         attempts: None,
+        auth: None,
+        credential: None,
     }
 }
 

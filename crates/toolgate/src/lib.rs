@@ -61,6 +61,7 @@ pub use gate::{
     ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
     Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall, invalid_arguments_message,
 };
+pub use gate::{Authenticated, RateLimiter, RatePermit, RateRefused};
 #[cfg(feature = "http")]
 pub use http::{
     DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_RESPONSE_BYTES, HttpRuntime,

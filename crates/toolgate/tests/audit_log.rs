@@ -30,6 +30,8 @@ fn entry(kind: RecordKind, run: &str) -> AuditEntry {
         message: None,
         duration_ms: done.then_some(4),
         attempts: done.then_some(1),
+        auth: None,
+        credential: None,
     }
 }
 

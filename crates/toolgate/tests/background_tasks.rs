@@ -91,6 +91,7 @@ fn principal(id: &str) -> Principal {
         id: id.into(),
         ceiling: Tier::Write,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     }
 }
 

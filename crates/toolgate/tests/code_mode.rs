@@ -133,11 +133,15 @@ fn desk() -> Desk {
             PolicyRule {
                 tools: "refund_order".into(),
                 decision: Decision::Deny,
+                when: None,
+                answered_by: None,
                 reason: Some("refunds go through the finance team".into()),
             },
             PolicyRule {
                 tools: "slow".into(),
                 decision: Decision::Allow,
+                when: None,
+                answered_by: None,
                 reason: None,
             },
         ],
@@ -346,6 +350,7 @@ async fn a_tool_the_principal_cannot_see_is_not_a_name_in_the_program() {
     let desk = desk();
     let viewer = Principal {
         scopes: vec!["lookup_order".into()],
+        claims: Default::default(),
         ..Principal::operator()
     };
     let run = code_mode()

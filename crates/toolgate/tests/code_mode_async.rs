@@ -69,6 +69,8 @@ fn setup() -> (Gate, Arc<AtomicUsize>) {
             tools: "delete".into(),
             decision: Decision::Ask,
             reason: Some("deleting needs a person".into()),
+            when: None,
+            answered_by: None,
         }],
         ..Policy::default()
     };

@@ -99,6 +99,8 @@ impl Shop {
                 tools: "refund".into(),
                 decision: Decision::Ask,
                 reason: Some("a refund needs a person".into()),
+                when: None,
+                answered_by: None,
             }],
             ..Policy::default()
         };

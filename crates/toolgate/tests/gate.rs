@@ -493,6 +493,7 @@ fn agent(ceiling: Tier, scopes: &[&str]) -> Principal {
         id: "agent".into(),
         ceiling,
         scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        claims: Default::default(),
     }
 }
 
@@ -501,6 +502,8 @@ fn allow(tools: &str) -> Policy {
         rules: vec![PolicyRule {
             tools: tools.into(),
             decision: Decision::Allow,
+            when: None,
+            answered_by: None,
             reason: None,
         }],
         ..Policy::default()
@@ -941,6 +944,8 @@ async fn a_denied_call_never_reaches_the_handler() {
         rules: vec![PolicyRule {
             tools: "refund_order".into(),
             decision: Decision::Deny,
+            when: None,
+            answered_by: None,
             reason: Some("refunds go through the finance team".into()),
         }],
         ..Policy::default()
@@ -1661,6 +1666,8 @@ async fn every_call_leaves_an_intent_and_a_completion_in_the_audit_log_and_refus
         rules: vec![PolicyRule {
             tools: "refund_order".into(),
             decision: Decision::Deny,
+            when: None,
+            answered_by: None,
             reason: Some("refunds go through the finance team".into()),
         }],
         ..Policy::default()
@@ -1752,7 +1759,11 @@ async fn every_call_leaves_an_intent_and_a_completion_in_the_audit_log_and_refus
     assert_eq!(intent.effect, Some(Effect::Write));
     assert_eq!(intent.decision, Some(Decision::Ask));
     assert!(
-        intent.reason.as_deref().unwrap().contains(&id),
+        intent
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains(&format!("approved ({id} by library via api)")),
         "{:?}",
         intent.reason
     );
@@ -1763,7 +1774,7 @@ async fn every_call_leaves_an_intent_and_a_completion_in_the_audit_log_and_refus
     assert!(completion.duration_ms.is_some());
     assert_eq!(
         records[7].entry.reason.as_deref(),
-        Some("refunds go through the finance team")
+        Some("refunds go through the finance team (decided by policy.rules[0])")
     );
     assert!(
         records[6]

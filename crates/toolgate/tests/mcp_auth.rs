@@ -37,11 +37,13 @@ fn principals() -> Vec<Principal> {
             id: "support_bot".into(),
             ceiling: Tier::Read,
             scopes: vec!["*".into()],
+            claims: Default::default(),
         },
         Principal {
             id: "ops".into(),
             ceiling: Tier::External,
             scopes: vec!["*".into()],
+            claims: Default::default(),
         },
     ]
 }

@@ -1,5 +1,5 @@
 //! The HTTP edge of the MCP server, met as a hostile or unusual client meets it:
-//! which `Host` names it answers, and how many sessions it keeps. Real servers on
+//! which `Host` names and `Origin`s it answers, and how many sessions it keeps. Real servers on
 //! loopback, raw HTTP requests and the official SDK's client.
 
 #![cfg(feature = "mcp")]
@@ -14,9 +14,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use toolgate::auth::OAuth;
 use toolgate::mcp::server::{
     HttpAccess, McpServer, ServeError, ServeOptions, ServeReport, SessionLimits,
 };
+use toolgate::spec::OAuthSection;
 use toolgate::{Catalog, Gate, Tool, ToolCtx, ToolError, ToolHandler};
 
 // ---- tools -------------------------------------------------------------------
@@ -136,6 +138,231 @@ async fn a_server_on_another_loopback_address_answers_its_own_address_and_refuse
     assert_eq!(tools.len(), 1);
     client.cancel().await.unwrap();
     served.stop().await;
+}
+
+/// A server on 127.0.0.1 taking OAuth tokens (so it serves the metadata routes),
+/// with `access` adding names; its base URL (`http://127.0.0.1:PORT`).
+async fn guarded(access: HttpAccess) -> (String, oneshot::Sender<()>) {
+    let dir = std::env::temp_dir();
+    let section = OAuthSection {
+        issuer: "https://auth.example.test".into(),
+        audience: "https://tools.example.test/mcp".into(),
+        jwks: "no-such-jwks.json".into(),
+        ..OAuthSection::default()
+    };
+    let oauth = OAuth::new(&section, [], &dir).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(McpServer::builder(gate()).build().serve_http(
+        listener,
+        "/mcp",
+        access.with_oauth(oauth),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    (base, stop)
+}
+
+/// The status and body of a request to `route` (the MCP endpoint gets an
+/// `initialize`, a metadata route a GET) with these extra headers.
+async fn probe(base: &str, route: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let raw = reqwest::Client::new();
+    let url = format!("{base}{route}");
+    let mut request = if route == "/mcp" {
+        post(&raw, &url, initialize_body())
+    } else {
+        raw.get(&url)
+    };
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+const ROUTES: [&str; 3] = [
+    "/mcp",
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+];
+
+#[tokio::test]
+async fn every_route_refuses_a_forged_host_or_a_foreign_origin_before_asking_for_a_credential() {
+    let (base, _stop) = guarded(HttpAccess::open()).await;
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let rebound = format!("rebind.attacker.example:{port}");
+    let other_port = "127.0.0.1:1".to_owned();
+    for route in ROUTES {
+        // What the route answers a request that passes: 401 for the endpoint
+        // (no token), the document for the metadata.
+        let passes = if route == "/mcp" { 401 } else { 200 };
+        for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+            assert_eq!(
+                probe(&base, route, &[("host", &host)]).await.0,
+                passes,
+                "{route} {host}"
+            );
+        }
+        for host in [&rebound, &other_port, &"localhost".to_owned()] {
+            let (status, body) = probe(&base, route, &[("host", host)]).await;
+            assert_eq!(status, 403, "{route} {host}");
+            assert!(
+                body.contains("DNS rebinding") && body.contains("--allowed-host"),
+                "{body}"
+            );
+        }
+        for own in [
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+        ] {
+            assert_eq!(
+                probe(&base, route, &[("origin", &own)]).await.0,
+                passes,
+                "{route} {own}"
+            );
+        }
+        for foreign in [
+            "https://evil.example",
+            "null",
+            &format!("https://localhost:{port}"),
+            "http://localhost:3000",
+            "not an origin",
+        ] {
+            let (status, body) = probe(&base, route, &[("origin", foreign)]).await;
+            assert_eq!(status, 403, "{route} {foreign}");
+            assert!(body.contains("--allowed-origin"), "{body}");
+        }
+        // A rebound name with its own origin: the Host check catches it.
+        let (status, _) = probe(
+            &base,
+            route,
+            &[("host", &rebound), ("origin", &format!("http://{rebound}"))],
+        )
+        .await;
+        assert_eq!(status, 403, "{route}");
+    }
+}
+
+#[tokio::test]
+async fn allowed_hosts_and_origins_are_answered_and_nothing_more() {
+    let access = HttpAccess::open()
+        .allow_host("tools.example.test")
+        .unwrap()
+        .allow_host("proxy.example.test:8443")
+        .unwrap()
+        .allow_origin("https://app.example.test")
+        .unwrap();
+    let (base, _stop) = guarded(access).await;
+    for route in ROUTES {
+        let passes = if route == "/mcp" { 401 } else { 200 };
+        for host in [
+            "tools.example.test",
+            "tools.example.test:443",
+            "proxy.example.test:8443",
+        ] {
+            assert_eq!(
+                probe(&base, route, &[("host", host)]).await.0,
+                passes,
+                "{route} {host}"
+            );
+        }
+        assert_eq!(
+            probe(&base, route, &[("host", "proxy.example.test")])
+                .await
+                .0,
+            403
+        );
+        assert_eq!(
+            probe(&base, route, &[("origin", "https://app.example.test")])
+                .await
+                .0,
+            passes
+        );
+        for origin in [
+            "https://app.example.test:8443",
+            "http://app.example.test",
+            "https://evil.example",
+        ] {
+            assert_eq!(
+                probe(&base, route, &[("origin", origin)]).await.0,
+                403,
+                "{route} {origin}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_allowed_origin_gets_the_cors_answers_a_browser_needs() {
+    let app = "https://app.example.test";
+    let access = HttpAccess::open().allow_origin(app).unwrap();
+    let (base, _stop) = guarded(access).await;
+    let raw = reqwest::Client::new();
+    let preflight = |origin: &'static str| {
+        raw.request(reqwest::Method::OPTIONS, format!("{base}/mcp"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization, content-type, mcp-session-id",
+            )
+            .send()
+    };
+    let answer = preflight(app).await.unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    let headers = answer.headers();
+    assert_eq!(headers["access-control-allow-origin"], app);
+    let methods = headers["access-control-allow-methods"].to_str().unwrap();
+    assert!(
+        methods.contains("POST") && methods.contains("DELETE"),
+        "{methods}"
+    );
+    let allowed = headers["access-control-allow-headers"].to_str().unwrap();
+    assert!(
+        allowed.contains("authorization") && allowed.contains("mcp-session-id"),
+        "{allowed}"
+    );
+    assert_eq!(
+        preflight("https://evil.example").await.unwrap().status(),
+        403
+    );
+
+    // The reply itself, a 401 here, shows the page its challenge.
+    let reply = post(&raw, &format!("{base}/mcp"), initialize_body())
+        .header("origin", app)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 401);
+    assert_eq!(reply.headers()["access-control-allow-origin"], app);
+    let exposed = reply.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap();
+    assert!(
+        exposed.contains("mcp-session-id") && exposed.contains("www-authenticate"),
+        "{exposed}"
+    );
+}
+
+#[test]
+fn a_malformed_allowed_host_or_origin_is_an_error_saying_what_to_give() {
+    let host = HttpAccess::open()
+        .allow_host("http://tools.example.test/")
+        .unwrap_err();
+    assert!(matches!(host, ServeError::BadAllowedHost { .. }), "{host}");
+    assert!(
+        host.to_string().contains("tools.example.com:8443"),
+        "{host}"
+    );
+    let origin = HttpAccess::open()
+        .allow_origin("app.example.test")
+        .unwrap_err();
+    assert!(
+        matches!(origin, ServeError::BadAllowedOrigin { .. }),
+        "{origin}"
+    );
 }
 
 // ---- sessions ----------------------------------------------------------------

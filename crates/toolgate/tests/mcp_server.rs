@@ -176,6 +176,16 @@ fn gate(store: Arc<MemoryGateStore>) -> Arc<Gate> {
     Arc::new(Gate::builder(catalog()).store(store).build())
 }
 
+/// A gate whose policy asks before `delete_account` and lets the client's user
+/// answer (`answered_by: client`), as a customer confirming their own request.
+fn client_answers(store: Arc<MemoryGateStore>) -> Arc<Gate> {
+    let policy: toolgate::Policy = serde_json::from_value(json!({
+        "rules": [{"tools": "delete_account", "decision": "ask", "answered_by": "client"}]
+    }))
+    .unwrap();
+    Arc::new(Gate::builder(catalog()).store(store).policy(policy).build())
+}
+
 // ---- clients -----------------------------------------------------------------
 
 /// A client that answers elicitation as told and keeps the notifications it gets.
@@ -339,6 +349,7 @@ async fn tools_list_shows_what_the_principal_may_use_with_annotations_from_effec
         id: "reader".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     };
     let server = McpServer::builder(gate(Arc::default()))
         .principal(reader)
@@ -371,6 +382,7 @@ async fn tools_list_names_no_tool_outside_the_principal_s_view_in_a_flow_s_reaso
         id: "reader".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     };
     let server = McpServer::builder(Arc::new(gate)).principal(reader).build();
     let session = over_pipe(server, Client::default()).await;
@@ -460,6 +472,7 @@ async fn a_tool_outside_the_principal_s_view_is_as_unknown_as_a_missing_one() {
         id: "reader".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     };
     let server = McpServer::builder(gate(Arc::default()))
         .principal(reader)
@@ -762,6 +775,7 @@ async fn a_principal_sees_only_the_upstream_servers_its_scopes_reach() {
         id: "faq_bot".into(),
         ceiling: Tier::Read,
         scopes: vec!["lookup_order".into()],
+        claims: Default::default(),
     };
     let session = over_pipe(forwarding(&upstream, outsider), Client::default()).await;
     assert!(session.client.list_all_prompts().await.unwrap().is_empty());
@@ -790,7 +804,7 @@ async fn without_upstream_servers_prompts_and_resources_are_not_offered() {
 #[tokio::test]
 async fn a_call_needing_approval_asks_the_client_and_runs_once_approved() {
     let store = Arc::new(MemoryGateStore::default());
-    let server = McpServer::builder(gate(store.clone())).build();
+    let server = McpServer::builder(client_answers(store.clone())).build();
     let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
     let session = over_pipe(server, client.clone()).await;
     let result = session
@@ -807,6 +821,11 @@ async fn a_call_needing_approval_asks_the_client_and_runs_once_approved() {
     let approvals = ApprovalStore::list(store.as_ref(), true).unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].status, ApprovalStatus::Consumed);
+    assert_eq!(
+        approvals[0].decided_by,
+        Some(toolgate::Answerer::new("operator", "elicitation")),
+        "the answer names who gave it and how"
+    );
     let completions = audit(&store)
         .into_iter()
         .filter(|r| r["kind"] == "completion")
@@ -817,7 +836,7 @@ async fn a_call_needing_approval_asks_the_client_and_runs_once_approved() {
 #[tokio::test]
 async fn a_declined_approval_is_a_refusal_the_model_reads() {
     let store = Arc::new(MemoryGateStore::default());
-    let server = McpServer::builder(gate(store.clone())).build();
+    let server = McpServer::builder(client_answers(store.clone())).build();
     let client = Client::answering(ElicitationAction::Decline, None);
     let session = over_pipe(server, client).await;
     let result = session
@@ -836,7 +855,7 @@ async fn a_declined_approval_is_a_refusal_the_model_reads() {
 
 #[tokio::test]
 async fn unticking_the_approve_box_denies_the_call() {
-    let server = McpServer::builder(gate(Arc::default())).build();
+    let server = McpServer::builder(client_answers(Arc::default())).build();
     let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": false})));
     let session = over_pipe(server, client).await;
     let result = session
@@ -881,7 +900,7 @@ async fn without_elicitation_a_pending_call_says_how_to_approve_it() {
 #[tokio::test]
 async fn a_dismissed_question_leaves_the_approval_open_for_the_operator() {
     let store = Arc::new(MemoryGateStore::default());
-    let server = McpServer::builder(gate(store.clone())).build();
+    let server = McpServer::builder(client_answers(store.clone())).build();
     let client = Client::answering(ElicitationAction::Cancel, None);
     let session = over_pipe(server, client).await;
     let result = session
@@ -892,6 +911,52 @@ async fn a_dismissed_question_leaves_the_approval_open_for_the_operator() {
     assert_eq!(result.is_error, Some(true));
     assert!(text(&result).contains("dismissed"), "{}", text(&result));
     assert_eq!(ApprovalStore::list(store.as_ref(), false).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_clients_accept_does_not_approve_an_approver_only_ask() {
+    // The default for a policy `ask` is an approver: the client is not asked,
+    // and an answer it would give would not count.
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(gate(store.clone())).build();
+    let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
+    let session = over_pipe(server, client.clone()).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{}", text(&result));
+    assert!(
+        text(&result).contains("an approver's answer"),
+        "{}",
+        text(&result)
+    );
+    assert!(
+        client.asked.lock().unwrap().is_empty(),
+        "the client was not asked"
+    );
+    let pending = ApprovalStore::list(store.as_ref(), false).unwrap();
+    assert_eq!(pending.len(), 1, "the approval waits for an approver");
+    assert!(audit(&store).iter().all(|r| r["kind"] != "completion"));
+}
+
+#[tokio::test]
+async fn an_accept_without_the_approve_field_is_not_an_approval() {
+    let store = Arc::new(MemoryGateStore::default());
+    let server = McpServer::builder(client_answers(store.clone())).build();
+    let client = Client::answering(ElicitationAction::Accept, None);
+    let session = over_pipe(server, client.clone()).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{}", text(&result));
+    assert_eq!(client.asked.lock().unwrap().len(), 1);
+    assert!(text(&result).contains("no approval"), "{}", text(&result));
+    assert_eq!(ApprovalStore::list(store.as_ref(), false).unwrap().len(), 1);
+    assert!(audit(&store).iter().all(|r| r["kind"] != "completion"));
 }
 
 // ---- sessions over HTTP ------------------------------------------------------

@@ -29,7 +29,8 @@ use toolgate::{ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGat
 
 // ---- the served catalog ----------------------------------------------------------
 
-/// `verify` latches `verified`; `whoami` reads it; closing an account asks a person.
+/// `verify` latches `verified`; `whoami` reads it; closing an account asks the
+/// customer (`answered_by: client`).
 fn spec() -> SpecFile {
     serde_json::from_value(json!({
         "tools": [
@@ -40,7 +41,10 @@ fn spec() -> SpecFile {
             {"name": "close_account", "description": "Close the customer's account for good.",
              "effect": "destructive", "response": {"closed": true}}
         ],
-        "state": {"verified": {"type": "boolean", "default": false}}
+        "state": {"verified": {"type": "boolean", "default": false}},
+        "policy": {"rules": [
+            {"tools": "close_account", "decision": "ask", "answered_by": "client"}
+        ]}
     }))
     .unwrap()
 }
@@ -365,6 +369,31 @@ async fn without_elicitation_a_stateless_client_is_told_how_to_approve() {
     assert_eq!(result.is_error, Some(true));
     assert!(
         text(&result).contains("toolgate approvals approve ap-"),
+        "{}",
+        text(&result)
+    );
+    let approvals = ApprovalStore::list(store.as_ref(), false).unwrap();
+    assert_eq!(approvals[0].status, ApprovalStatus::Pending);
+}
+
+#[tokio::test]
+async fn an_approver_only_ask_is_not_put_to_a_stateless_client() {
+    let mut approver_only = spec();
+    approver_only.policy = Default::default();
+    let store = Arc::new(MemoryGateStore::default());
+    let http = over_http(server(&approver_only, store.clone())).await;
+    let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
+    let service = connect(&http.url, client.clone()).await;
+    let result = service
+        .call_tool_once(call("close_account", Some("c1")))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = result else {
+        panic!("expected a result, not a question: {result:?}");
+    };
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("an approver's answer"),
         "{}",
         text(&result)
     );

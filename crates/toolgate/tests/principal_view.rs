@@ -111,6 +111,7 @@ fn reader() -> Principal {
         id: "reader".into(),
         ceiling: Tier::External,
         scopes: vec!["lookup_order".into(), "lookup_orders".into()],
+        claims: Default::default(),
     }
 }
 
@@ -120,6 +121,7 @@ fn low_ceiling() -> Principal {
         id: "low".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     }
 }
 
@@ -193,7 +195,9 @@ async fn the_operator_still_learns_why_from_the_audit_log() {
     assert_eq!(record.decision, Some(Decision::Deny));
     assert_eq!(
         record.reason.as_deref(),
-        Some("`refund_order` is outside the scopes of reader")
+        Some(
+            "`refund_order` is outside the scopes of reader (decided by principals.reader.scopes)"
+        )
     );
 }
 
@@ -252,6 +256,7 @@ fn clerk() -> Principal {
         id: "clerk".into(),
         ceiling: Tier::External,
         scopes: vec!["refund_order".into(), "search_tools".into()],
+        claims: Default::default(),
     }
 }
 
@@ -262,6 +267,7 @@ fn browser() -> Principal {
         id: "browser".into(),
         ceiling: Tier::Read,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     }
 }
 

@@ -111,6 +111,8 @@ async fn tools_the_caller_may_not_use_are_left_out() {
         rules: vec![PolicyRule {
             tools: "orders.refund".into(),
             decision: Decision::Deny,
+            when: None,
+            answered_by: None,
             reason: Some("refunds go through a person".into()),
         }],
         ..Policy::default()
@@ -124,6 +126,7 @@ async fn tools_the_caller_may_not_use_are_left_out() {
         id: "bot".into(),
         ceiling: Tier::Write,
         scopes: vec!["*".into()],
+        claims: Default::default(),
     };
     let outcome = search(&gate, &reader, json!({"query": "order customer", "k": 5})).await;
     assert_eq!(

@@ -197,25 +197,46 @@ impl<'a> Checks<'a> {
                         "e.g. `above: {arg: amount_cents, state: refund_threshold_cents}`".into(),
                     ),
                 }
-                let Some(declared) = self.spec.tools.iter().find(|t| t.name == tool) else {
-                    return;
-                };
-                let schema = declared.input_schema();
-                let args: Vec<&str> = schema
-                    .get("properties")
-                    .and_then(serde_json::Value::as_object)
-                    .map(|p| p.keys().map(String::as_str).collect())
-                    .unwrap_or_default();
-                if !args.contains(&above.arg.as_str()) {
-                    let help = did_you_mean(&above.arg, args.iter().copied())
-                        .unwrap_or_else(|| format!("name one of {tool}'s parameters"));
-                    self.error(
-                        &format!("{at}/arg"),
-                        format!("`{}` is not an argument of `{tool}`", above.arg),
-                        help,
-                    );
-                }
+                self.confirm_arg(tool, &above.arg, &format!("{at}/arg"));
             }
+            Guard::StartsWith(test) => {
+                let at = format!("{path}/starts_with");
+                let Place::Confirm(tool) = place else {
+                    return self.error(
+                        &at,
+                        "`starts_with` tests an argument of the call being admitted, so it can only appear in a `confirm:` entry's `when` (or a policy rule's `when:`)".into(),
+                        "move the test under `confirm:`, or into a policy rule: `policy: {rules: [{tools: fs.write_file, when: {not: {starts_with: {arg: path, value: /srv/data/}}}, decision: deny}]}`".into(),
+                    );
+                };
+                self.confirm_arg(tool, &test.arg, &format!("{at}/arg"));
+            }
+            Guard::Claim(_) => self.error(
+                &format!("{path}/claim"),
+                "`claim` reads the caller's credential, which a flow's guards do not see".into(),
+                "test claims in a policy rule's `when:`, e.g. `policy: {rules: [{tools: refund_order, when: {claim: {groups: support}}, decision: allow}]}`".into(),
+            ),
+        }
+    }
+
+    /// An argument a confirmation's guard names must be one of the tool's.
+    fn confirm_arg(&mut self, tool: &str, arg: &str, path: &str) {
+        let Some(declared) = self.spec.tools.iter().find(|t| t.name == tool) else {
+            return;
+        };
+        let schema = declared.input_schema();
+        let args: Vec<&str> = schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        if !args.contains(&arg) {
+            let help = did_you_mean(arg, args.iter().copied())
+                .unwrap_or_else(|| format!("name one of {tool}'s parameters"));
+            self.error(
+                path,
+                format!("`{arg}` is not an argument of `{tool}`"),
+                help,
+            );
         }
     }
 

@@ -1,14 +1,16 @@
 //! Guards at work: evaluated over a conversation's facts, and put into words —
 //! what a guard says, and what must happen before it holds.
 //!
-//! Evaluation is three-valued: `above` reads the arguments of the call being
-//! admitted, so where no call is being admitted (listing tools) it is unknown.
+//! Evaluation is three-valued: `above` and `starts_with` read the arguments of
+//! the call being admitted, so where no call is being admitted (listing tools)
+//! they are unknown; `claim` reads the caller's credential, unknown where none
+//! is known (a flow's own guards).
 
 use std::fmt;
 
 use serde_json::Value;
 
-use super::model::{Above, Guard};
+use super::model::{Above, Guard, StartsWith};
 
 /// What a guard can read.
 pub(crate) trait Facts {
@@ -26,6 +28,10 @@ pub(crate) trait Facts {
     /// is never told the name of a tool outside its view.
     fn may_name(&self, _tool: &str) -> bool {
         true
+    }
+    /// The claims of the caller's credential, where they are known.
+    fn claims(&self) -> Option<&serde_json::Map<String, Value>> {
+        None
     }
 }
 
@@ -120,7 +126,65 @@ pub(crate) fn eval(guard: &Guard, facts: &dyn Facts) -> Option<bool> {
             }?;
             Some(value > limit)
         }
+        Guard::StartsWith(test) => {
+            let args = facts.args()?;
+            Some(starts_with(args, test))
+        }
+        Guard::Claim(pairs) => {
+            let claims = facts.claims()?;
+            Some(
+                pairs
+                    .iter()
+                    .all(|(name, wanted)| crate::principal::claim_holds(claims, name, wanted)),
+            )
+        }
     }
+}
+
+/// Whether the call's argument, as a normalized path, starts with the prefix. An
+/// absent or non-string argument starts with nothing.
+fn starts_with(args: &Value, test: &StartsWith) -> bool {
+    args.get(&test.arg)
+        .and_then(Value::as_str)
+        .and_then(normalize_path)
+        .is_some_and(|path| {
+            path.starts_with(&test.value)
+                || (test.value.ends_with('/') && path == test.value[..test.value.len() - 1])
+        })
+}
+
+/// A path with its `.` and `..` segments resolved and repeated `/` collapsed,
+/// lexically (the file system is not asked): `/srv/data/../etc` is `/srv/etc`.
+/// `None` when a `..` climbs above the path's start (`/..`, `a/../..`): such a
+/// path is under no prefix. A NUL byte also makes it `None`.
+///
+/// ```
+/// use toolgate_core::flow::normalize_path;
+/// assert_eq!(normalize_path("/srv/data/./a//b/../c").as_deref(), Some("/srv/data/a/c"));
+/// assert_eq!(normalize_path("/srv/data/../../etc"), Some("/etc".into()));
+/// assert_eq!(normalize_path("/.."), None);
+/// ```
+pub fn normalize_path(path: &str) -> Option<String> {
+    if path.contains('\0') {
+        return None;
+    }
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    let joined = parts.join("/");
+    Some(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
 }
 
 /// Whether the guard holds; unknown counts as not.
@@ -155,6 +219,8 @@ pub(crate) fn unmet(guard: &Guard, facts: &dyn Facts) -> Vec<Cond> {
         }
         Guard::Not(inner) => negated(inner, facts),
         Guard::Above(above) => vec![Cond::needs(above_words(above, false))],
+        Guard::StartsWith(test) => vec![Cond::needs(starts_with_words(test, false))],
+        Guard::Claim(pairs) => vec![Cond::needs(claim_words(pairs, false))],
     }
 }
 
@@ -188,6 +254,8 @@ fn negated(guard: &Guard, facts: &dyn Facts) -> Vec<Cond> {
         Guard::Any(parts) => parts.iter().flat_map(|p| negated(p, facts)).collect(),
         Guard::Not(inner) => unmet(inner, facts),
         Guard::Above(above) => vec![Cond::needs(above_words(above, true))],
+        Guard::StartsWith(test) => vec![Cond::needs(starts_with_words(test, true))],
+        Guard::Claim(pairs) => vec![Cond::needs(claim_words(pairs, true))],
     }
 }
 
@@ -262,9 +330,35 @@ pub(crate) fn describe_for(guard: &Guard, may_name: &dyn Fn(&str) -> bool) -> St
             Guard::CalledOk(_) => format!("{HIDDEN_STEP} has not been done"),
             Guard::Done(step) => format!("step `{step}` is not done"),
             Guard::Above(above) => above_words(above, true),
+            Guard::StartsWith(test) => starts_with_words(test, true),
+            Guard::Claim(pairs) => claim_words(pairs, true),
             other => format!("not ({})", describe(other)),
         },
         Guard::Above(above) => above_words(above, false),
+        Guard::StartsWith(test) => starts_with_words(test, false),
+        Guard::Claim(pairs) => claim_words(pairs, false),
+    }
+}
+
+fn starts_with_words(test: &StartsWith, negated: bool) -> String {
+    let relation = if negated {
+        "does not start with"
+    } else {
+        "starts with"
+    };
+    format!("`{}` {relation} `{}`", test.arg, test.value)
+}
+
+fn claim_words(pairs: &indexmap::IndexMap<String, String>, negated: bool) -> String {
+    let words: Vec<String> = pairs
+        .iter()
+        .map(|(name, value)| format!("`{name}` is `{value}`"))
+        .collect();
+    let words = join_and(words.iter().map(String::as_str));
+    if negated {
+        format!("the caller's claims do not say {words}")
+    } else {
+        format!("the caller's claim {words}")
     }
 }
 
@@ -303,6 +397,30 @@ pub(crate) fn compared_values(guard: &Guard, facts: &dyn Facts, out: &mut Vec<St
                 && let Some(limit) = facts.state(key)
             {
                 out.push(format!("`{key}` is {limit}"));
+            }
+        }
+        Guard::StartsWith(test) => {
+            if let Some(value) = facts.args().and_then(|a| a.get(&test.arg)) {
+                match value.as_str().map(normalize_path) {
+                    Some(Some(path)) if path != *value => {
+                        out.push(format!("`{}` is {value}, read as `{path}`", test.arg))
+                    }
+                    Some(None) => out.push(format!(
+                        "`{}` is {value}, which climbs above its start",
+                        test.arg
+                    )),
+                    _ => out.push(format!("`{}` is {value}", test.arg)),
+                }
+            }
+        }
+        Guard::Claim(pairs) => {
+            if let Some(claims) = facts.claims() {
+                for name in pairs.keys() {
+                    match claims.get(name) {
+                        Some(value) => out.push(format!("the claim `{name}` is {value}")),
+                        None => out.push(format!("the caller has no claim `{name}`")),
+                    }
+                }
             }
         }
         _ => {}
@@ -372,6 +490,19 @@ impl fmt::Display for Guard {
                     write!(f, ", value: {n}")?;
                 }
                 f.write_str("}")
+            }
+            Guard::StartsWith(test) => write!(
+                f,
+                "starts_with: {{arg: {}, value: {}}}",
+                test.arg,
+                Value::String(test.value.clone())
+            ),
+            Guard::Claim(pairs) => {
+                let pairs: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", Value::String(v.clone())))
+                    .collect();
+                write!(f, "claim: {{{}}}", pairs.join(", "))
             }
         }
     }

@@ -22,13 +22,13 @@ mod status;
 mod visibility;
 
 pub use check::check_flow;
-pub(crate) use guard::HIDDEN_STEP;
-pub use guard::values_equal;
+pub(crate) use guard::{Cond, Facts, HIDDEN_STEP, compared_values, eval};
+pub use guard::{normalize_path, values_equal};
 pub use history::CallRecord;
 pub use mermaid::mermaid;
 pub use model::{
     Above, Ambient, Before, Confirm, ConfirmWhen, Constraint, Flow, Guard, NeverUntil, Require,
-    Step,
+    StartsWith, Step,
 };
 pub use monitor::Monitor;
 pub use script::{Approval, CallEvent, Event, Expect, ExpectedOutcome, TestScript};

@@ -118,8 +118,32 @@ pub enum Guard {
     Any(Vec<Guard>),
     /// The guard does not hold.
     Not(Box<Guard>),
-    /// An argument of the call being admitted is above a limit (only under `confirm:`).
+    /// An argument of the call being admitted is above a limit (under `confirm:`
+    /// and in policy rules' `when:`).
     Above(Above),
+    /// A string argument of the call, read as a path with `.` and `..` resolved,
+    /// starts with a prefix (under `confirm:` and in policy rules' `when:`).
+    StartsWith(StartsWith),
+    /// The caller's credential carries every listed claim (policy rules only):
+    /// `claim: {groups: support}`. A claim holds as under `principals.*.match`.
+    Claim(IndexMap<String, String>),
+}
+
+/// `starts_with: {arg: NAME, value: PREFIX}`: the call's string argument starts
+/// with `PREFIX` once read as a path.
+///
+/// The argument is normalized lexically before the test: repeated and trailing
+/// `/` and `.` segments are dropped and each `..` removes the segment before it,
+/// so `/srv/data/../etc/passwd` is tested as `/etc/passwd`. A path whose `..`
+/// climbs above its start starts with nothing. End a directory prefix with `/`
+/// (`/srv/data/`), or `/srv/database` starts with it too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartsWith {
+    /// The argument of the call, by name.
+    pub arg: String,
+    /// The prefix.
+    pub value: String,
 }
 
 /// `above: {arg: NAME, state: KEY}` or `above: {arg: NAME, value: N}`: the call's
@@ -284,7 +308,7 @@ impl JsonSchema for Guard {
         let guards = json_schema!({"type": "array", "items": guard.clone()});
         let mapping = generator.subschema_for::<IndexMap<String, Value>>();
         let object = one_key_of(
-            "A condition: `is_true: KEY`, `is_set: KEY`, `eq: {KEY: VALUE}`, `called_ok: TOOL`, `done: STEP`, `all: [...]`, `any: [...]`, `not: GUARD`, `above: {arg, state}`.",
+            "A condition: `is_true: KEY`, `is_set: KEY`, `eq: {KEY: VALUE}`, `called_ok: TOOL`, `done: STEP`, `all: [...]`, `any: [...]`, `not: GUARD`, `above: {arg, state}`, `starts_with: {arg, value}`, `claim: {NAME: VALUE}`.",
             vec![
                 ("is_true", described(key(), "The state key holds `true`.")),
                 (
@@ -310,7 +334,21 @@ impl JsonSchema for Guard {
                     "above",
                     described(
                         generator.subschema_for::<Above>(),
-                        "The call's argument is above a limit (only under `confirm:`).",
+                        "The call's argument is above a limit (under `confirm:` and in policy rules).",
+                    ),
+                ),
+                (
+                    "starts_with",
+                    described(
+                        generator.subschema_for::<StartsWith>(),
+                        "The call's string argument, as a normalized path, starts with a prefix (under `confirm:` and in policy rules).",
+                    ),
+                ),
+                (
+                    "claim",
+                    described(
+                        generator.subschema_for::<IndexMap<String, String>>(),
+                        "The caller's credential carries every listed claim, e.g. `{groups: support}` (policy rules only).",
                     ),
                 ),
             ],

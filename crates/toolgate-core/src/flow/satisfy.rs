@@ -79,7 +79,9 @@ fn collect(guard: &Guard, atoms: &mut Vec<Atom>) {
         Guard::Done(s) => push(atoms, Atom::Done(s.clone())),
         Guard::All(parts) | Guard::Any(parts) => parts.iter().for_each(|p| collect(p, atoms)),
         Guard::Not(inner) => collect(inner, atoms),
-        Guard::Above(_) => push(atoms, Atom::Above(guard.to_string())),
+        Guard::Above(_) | Guard::StartsWith(_) | Guard::Claim(_) => {
+            push(atoms, Atom::Above(guard.to_string()))
+        }
     }
 }
 
@@ -112,7 +114,9 @@ fn holds(guard: &Guard, assignment: &[(&Atom, bool)]) -> bool {
         Guard::All(parts) => parts.iter().all(|p| holds(p, assignment)),
         Guard::Any(parts) => parts.iter().any(|p| holds(p, assignment)),
         Guard::Not(inner) => !holds(inner, assignment),
-        Guard::Above(_) => atom(Atom::Above(guard.to_string())),
+        Guard::Above(_) | Guard::StartsWith(_) | Guard::Claim(_) => {
+            atom(Atom::Above(guard.to_string()))
+        }
     }
 }
 

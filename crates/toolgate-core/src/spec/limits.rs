@@ -16,6 +16,8 @@ pub const MAX_ARGUMENT_BYTES_CEILING: u64 = 256 << 20;
 /// ```yaml
 /// limits:
 ///   max_argument_bytes: 65536   # 64 KiB
+///   rate:                       # see `RateLimit`
+///     - {principal: "*", calls: 60, per: 1m}
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +27,11 @@ pub struct LimitsSection {
     /// it. `toolgate serve` also sizes the MCP message it accepts from this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_argument_bytes: Option<u64>,
+    /// Rate limits: calls per time window and calls in flight, per principal,
+    /// tool pattern, or both (see [`RateLimit`](super::RateLimit)). Each
+    /// serving process counts on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate: Vec<super::RateLimit>,
 }
 
 impl LimitsSection {

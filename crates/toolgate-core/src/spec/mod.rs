@@ -16,6 +16,8 @@ mod mcp_servers;
 mod model;
 mod network;
 mod network_checks;
+mod policy_checks;
+mod rate_limits;
 mod rules;
 mod salvage;
 mod shape;
@@ -42,6 +44,7 @@ pub use network::{
     AddressClass, AllowEntry, AllowTarget, IpCidr, NetworkPolicy, NetworkRefusal, NetworkSection,
     classify, default_port, literal_authority,
 };
+pub use rate_limits::RateLimit;
 pub use shape::{returns_shape, schema_shape, value_shape};
 pub use structure::spec_file_schema;
 

@@ -39,6 +39,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules
         .out
         .extend(super::limits::check_limits(doc, &spec.limits));
+    rules
+        .out
+        .extend(super::rate_limits::check_rate_limits(doc, spec));
     rules.out.extend(super::auth::check_auth(doc, &spec.auth));
     rules
         .out
@@ -48,6 +51,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
         doc, spec, &positions,
     ));
     rules.out.extend(crate::flow::check_flow(doc, spec));
+    rules
+        .out
+        .extend(super::policy_checks::check_policy(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, place) in spec.tools.iter().zip(placed) {
         let i = place.index;

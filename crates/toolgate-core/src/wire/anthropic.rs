@@ -4,7 +4,7 @@
 //! Input schemas go out as JSON Schema, as declared, within the API's two rules for
 //! them: the root is `type: "object"`, and it is not a union (`anyOf`, `oneOf` or
 //! `allOf` at the top level is refused). With strict mode asked for, each schema that
-//! can be made strict is (see `strict.rs`), within the per-request limits of strict
+//! can be made strict is (see `strict/`), within the per-request limits of strict
 //! tool use: 20 strict tools, 24 optional parameters and 16 union-typed parameters
 //! across them; tools beyond a limit are declared without `strict`, with a note.
 //!
@@ -17,7 +17,8 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
-use super::openapi::{constraint_only, escape};
+use super::openapi::constraint_only;
+use super::pointer::escape;
 use super::strict::{StrictDialect, make_strict};
 use super::{
     CallReader, HostedTool, NameMap, Note, ParseError, ParsedCall, RawArguments, RenderInput,

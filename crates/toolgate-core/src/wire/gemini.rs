@@ -3,7 +3,7 @@
 //!
 //! All function declarations go in one `Tool`; hosted tools follow as Tools of their
 //! own (`googleSearch`, `codeExecution`, and on the Gemini API `fileSearch`). Input
-//! schemas go out as `parameters` in the OpenAPI subset (see `openapi.rs`), or as
+//! schemas go out as `parameters` in the OpenAPI subset (see `openapi/`), or as
 //! `parametersJsonSchema` unchanged when full JSON Schema is asked for; output schemas
 //! likewise as `response` / `responseJsonSchema`. Property names in `parameters` and
 //! `response` that the API refuses are renamed (see `params.rs`); calls are read back
@@ -22,8 +22,9 @@ mod calls;
 
 pub(super) use calls::{Stream, parse_response};
 
-use super::openapi::{escape, is_empty_object, to_openapi};
+use super::openapi::{is_empty_object, to_openapi};
 use super::params::{GEMINI_PARAMETER, ParamNames, map_schema};
+use super::pointer::escape;
 use super::{
     CallReader, HostedTool, NameMap, Note, ParsedCall, RenderInput, Rendered, Target, ToolResult,
 };

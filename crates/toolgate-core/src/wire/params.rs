@@ -17,7 +17,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::names::{NameMap, NameRules};
-use super::openapi::escape;
+use super::pointer::escape;
 
 fn word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'

@@ -11,6 +11,12 @@
 //! see `stateless.rs`). Beside the rates it reports the CPU time per call of the
 //! server process and of the bench's own clients (from `/proc`, on Linux).
 //!
+//! What authentication and rate limiting cost is measured the same way: three
+//! more `toolgate serve` processes take an API key, an OAuth JWT (signed here,
+//! checked against a JWKS file), and an OAuth JWT with a rate limit that
+//! refuses nothing; the summary gives each one's p50 and server CPU per call
+//! over the unauthenticated `toolgate serve`.
+//!
 //! ```sh
 //! cargo build --release -p toolgate-cli -p toolgate --bins --example mcp_serve_bench
 //! target/release/examples/mcp_serve_bench --toolgate target/release/toolgate
@@ -35,6 +41,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{
     StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService,
@@ -145,6 +152,49 @@ async fn serve_memory(spec: &str) {
         .unwrap();
 }
 
+const ISSUER: &str = "https://auth.example.test";
+const AUDIENCE: &str = "https://tools.example.test/mcp";
+
+/// The spec with the principal `bench` (any token of `sub: bench`), an `auth:`
+/// section and `more` after it, written in `dir` as `NAME.yaml`.
+fn authenticated_spec(
+    dir: &std::path::Path,
+    name: &str,
+    auth: &str,
+    more: &str,
+) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    let principals = "principals:\n  bench: {ceiling: read, match: {sub: bench}}\n";
+    std::fs::write(&path, format!("{SPEC}\n{principals}auth:\n{auth}\n{more}")).unwrap();
+    path
+}
+
+/// A signing key made for the run: the JWKS file's text and a token valid for
+/// an hour.
+fn oauth_token() -> (String, String) {
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap();
+    let pkcs8 = pair.to_pkcs8v1().unwrap();
+    let point = pair.public_key().as_ref().to_vec();
+    let jwks = json!({"keys": [{
+        "kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": "bench",
+        "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+    }]});
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "bench", "scope": "tools",
+                        "exp": now + 3600, "iat": now, "jti": "bench-1"});
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.kid = Some("bench".into());
+    let key = jsonwebtoken::EncodingKey::from_ec_der(pkcs8.as_ref());
+    let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+    (jwks.to_string(), token)
+}
+
 /// Starts a server process and reads its URL from the first line of its stderr.
 fn spawn(mut command: Command) -> (Child, String) {
     command
@@ -191,15 +241,21 @@ enum Caller {
 impl Caller {
     /// Connects client `i`: a session, or a discovered stateless client with
     /// conversation `bench-{i}`.
-    async fn connect(lifecycle: Lifecycle, url: &str, i: usize) -> Self {
+    async fn connect(lifecycle: Lifecycle, url: &str, i: usize, token: Option<&str>) -> Self {
         match lifecycle {
-            Lifecycle::Session => Caller::Session(
-                ().serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
-                    .await
-                    .expect("the client connects"),
-            ),
+            Lifecycle::Session => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+                if let Some(token) = token {
+                    config = config.auth_header(token.to_owned());
+                }
+                Caller::Session(
+                    ().serve(StreamableHttpClientTransport::from_config(config))
+                        .await
+                        .expect("the client connects"),
+                )
+            }
             Lifecycle::Stateless => Caller::Stateless(
-                stateless::Client::discover(url, format!("bench-{i}"))
+                stateless::Client::discover(url, format!("bench-{i}"), token)
                     .await
                     .expect("the client discovers the server"),
             ),
@@ -259,6 +315,7 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 async fn measure(
     lifecycle: Lifecycle,
     url: &str,
+    token: Option<&str>,
     server: u32,
     clients: usize,
     warmup: Duration,
@@ -266,7 +323,7 @@ async fn measure(
 ) -> Measured {
     let mut callers = Vec::new();
     for i in 0..clients {
-        callers.push(Arc::new(Caller::connect(lifecycle, url, i).await));
+        callers.push(Arc::new(Caller::connect(lifecycle, url, i, token).await));
     }
     let start = Instant::now() + warmup;
     let end = start + run;
@@ -383,11 +440,59 @@ async fn main() {
     let mut memory = Command::new(std::env::current_exe().unwrap());
     memory.arg("memory").arg(&spec);
     let (mut memory_child, memory_url) = spawn(memory);
-    let servers = [
-        ("bare rmcp", bare_url, bare_child.id()),
-        ("gate, memory", memory_url, memory_child.id()),
-        ("toolgate serve", gate_url, gate_child.id()),
+    // The same gate behind an API key, an OAuth JWT, and a JWT with a limit.
+    let keyed = authenticated_spec(dir.path(), "keyed", "  api_keys: {}", "");
+    let made = Command::new(&toolgate)
+        .args(["keys", "add", "bench", "-f"])
+        .arg(&keyed)
+        .arg("--state-dir")
+        .arg(dir.path().join("keyed-state"))
+        .output()
+        .expect("toolgate keys add runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let key = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    let (jwks, token) = oauth_token();
+    std::fs::write(dir.path().join("jwks.json"), jwks).unwrap();
+    let oauth = format!(
+        "  oauth:\n    issuer: {ISSUER}\n    audience: {AUDIENCE}\n    jwks: jwks.json\n    scopes: [tools]\n"
+    );
+    let oauth_spec = authenticated_spec(dir.path(), "oauth", &oauth, "");
+    let limited_spec = authenticated_spec(
+        dir.path(),
+        "limited",
+        &oauth,
+        "limits:\n  rate:\n    - {principal: '*', tool: lookup_order, calls: 1000000000, per: 1s, in_flight: 1000}\n",
+    );
+    let mut started = Vec::new();
+    for (name, spec) in [
+        ("keyed", &keyed),
+        ("oauth", &oauth_spec),
+        ("limited", &limited_spec),
+    ] {
+        let mut command = Command::new(&toolgate);
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "-f"])
+            .arg(spec)
+            .arg("--state-dir")
+            .arg(dir.path().join(format!("{name}-state")));
+        started.push(spawn(command));
+    }
+    let mut servers: Vec<(&str, String, u32, Option<String>)> = vec![
+        ("bare rmcp", bare_url, bare_child.id(), None),
+        ("gate, memory", memory_url, memory_child.id(), None),
+        ("toolgate serve", gate_url, gate_child.id(), None),
     ];
+    for ((child, url), (name, token)) in started.iter().zip([
+        ("serve, API key", key),
+        ("serve, OAuth", token.clone()),
+        ("serve, OAuth+limit", token),
+    ]) {
+        servers.push((name, url.clone(), child.id(), Some(token)));
+    }
 
     println!(
         "tools/call on one mock tool, {clients} concurrent clients, {seconds}s per round, {rounds} rounds each"
@@ -399,10 +504,11 @@ async fn main() {
     let mut measured: Vec<Vec<Measured>> = configurations.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds {
         for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
-            let (name, url, pid) = &servers[s];
+            let (name, url, pid, token) = &servers[s];
             let m = measure(
                 lifecycle,
                 url,
+                token.as_deref(),
                 *pid,
                 clients,
                 Duration::from_secs(1),
@@ -410,7 +516,7 @@ async fn main() {
             )
             .await;
             println!(
-                "round {}  {:9} {name:15} {}   ({} calls)",
+                "round {}  {:9} {name:18} {}   ({} calls)",
                 round + 1,
                 lifecycle.name(),
                 line(&m),
@@ -421,6 +527,7 @@ async fn main() {
     }
     println!("\nmedians of {rounds} rounds");
     let mut bare_rate = 0.0;
+    let mut unauthenticated: Option<Measured> = None;
     for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
         let runs = &measured[c];
         let m = Measured {
@@ -449,16 +556,36 @@ async fn main() {
             )
         };
         println!(
-            "{:9} {:15} {}{cost}",
+            "{:9} {:18} {}{cost}",
             lifecycle.name(),
             servers[s].0,
             line(&m)
         );
+        // Authentication and limits over the unauthenticated `toolgate serve`.
+        if s == 2 {
+            unauthenticated = Some(m);
+        } else if let (true, Some(plain)) = (s > 2, &unauthenticated) {
+            let over = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1e6;
+            let cpu = match (m.server_cpu, plain.server_cpu) {
+                (Some(a), Some(b)) => format!("{:+.1} µs", over(a, b)),
+                _ => "n/a".into(),
+            };
+            println!(
+                "{:9} {:18}   over toolgate serve: p50 {:+.1} µs, server cpu/call {cpu}",
+                "",
+                "",
+                over(m.p50, plain.p50)
+            );
+        }
     }
     let _ = Command::new("kill")
         .args(["-TERM", &gate_child.id().to_string()])
         .status();
     let _ = gate_child.wait();
+    for (child, _) in &mut started {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     for child in [&mut bare_child, &mut memory_child] {
         let _ = child.kill();
         let _ = child.wait();

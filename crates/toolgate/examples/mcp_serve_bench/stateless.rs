@@ -27,8 +27,21 @@ pub struct Client {
 impl Client {
     /// A client named `conversation` that has discovered the server at `url`, as a
     /// stateless client does once before it calls.
-    pub async fn discover(url: &str, conversation: String) -> Result<Self, String> {
+    /// `token`, when given, is sent as `Authorization: Bearer` with every request.
+    pub async fn discover(
+        url: &str,
+        conversation: String,
+        token: Option<&str>,
+    ) -> Result<Self, String> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = token {
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|e| format!("the token is not a header value: {e}"))?;
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
         let http = reqwest::Client::builder()
+            .default_headers(headers)
             .build()
             .map_err(|e| format!("the HTTP client builds: {e}"))?;
         let client = Client {

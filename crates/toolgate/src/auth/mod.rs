@@ -27,6 +27,12 @@ pub struct Identity {
     /// What names the credential in logs and the audit log: `key 3f9a0c1d
     /// (laptop)`; never the credential itself.
     pub credential: Option<String>,
+    /// The tool-name patterns the credential narrows its principal's scopes to
+    /// (an OAuth token's `toolgate:PATTERN` scopes); `None`: the principal's own.
+    pub scopes: Option<Vec<String>>,
+    /// What the credential says of the caller, for policy rules' `claim:` tests:
+    /// an access token's claims; an API key's `key_id` and `key_label`.
+    pub claims: serde_json::Map<String, serde_json::Value>,
 }
 
 /// How a request authenticated.
@@ -107,10 +113,17 @@ impl ApiKeys {
             Some(label) => format!("key {} ({label})", key.id),
             None => format!("key {}", key.id),
         };
+        let mut claims = serde_json::Map::new();
+        claims.insert("key_id".into(), key.id.clone().into());
+        if let Some(label) = &key.label {
+            claims.insert("key_label".into(), label.clone().into());
+        }
         Some(Identity {
             principal: Some(key.principal.clone()),
             method: AuthMethod::ApiKey,
             credential: Some(credential),
+            scopes: None,
+            claims,
         })
     }
 }

@@ -8,6 +8,7 @@
 //! hold within the leeway, it carries every required scope, and a principal's
 //! `match:` takes its claims. A token that passed is remembered until it
 //! expires, so a client's next request costs one hash and one map lookup.
+//! Its `toolgate:PATTERN` scopes, if any, narrow the principal's tools.
 //!
 //! A refusal says what to do in the `WWW-Authenticate` challenge: where the
 //! protected resource metadata is (RFC 9728), which scopes to ask for, and for a
@@ -34,6 +35,9 @@ pub const REFETCH_FLOOR: Duration = Duration::from_secs(30);
 /// How many validated tokens are remembered at once.
 const REMEMBERED: usize = 4096;
 
+/// The prefix of an OAuth scope naming tools: `toolgate:PATTERN`.
+pub const TOOL_SCOPE_PREFIX: &str = "toolgate:";
+
 /// The path of the protected resource metadata (RFC 9728).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
@@ -53,6 +57,9 @@ pub enum Refusal {
     InsufficientScope,
     /// The token is good but no principal's `match:` takes it.
     NoPrincipal,
+    /// The token came in a way this server does not take (in the URL): 400
+    /// with `invalid_request` (RFC 6750 §3.1).
+    Malformed,
 }
 
 /// The OAuth resource server of one spec file.
@@ -165,6 +172,12 @@ impl OAuth {
             .kid
             .ok_or_else(|| Refusal::Invalid("the token names no key (`kid`)".into()))?;
         let key = self.key(&kid).await?;
+        // An RSA header over an EC key (or the like) is algorithm confusion.
+        if key.family() != header.alg.family() {
+            return Err(Refusal::Invalid(refusal_reason(
+                &ErrorKind::InvalidAlgorithm,
+            )));
+        }
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.set_issuer(&[&self.issuer]);
@@ -229,6 +242,7 @@ impl OAuth {
                 challenge.push_str(", error=\"insufficient_scope\"")
             }
             Some(Refusal::Invalid(_)) => challenge.push_str(", error=\"invalid_token\""),
+            Some(Refusal::Malformed) => challenge.push_str(", error=\"invalid_request\""),
             Some(Refusal::NoPrincipal) | None => {}
         }
         challenge
@@ -256,6 +270,8 @@ impl OAuth {
             principal: Some(principal),
             method: AuthMethod::OAuth,
             credential: Some(credential),
+            scopes: tool_scopes(claims),
+            claims: claims.clone(),
         })
     }
 
@@ -333,6 +349,24 @@ fn has_scope(claims: &Map<String, Value>, wanted: &str) -> bool {
         Some(Value::Array(scopes)) => scopes.iter().any(|s| s.as_str() == Some(wanted)),
         _ => false,
     }
+}
+
+/// The tool-name patterns a token narrows its principal to: its scopes of the
+/// form `toolgate:PATTERN` (`toolgate:lookup`, `toolgate:github.*`). A token
+/// with none keeps its principal's scopes; one with some may use only the tools
+/// both admit (see [`toolgate_core::Principal::narrowed_to`]).
+fn tool_scopes(claims: &Map<String, Value>) -> Option<Vec<String>> {
+    let scopes: Vec<&str> = match claims.get("scope") {
+        Some(Value::String(scopes)) => scopes.split(' ').collect(),
+        Some(Value::Array(scopes)) => scopes.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let patterns: Vec<String> = scopes
+        .into_iter()
+        .filter_map(|scope| scope.strip_prefix(TOOL_SCOPE_PREFIX))
+        .map(str::to_owned)
+        .collect();
+    (!patterns.is_empty()).then_some(patterns)
 }
 
 fn refusal_reason(kind: &ErrorKind) -> String {

@@ -751,11 +751,11 @@ impl From<std::io::Error> for Stopped {
 }
 
 /// The program's wall-clock deadline, pushed back by time spent waiting for a
-/// person.
+/// person. Shared by reference across awaits, so it is `Sync`.
 pub(super) struct WallClock {
     started: Instant,
-    waited: std::cell::Cell<Duration>,
-    deadline: std::cell::Cell<tokio::time::Instant>,
+    /// Time spent waiting for a person, and the deadline it pushed back.
+    waits: std::sync::Mutex<(Duration, tokio::time::Instant)>,
 }
 
 impl WallClock {
@@ -763,26 +763,34 @@ impl WallClock {
     pub(super) fn new(budget: Duration) -> Self {
         WallClock {
             started: Instant::now(),
-            waited: std::cell::Cell::new(Duration::ZERO),
-            deadline: std::cell::Cell::new(tokio::time::Instant::now() + budget),
+            waits: std::sync::Mutex::new((Duration::ZERO, tokio::time::Instant::now() + budget)),
         }
     }
 
+    fn waits(&self) -> std::sync::MutexGuard<'_, (Duration, tokio::time::Instant)> {
+        self.waits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn extend(&self, waited: Duration) {
-        self.waited.set(self.waited.get() + waited);
-        self.deadline.set(self.deadline.get() + waited);
+        let mut waits = self.waits();
+        waits.0 += waited;
+        waits.1 += waited;
     }
 
     /// Time run on this clock, not counting waits for a person.
     pub(super) fn used(&self) -> Duration {
-        self.started.elapsed().saturating_sub(self.waited.get())
+        let waited = self.waits().0;
+        self.started.elapsed().saturating_sub(waited)
     }
 
     pub(super) async fn within<T>(
         &self,
         work: impl std::future::Future<Output = T>,
     ) -> Result<T, Stopped> {
-        tokio::time::timeout_at(self.deadline.get(), work)
+        let deadline = self.waits().1;
+        tokio::time::timeout_at(deadline, work)
             .await
             .map_err(|_| Stopped::WallClock)
     }
@@ -798,7 +806,7 @@ pub(super) fn begin_audit(
     principal: &Principal,
     arguments: Value,
 ) -> Result<AuditEntry, crate::StoreError> {
-    let entry = AuditEntry {
+    let mut entry = AuditEntry {
         time: gate.now(),
         kind: RecordKind::Intent,
         run_id: run_id.to_owned(),
@@ -814,7 +822,10 @@ pub(super) fn begin_audit(
         message: None,
         duration_ms: None,
         attempts: None,
+        auth: None,
+        credential: None,
     };
+    crate::Authenticated::stamp(&mut entry);
     gate.store().append(entry.clone())?;
     Ok(entry)
 }
@@ -879,10 +890,14 @@ pub(super) fn reply_for(outcome: Outcome) -> ToWorker {
                  A program cannot wait for it: end the program, tell the user, and run it again once approved"
             ),
         },
+        limited @ Outcome::RateLimited { .. } => ToWorker::Raise {
+            exception: "RuntimeError".into(),
+            message: limited.message_for_model(),
+        },
         Outcome::Started { task_id } => ToWorker::Raise {
             exception: "RuntimeError".into(),
             message: format!(
-                "this tool runs in the background as task {task_id}; its result does not reach a                  program: end the program and read it with `toolgate tasks get {task_id}`"
+                "this tool runs in the background as task {task_id}; its result does not reach a program: end the program and read it with `toolgate tasks get {task_id}`"
             ),
         },
     }

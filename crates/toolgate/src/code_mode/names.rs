@@ -1,11 +1,17 @@
-//! Tool names as Python function names, and back. A tool's name may hold dots and
-//! dashes (`github.create-issue`), be a keyword (`class`) or shadow a builtin
-//! (`print`, which a program could then never call); each becomes a plain
-//! identifier (`github_create_issue`, `class_`, `print_`), and a name two tools
-//! would share gets a numbered suffix in catalog order. The map is kept both ways,
-//! so a call by Python name reaches exactly one tool.
+//! Tool names as Python names, and back. A namespaced tool (`github.create_issue`,
+//! an upstream MCP server's tools under its prefix) reads as an attribute of its
+//! namespace: `github.create_issue(...)`, the namespace being an object whose
+//! attributes are the tool functions. Any other name that is not a plain identifier
+//! — dots in a namespace that cannot be a Python name, dashes, a keyword (`class`),
+//! a builtin it would shadow (`print`, which a program could then never call) —
+//! becomes one (`github_create_issue`, `class_`, `print_`); an attribute only
+//! avoids keywords (`github.list` stays). A name two tools would share gets a
+//! numbered suffix in catalog order. The map is kept both ways, so a call by
+//! Python name (dotted for a namespaced tool) reaches exactly one tool.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use monty_types::{DictPairs, MontyClassInstance, MontyClassType, MontyObject, MontyUuid};
 
 /// Python's keywords (and soft keywords a program may use as names, kept apart
 /// so a stub reads unambiguously).
@@ -104,18 +110,38 @@ pub struct PythonNames {
 
 impl PythonNames {
     /// Names for `tools`, in the order given (earlier tools keep the plain name
-    /// when two map to the same one).
+    /// when two map to the same one). A tool `ns.rest` is `ns.<rest as an
+    /// attribute>` when `ns` is a plain identifier that no tool without a dot
+    /// also claims; otherwise its whole name is mapped to one identifier.
     pub fn new<'a>(tools: impl IntoIterator<Item = &'a str>) -> Self {
+        let tools: Vec<&str> = tools.into_iter().collect();
+        let plain: BTreeSet<String> = tools
+            .iter()
+            .filter(|tool| !tool.contains('.'))
+            .map(|tool| identifier(tool))
+            .collect();
+        let namespace_of = |tool: &str| -> Option<(String, String)> {
+            let (namespace, rest) = tool.split_once('.')?;
+            (!rest.is_empty() && identifier(namespace) == namespace && !plain.contains(namespace))
+                .then(|| (namespace.to_owned(), attribute(rest)))
+        };
+        let namespaces: BTreeSet<String> = tools
+            .iter()
+            .filter_map(|tool| namespace_of(tool).map(|(namespace, _)| namespace))
+            .collect();
         let mut names = PythonNames::default();
         for tool in tools {
             if names.to_python.contains_key(tool) {
                 continue;
             }
-            let base = identifier(tool);
-            let mut python = base.clone();
+            let (prefix, base) = match namespace_of(tool) {
+                Some((namespace, member)) => (format!("{namespace}."), member),
+                None => (String::new(), identifier(tool)),
+            };
+            let mut python = format!("{prefix}{base}");
             let mut n = 2;
-            while names.to_tool.contains_key(&python) {
-                python = format!("{base}_{n}");
+            while names.to_tool.contains_key(&python) || namespaces.contains(&python) {
+                python = format!("{prefix}{base}_{n}");
                 n += 1;
             }
             names.to_tool.insert(python.clone(), tool.to_owned());
@@ -138,6 +164,61 @@ impl PythonNames {
     pub fn python_names(&self) -> impl Iterator<Item = &str> {
         self.to_tool.keys().map(String::as_str)
     }
+}
+
+/// What a program's lookup of the global `name` finds among the Python names
+/// `functions` (as [`PythonNames::python_names`] lists them): a tool function,
+/// or a namespace — an object of a host class named for it whose attributes are
+/// its tool functions, so that `github.create_issue(...)` calls the function
+/// named `github.create_issue`. (A call of a name the namespace lacks reaches the
+/// worker as a method call, which it refuses.)
+pub(super) fn lookup(functions: &[String], name: &str) -> Option<MontyObject> {
+    if functions.iter().any(|f| f == name) {
+        return Some(function(name));
+    }
+    let prefix = format!("{name}.");
+    let attrs: Vec<(MontyObject, MontyObject)> = functions
+        .iter()
+        .filter(|f| f.starts_with(&prefix))
+        .map(|f| {
+            (
+                MontyObject::String(f[prefix.len()..].to_owned()),
+                function(f),
+            )
+        })
+        .collect();
+    if attrs.is_empty() {
+        return None;
+    }
+    let id = || MontyUuid::from_random_bytes(*uuid::Uuid::new_v4().as_bytes());
+    Some(MontyObject::ClassInstance(Box::new(MontyClassInstance {
+        class_type: MontyClassType {
+            name: name.to_owned(),
+            id: id(),
+            host_defined: true,
+            is_dataclass: false,
+            attrs: DictPairs::default(),
+        },
+        instance_id: id(),
+        attrs: attrs.into(),
+    })))
+}
+
+fn function(name: &str) -> MontyObject {
+    MontyObject::Function {
+        name: name.to_owned(),
+        docstring: None,
+    }
+}
+
+/// The part of a tool's name after its namespace, as an attribute name: like
+/// [`identifier`], but a builtin's name is fine (an attribute shadows nothing).
+fn attribute(name: &str) -> String {
+    let mut out = identifier(name);
+    if out.ends_with('_') && BUILTINS.contains(&&out[..out.len() - 1]) && !name.ends_with('_') {
+        out.pop();
+    }
+    out
 }
 
 /// `name` as a Python identifier: ASCII letters, digits and `_`, not starting with
@@ -180,11 +261,61 @@ mod tests {
 
     #[test]
     fn two_tools_that_map_alike_get_distinct_names() {
-        let names = PythonNames::new(["a.b", "a-b", "a_b"]);
-        assert_eq!(names.python("a.b"), Some("a_b"));
-        assert_eq!(names.python("a-b"), Some("a_b_2"));
-        assert_eq!(names.python("a_b"), Some("a_b_3"));
-        assert_eq!(names.tool("a_b_2"), Some("a-b"));
+        let names = PythonNames::new(["a-b", "a_b", "a!b"]);
+        assert_eq!(names.python("a-b"), Some("a_b"));
+        assert_eq!(names.python("a_b"), Some("a_b_2"));
+        assert_eq!(names.python("a!b"), Some("a_b_3"));
+        assert_eq!(names.tool("a_b_2"), Some("a_b"));
+    }
+
+    #[test]
+    fn a_namespaced_tool_is_an_attribute_of_its_namespace() {
+        let names = PythonNames::new([
+            "github.create_issue",
+            "github.list-repos",
+            "github.list",
+            "github.class",
+            "search.web.fetch",
+        ]);
+        assert_eq!(
+            names.python("github.create_issue"),
+            Some("github.create_issue")
+        );
+        assert_eq!(names.python("github.list-repos"), Some("github.list_repos"));
+        assert_eq!(names.python("github.list"), Some("github.list"));
+        assert_eq!(names.python("github.class"), Some("github.class_"));
+        assert_eq!(names.python("search.web.fetch"), Some("search.web_fetch"));
+        assert_eq!(names.tool("github.list_repos"), Some("github.list-repos"));
+    }
+
+    #[test]
+    fn a_namespace_that_cannot_be_a_python_name_is_mapped_whole() {
+        // `print` is a builtin, `my-server` is not an identifier, and `orders`
+        // is also a plain tool's name: each namespaced tool gets one identifier.
+        let names = PythonNames::new(["print.page", "my-server.ping", "orders", "orders.get"]);
+        assert_eq!(names.python("print.page"), Some("print_page"));
+        assert_eq!(names.python("my-server.ping"), Some("my_server_ping"));
+        assert_eq!(names.python("orders"), Some("orders"));
+        assert_eq!(names.python("orders.get"), Some("orders_get"));
+    }
+
+    #[test]
+    fn a_namespace_is_found_as_an_object_whose_attributes_are_its_functions() {
+        let functions = vec!["github.create_issue".to_owned(), "ping".to_owned()];
+        let Some(MontyObject::ClassInstance(namespace)) = lookup(&functions, "github") else {
+            panic!("github is not a namespace");
+        };
+        assert_eq!(namespace.class_type.name, "github");
+        let attrs: Vec<_> = namespace.attrs.into_iter().collect();
+        assert_eq!(
+            attrs,
+            [(
+                MontyObject::String("create_issue".into()),
+                function("github.create_issue")
+            )]
+        );
+        assert_eq!(lookup(&functions, "ping"), Some(function("ping")));
+        assert_eq!(lookup(&functions, "git"), None);
     }
 
     proptest! {
@@ -196,9 +327,17 @@ mod tests {
             for tool in &tools {
                 let python = names.python(tool).unwrap();
                 prop_assert_eq!(names.tool(python), Some(tool.as_str()));
-                prop_assert!(python.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-                prop_assert!(!python.starts_with(|c: char| c.is_ascii_digit()));
-                prop_assert!(!KEYWORDS.contains(&python) && !BUILTINS.contains(&python));
+                let parts: Vec<&str> = python.split('.').collect();
+                prop_assert!(parts.len() <= 2);
+                for part in &parts {
+                    prop_assert!(part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                    prop_assert!(!part.is_empty() && !part.starts_with(|c: char| c.is_ascii_digit()));
+                    prop_assert!(!KEYWORDS.contains(part));
+                }
+                prop_assert!(!BUILTINS.contains(&parts[0]));
+                if let [namespace, _] = parts[..] {
+                    prop_assert!(names.tool(namespace).is_none(), "{} is a namespace and a function", namespace);
+                }
             }
         }
     }

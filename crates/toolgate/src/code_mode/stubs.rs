@@ -4,6 +4,9 @@
 //! it returns. This is what a model reads before it writes a program (the
 //! description of `run_code`, or `toolgate code stubs`).
 //!
+//! A namespaced tool (`github.create_issue`) is a static method of a class named
+//! for its namespace, which is how a program calls it: `github.create_issue(...)`.
+//!
 //! Tools the conversation's flow blocks now are listed and marked "not available
 //! yet" with the reason, never hidden: a program's own earlier calls can unblock
 //! them while it runs.
@@ -39,7 +42,9 @@ pub fn stubs(
 ) -> Result<String, StoreError> {
     let names = super::CodeMode::names(gate, principal);
     let view = gate.flow_view_for(session, principal)?;
-    let mut out = String::from(PREFACE);
+    // Each top-level stub in catalog order; a namespace's tools go together, in
+    // a class at the place of its first tool.
+    let mut entries: Vec<(Option<String>, Vec<String>)> = Vec::new();
     for tool in gate.catalog().iter() {
         let descriptor = tool.descriptor();
         let Some(python) = names.python(&descriptor.name) else {
@@ -66,14 +71,56 @@ pub fn stubs(
                     .as_ref()
                     .map(|schema| schema_shape(schema, schema, 0))
             });
+        let mut stub = String::new();
+        match python.split_once('.') {
+            None => {
+                write_stub(
+                    &mut stub, python, python, descriptor, consent, blocked, returns,
+                );
+                entries.push((None, vec![stub]));
+            }
+            Some((namespace, member)) => {
+                write_stub(
+                    &mut stub, member, python, descriptor, consent, blocked, returns,
+                );
+                let at = entries
+                    .iter()
+                    .position(|(n, _)| n.as_deref() == Some(namespace));
+                match at {
+                    Some(at) => entries[at].1.push(stub),
+                    None => entries.push((Some(namespace.to_owned()), vec![stub])),
+                }
+            }
+        }
+    }
+    let mut out = String::from(PREFACE);
+    for (namespace, stubs) in entries {
         out.push('\n');
-        write_stub(&mut out, python, descriptor, consent, blocked, returns);
+        match namespace {
+            None => out.push_str(&stubs.concat()),
+            Some(namespace) => {
+                let _ = writeln!(out, "class {namespace}:");
+                let _ = writeln!(
+                    out,
+                    "    \"\"\"The tools of `{namespace}`: call them as `{namespace}.NAME(...)`.\"\"\""
+                );
+                for stub in stubs {
+                    out.push_str("\n    @staticmethod\n");
+                    for line in stub.lines() {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+            }
+        }
     }
     Ok(out)
 }
 
+/// One function's stub: `def name(...)`, where `python` is how a program calls
+/// it (`name`, or `namespace.name` for a method of a namespace's class).
 fn write_stub(
     out: &mut String,
+    name: &str,
     python: &str,
     tool: &ToolDescriptor,
     consent: Option<String>,
@@ -90,11 +137,7 @@ fn write_stub(
     } else {
         "**arguments".to_owned()
     };
-    let _ = writeln!(
-        out,
-        "def {python}({signature}) -> {}:",
-        return_hint(&returns)
-    );
+    let _ = writeln!(out, "def {name}({signature}) -> {}:", return_hint(&returns));
     let mut doc = Vec::new();
     doc.push(clean(&tool.description));
     if python != tool.name {

@@ -255,21 +255,24 @@ fn drive(
                 }));
             }
             RunProgress::NameLookup(lookup) => {
-                let answer = if lookup.object_id().is_none() && functions.contains(&lookup.name) {
-                    NameLookupResult::Value(MontyObject::Function {
-                        name: lookup.name.clone(),
-                        docstring: None,
-                    })
-                } else {
-                    NameLookupResult::Undefined
+                let found = lookup
+                    .object_id()
+                    .is_none()
+                    .then(|| super::names::lookup(functions, &lookup.name));
+                let answer = match found.flatten() {
+                    Some(value) => NameLookupResult::Value(value),
+                    None => NameLookupResult::Undefined,
                 };
                 lookup.resume(answer, PrintWriter::Callback(&mut printed))
             }
             RunProgress::FunctionCall(call) => {
                 let checked = if call.object_id.is_some() {
                     Err(exception(
-                        ExcType::TypeError,
-                        "only tool functions can be called here",
+                        ExcType::AttributeError,
+                        &format!(
+                            "no tool is named `{}` here; call the tools the stubs list",
+                            call.function_name
+                        ),
                     ))
                 } else if !functions.contains(&call.function_name) {
                     Err(exception(

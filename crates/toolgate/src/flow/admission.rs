@@ -174,6 +174,7 @@ impl FlowGate {
             id: String::new(),
             ceiling: Tier::Read,
             scopes: Vec::new(),
+            claims: Default::default(),
         };
         let sees = gate.may_name_to(admitted.principal.as_ref().unwrap_or(&nobody));
         loop {
@@ -300,7 +301,9 @@ impl Admitted {
     }
 
     /// The policy's verdict, with the flow's confirmation: a call that would run at
-    /// once asks a person instead; one that already asks says why twice over.
+    /// once asks a person instead (the client's user may answer a confirmation,
+    /// and so may an approver); one that already asks says why twice over, and
+    /// is answered as the policy says.
     pub fn decide(&self, verdict: Verdict) -> Verdict {
         let Some(confirm) = &self.confirm else {
             return verdict;
@@ -309,10 +312,14 @@ impl Admitted {
             Decision::Allow => Verdict {
                 decision: Decision::Ask,
                 reason: confirm.clone(),
+                decided_by: "flow.confirm".into(),
+                answered_by: toolgate_core::AnsweredBy::Either,
             },
             Decision::Ask => Verdict {
                 decision: Decision::Ask,
                 reason: format!("{}; {confirm}", verdict.reason),
+                decided_by: format!("{} and flow.confirm", verdict.decided_by),
+                answered_by: verdict.answered_by,
             },
             Decision::Deny => verdict,
         }

@@ -436,6 +436,7 @@ fn outcome_words(outcome: &Outcome, status: &str) -> String {
         Outcome::PendingApproval { reason, .. } => format!("pending_approval: {reason}"),
         Outcome::Denied { reason } => format!("{status}: {reason}"),
         Outcome::Started { task_id } => format!("started: task {task_id}"),
+        Outcome::RateLimited { limit, .. } => format!("rate_limited: {limit}"),
     }
 }
 

@@ -43,6 +43,9 @@ pub(super) struct Execution {
     pub started: Instant,
     /// The tool's slot, held while it runs.
     pub slot: OwnedSemaphorePermit,
+    /// Its places among the calls in flight the rate limits count, given back
+    /// when the execution ends or is dropped.
+    pub limited: super::limiter::RatePermit,
 }
 
 impl Execution {
@@ -120,6 +123,7 @@ impl Execution {
                 .complete(&self.session, &writes, self.intent.take(), entry)
         };
         drop(self.slot);
+        drop(self.limited);
         match recorded {
             Ok(_) => (outcome, status),
             Err(e) => (

@@ -10,8 +10,11 @@
 //! step of the store, so that admission holds across processes.
 
 mod arguments;
+mod authenticated;
 mod execution;
+mod limiter;
 mod outcome;
+mod policy_call;
 mod run;
 mod task;
 
@@ -31,6 +34,7 @@ use toolgate_core::{
 };
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
+pub use authenticated::Authenticated;
 pub use outcome::Outcome;
 pub use task::{DEFAULT_TASK_TTL, TaskError, TaskFilter, TaskFuture, TaskScope};
 
@@ -38,6 +42,7 @@ use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
 use arguments::ArgumentChecker;
 use execution::Execution;
+pub use limiter::{RateLimiter, RatePermit, RateRefused};
 use run::RunLimits;
 
 /// A call as a model (or any caller) makes it.
@@ -127,6 +132,9 @@ pub struct Gate {
     pub(crate) flow: crate::flow::FlowGate,
     /// The background tasks running here (shared with the gates that succeed it).
     tasks: Arc<task::Tasks>,
+    /// The spec's rate limits and what they counted (kept by a successor gate
+    /// whose limits are the same).
+    limiter: Arc<RateLimiter>,
 }
 
 /// Builds a [`Gate`]: the catalog, and optionally a spec file's state effects,
@@ -141,6 +149,7 @@ pub struct GateBuilder {
     flow_visibility: toolgate_core::flow::FlowVisibility,
     turns: Option<Arc<crate::flow::Turns>>,
     tasks: Option<Arc<task::Tasks>>,
+    limiter: Option<Arc<RateLimiter>>,
 }
 
 impl GateBuilder {
@@ -186,6 +195,7 @@ impl GateBuilder {
     pub fn succeeding(mut self, previous: &Gate) -> Self {
         self.turns = Some(previous.flow.turns().clone());
         self.tasks = Some(previous.tasks.clone());
+        self.limiter = Some(previous.limiter.clone());
         self
     }
 
@@ -230,6 +240,10 @@ impl GateBuilder {
             .iter()
             .filter_map(|(key, declared)| Some((key.clone(), declared.default.clone()?)))
             .collect();
+        let limiter = match self.limiter {
+            Some(previous) if previous.is_for(&spec.limits.rate) => previous,
+            _ => Arc::new(RateLimiter::new(&spec.limits.rate)),
+        };
         Gate {
             catalog: self.catalog,
             entries,
@@ -244,6 +258,7 @@ impl GateBuilder {
             runs: AtomicU64::new(1),
             flow,
             tasks: self.tasks.unwrap_or_default(),
+            limiter,
         }
     }
 }
@@ -260,6 +275,7 @@ impl Gate {
             flow_visibility: Default::default(),
             turns: None,
             tasks: None,
+            limiter: None,
         }
     }
 
@@ -381,7 +397,7 @@ impl Gate {
                 if let Some(hidden) = found {
                     let verdict = self.policy.decide(hidden.descriptor(), principal);
                     entry.decision = Some(Decision::Deny);
-                    entry.reason = Some(verdict.reason);
+                    entry.reason = Some(verdict.audit_reason());
                 }
                 return self.refuse(entry, "unknown_tool", unknown);
             }
@@ -391,7 +407,7 @@ impl Gate {
         let verdict = self.policy.decide(tool.descriptor(), principal);
         if verdict.decision == Decision::Deny {
             entry.decision = Some(verdict.decision);
-            entry.reason = Some(verdict.reason.clone());
+            entry.reason = Some(verdict.audit_reason());
             let outcome = Outcome::Denied {
                 reason: verdict.reason,
             };
@@ -430,10 +446,15 @@ impl Gate {
                 return self.refuse(entry, refusal.status, refusal.outcome);
             }
         };
-        // Authorize.
-        let verdict = admitted.decide(verdict);
+        // Authorize: the policy decides this call (its rules' `when:` may read the
+        // arguments, the conversation and the caller's claims), then the flow's
+        // confirmations; the audit records what decided.
+        let verdict = match self.decide_call(session, tool.descriptor(), &arguments, principal) {
+            Ok(verdict) => admitted.decide(verdict),
+            Err(e) => return store_failure("the state store", e),
+        };
         entry.decision = Some(verdict.decision);
-        entry.reason = Some(verdict.reason.clone());
+        entry.reason = Some(verdict.audit_reason());
         match verdict.decision {
             Decision::Deny => {
                 return self.refuse(
@@ -452,10 +473,15 @@ impl Gate {
                     args_hash: content_hash(&arguments),
                     principal: principal.id.clone(),
                     reason: verdict.reason.clone(),
+                    answered_by: verdict.answered_by,
                 };
                 match self.store.resolve(&request, (self.clock)()) {
                     Ok(Resolution::Granted { by }) => {
-                        entry.reason = Some(format!("{}; approved ({by})", verdict.reason))
+                        entry.reason = Some(format!(
+                            "{}; approved ({})",
+                            verdict.audit_reason(),
+                            self.answered(&by)
+                        ))
                     }
                     Ok(Resolution::Pending { id, .. }) => {
                         let outcome = Outcome::PendingApproval {
@@ -464,7 +490,12 @@ impl Gate {
                         };
                         return self.refuse(entry, "pending_approval", outcome);
                     }
-                    Ok(Resolution::Denied { reason, .. }) => {
+                    Ok(Resolution::Denied { reason, id }) => {
+                        entry.reason = Some(format!(
+                            "{}; denied ({})",
+                            verdict.audit_reason(),
+                            self.answered(&id)
+                        ));
                         let outcome = Outcome::Denied {
                             reason: format!("a human denied this call: {reason}"),
                         };
@@ -475,6 +506,22 @@ impl Gate {
             }
             Decision::Allow => {}
         }
+        // Rate limits: checked once the call is known to be allowed, so that a
+        // call refused for any other reason (unknown, invalid, out of turn,
+        // denied, waiting for approval) spends nothing; and before its intent
+        // is recorded or it waits for a slot, so a refused call costs no write.
+        let limited = match self.limiter.admit(principal, &call.name) {
+            Ok(permit) => permit,
+            Err(refused) => {
+                let outcome = Outcome::RateLimited {
+                    limit: refused.limit,
+                    retry_after_ms: u64::try_from(refused.retry_after.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .max(1),
+                };
+                return self.refuse(entry, "rate_limited", outcome);
+            }
+        };
         // Wait for a slot of this tool (bounded per tool), then record intent:
         // durable before anything runs.
         let slot = tokio::select! {
@@ -566,6 +613,7 @@ impl Gate {
             intent,
             admitted,
             started,
+            limited,
             slot: match slot {
                 Ok(slot) => slot,
                 Err(_) => return Outcome::error(format!("`{}` is not ready", call.name), true),
@@ -617,7 +665,7 @@ impl Gate {
         call: &ToolCall,
         principal: &Principal,
     ) -> AuditEntry {
-        AuditEntry {
+        let mut entry = AuditEntry {
             time: self.now(),
             kind,
             run_id: String::new(),
@@ -634,7 +682,11 @@ impl Gate {
             message: None,
             duration_ms: None,
             attempts: None,
-        }
+            auth: None,
+            credential: None,
+        };
+        Authenticated::stamp(&mut entry);
+        entry
     }
 
     /// Records a call that did not run, and returns its outcome.

@@ -32,6 +32,13 @@ pub enum Outcome {
     PendingApproval { approval_id: String, reason: String },
     /// The call may not run.
     Denied { reason: String },
+    /// A rate limit (`limits.rate`) lets the call through only later; nothing
+    /// ran. Calling again after `retry_after_ms` can succeed.
+    RateLimited {
+        /// The limit, in words.
+        limit: String,
+        retry_after_ms: u64,
+    },
     /// The call was admitted, authorized and recorded, and runs in the background
     /// as a task: [`Gate::task`](crate::Gate::task) and
     /// [`Gate::await_task`](crate::Gate::await_task) read what it came to.
@@ -54,6 +61,7 @@ impl Outcome {
             Outcome::PendingApproval { .. } => "pending_approval",
             Outcome::Denied { .. } => "denied",
             Outcome::Started { .. } => "started",
+            Outcome::RateLimited { .. } => "rate_limited",
         }
     }
 
@@ -82,6 +90,14 @@ impl Outcome {
                  Tell the user, and call again once it is approved."
             ),
             Outcome::Denied { reason } => format!("this call is not allowed: {reason}"),
+            Outcome::RateLimited {
+                limit,
+                retry_after_ms,
+            } => format!(
+                "this call was not run: a rate limit lets no more through now ({limit}). \
+                 Call again in {} s or later.",
+                retry_after_ms.div_ceil(1000).max(1)
+            ),
             Outcome::Started { task_id } => format!(
                 "this call is running in the background as task {task_id}; its result comes \
                  when it finishes (the caller reads it with `toolgate tasks get {task_id}`, or \

@@ -15,8 +15,13 @@
 //! 5. otherwise a new pending request is opened, with a short id a person can type
 //!    (`ap-` and 8 hex digits).
 //!
-//! A person answers with [`ApprovalStore::approve`] (optionally with a [`Grant`]: a
-//! time to live, for the tool or for these arguments only) or [`ApprovalStore::deny`].
+//! A person answers with [`ApprovalStore::approve_by`] (optionally with a [`Grant`]:
+//! a time to live, for the tool or for these arguments only) or
+//! [`ApprovalStore::deny_by`], which record who answered and through what (an
+//! [`Answerer`]: `cli`, `elicitation`, `input_required`). Each request keeps who
+//! may answer it ([`AnsweredBy`], from the rule that asked); the store records
+//! answers, and the callers check who may give them
+//! ([`Approvers`](toolgate_core::Approvers), the MCP server's elicitation).
 //! Grants are not tied to a session: a grant for `send_email` covers every
 //! conversation until it expires.
 //!
@@ -32,6 +37,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolgate_core::{AnsweredBy, Answerer};
 
 use super::{SqliteStore, StoreError};
 
@@ -50,6 +56,8 @@ pub struct ApprovalRequest {
     pub principal: String,
     /// Why policy asks: shown to the person who answers.
     pub reason: String,
+    /// Who may answer: the rule's `answered_by`.
+    pub answered_by: AnsweredBy,
 }
 
 impl ApprovalRequest {
@@ -77,7 +85,14 @@ impl ApprovalRequest {
             arguments,
             principal: principal.into(),
             reason: reason.into(),
+            answered_by: AnsweredBy::default(),
         }
+    }
+
+    /// The request with who may answer it.
+    pub fn answered_by(mut self, answered_by: AnsweredBy) -> Self {
+        self.answered_by = answered_by;
+        self
     }
 }
 
@@ -138,6 +153,10 @@ pub struct Approval {
     pub created_at: String,
     /// When a person answered, RFC 3339 UTC.
     pub decided_at: Option<String>,
+    /// Who may answer it.
+    pub answered_by: AnsweredBy,
+    /// Who answered, and through what.
+    pub decided_by: Option<Answerer>,
 }
 
 /// What a grant covers.
@@ -189,17 +208,49 @@ pub trait ApprovalStore: Send + Sync {
     /// One request by id (`ap-` may be left off), or `None`.
     fn get(&self, id: &str) -> Result<Option<Approval>, StoreError>;
 
-    /// Approves a pending request; with a grant, also records it (expires at now + ttl).
+    /// Approves a pending request as `by`; with a grant, also records it
+    /// (expires at now + ttl).
+    fn approve_by(
+        &self,
+        id: &str,
+        grant: Option<Grant>,
+        by: &Answerer,
+        now: SystemTime,
+    ) -> Result<Approval, StoreError>;
+
+    /// Denies a pending request as `by`; `reason` is reported to the caller once.
+    fn deny_by(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+        by: &Answerer,
+        now: SystemTime,
+    ) -> Result<Approval, StoreError>;
+
+    /// [`ApprovalStore::approve_by`] from a program using this library (`api`).
     fn approve(
         &self,
         id: &str,
         grant: Option<Grant>,
         now: SystemTime,
-    ) -> Result<Approval, StoreError>;
+    ) -> Result<Approval, StoreError> {
+        self.approve_by(id, grant, &library_answerer(), now)
+    }
 
-    /// Denies a pending request; `reason` is reported to the caller once.
-    fn deny(&self, id: &str, reason: Option<&str>, now: SystemTime)
-    -> Result<Approval, StoreError>;
+    /// [`ApprovalStore::deny_by`] from a program using this library (`api`).
+    fn deny(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+        now: SystemTime,
+    ) -> Result<Approval, StoreError> {
+        self.deny_by(id, reason, &library_answerer(), now)
+    }
+}
+
+/// Who answers through [`ApprovalStore::approve`] and [`ApprovalStore::deny`].
+fn library_answerer() -> Answerer {
+    Answerer::new("library", "api")
 }
 
 /// The prefix of every approval id.
@@ -407,6 +458,8 @@ impl ApprovalStore for MemoryApprovals {
             answer: None,
             created_at: timestamp(now),
             decided_at: None,
+            answered_by: request.answered_by,
+            decided_by: None,
         });
         Ok(Resolution::Pending { id, created: true })
     }
@@ -429,16 +482,18 @@ impl ApprovalStore for MemoryApprovals {
         Ok(self.inner().approvals.iter().find(|a| a.id == id).cloned())
     }
 
-    fn approve(
+    fn approve_by(
         &self,
         id: &str,
         grant: Option<Grant>,
+        by: &Answerer,
         now: SystemTime,
     ) -> Result<Approval, StoreError> {
         let mut inner = self.inner();
         let approval = inner.pending(id)?;
         approval.status = ApprovalStatus::Approved;
         approval.decided_at = Some(timestamp(now));
+        approval.decided_by = Some(by.clone());
         let approval = approval.clone();
         if let Some(grant) = grant {
             inner.grants.retain(|g| g.expires_at > now);
@@ -457,10 +512,11 @@ impl ApprovalStore for MemoryApprovals {
         Ok(approval)
     }
 
-    fn deny(
+    fn deny_by(
         &self,
         id: &str,
         reason: Option<&str>,
+        by: &Answerer,
         now: SystemTime,
     ) -> Result<Approval, StoreError> {
         let mut inner = self.inner();
@@ -468,6 +524,7 @@ impl ApprovalStore for MemoryApprovals {
         approval.status = ApprovalStatus::Denied;
         approval.answer = reason.map(str::to_owned);
         approval.decided_at = Some(timestamp(now));
+        approval.decided_by = Some(by.clone());
         Ok(approval.clone())
     }
 }
@@ -476,7 +533,39 @@ impl ApprovalStore for MemoryApprovals {
 // SQLite
 // ---------------------------------------------------------------------------------
 
-const APPROVAL_COLUMNS: &str = "id, session, tool, arguments, args_hash, principal, reason, status, answer, created_at, decided_at";
+const APPROVAL_COLUMNS: &str = "id, session, tool, arguments, args_hash, principal, reason, status, answer, created_at, decided_at, answered_by, decided_by, decided_via";
+
+/// The schema step that gives each request who may answer it and who did: rows
+/// from before it keep `either` (anyone could answer them then). A column that
+/// is there already is left as it is, so the step can run on a file whose
+/// version number was set back. Its place among the store's migrations is set in
+/// `sqlite.rs`.
+pub(super) fn add_answerers(tx: &Connection) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('approvals')")?;
+    let columns = stmt
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    if columns.is_empty() {
+        // No approvals table: nothing to add to.
+        return Ok(());
+    }
+    let wanted = [
+        (
+            "answered_by",
+            "TEXT NOT NULL DEFAULT 'either' CHECK (answered_by IN ('client', 'approver', 'either'))",
+        ),
+        ("decided_by", "TEXT"),
+        ("decided_via", "TEXT"),
+    ];
+    for (name, definition) in wanted {
+        if !columns.iter().any(|c| c == name) {
+            tx.execute_batch(&format!(
+                "ALTER TABLE approvals ADD COLUMN {name} {definition};"
+            ))?;
+        }
+    }
+    Ok(())
+}
 
 /// The rowid of the oldest request for one call in one status; `?1..?3` are
 /// session, tool and args hash, `?4` the status.
@@ -505,7 +594,14 @@ impl SqliteStore {
         let status: String = row.get(7).map_err(&error)?;
         let status = ApprovalStatus::parse(&status)
             .ok_or_else(|| corrupt(format!("the unknown status `{status}`")))?;
+        let answered_by: String = row.get(11).map_err(&error)?;
+        let answered_by = AnsweredBy::parse(&answered_by)
+            .ok_or_else(|| corrupt(format!("the unknown answerer `{answered_by}`")))?;
+        let who: Option<String> = row.get(12).map_err(&error)?;
+        let via: Option<String> = row.get(13).map_err(&error)?;
         Ok(Approval {
+            answered_by,
+            decided_by: who.map(|who| Answerer::new(who, via.unwrap_or_default())),
             session: row.get(1).map_err(&error)?,
             tool: row.get(2).map_err(&error)?,
             arguments,
@@ -626,10 +722,11 @@ impl ApprovalStore for SqliteStore {
         self.approval_in(&self.conn(), &normalize_id(id))
     }
 
-    fn approve(
+    fn approve_by(
         &self,
         id: &str,
         grant: Option<Grant>,
+        by: &Answerer,
         now: SystemTime,
     ) -> Result<Approval, StoreError> {
         let error = self.error("approving a request");
@@ -640,9 +737,10 @@ impl ApprovalStore for SqliteStore {
         let mut approval = self.pending_in(&tx, id)?;
         approval.status = ApprovalStatus::Approved;
         approval.decided_at = Some(timestamp(now));
+        approval.decided_by = Some(by.clone());
         tx.execute(
-            "UPDATE approvals SET status = 'approved', decided_at = ?2 WHERE id = ?1",
-            params![approval.id, approval.decided_at],
+            "UPDATE approvals SET status = 'approved', decided_at = ?2, decided_by = ?3, decided_via = ?4 WHERE id = ?1",
+            params![approval.id, approval.decided_at, by.who, by.via],
         )
         .map_err(&error)?;
         if let Some(grant) = grant {
@@ -665,10 +763,11 @@ impl ApprovalStore for SqliteStore {
         Ok(approval)
     }
 
-    fn deny(
+    fn deny_by(
         &self,
         id: &str,
         reason: Option<&str>,
+        by: &Answerer,
         now: SystemTime,
     ) -> Result<Approval, StoreError> {
         let error = self.error("denying a request");
@@ -680,9 +779,10 @@ impl ApprovalStore for SqliteStore {
         approval.status = ApprovalStatus::Denied;
         approval.answer = reason.map(str::to_owned);
         approval.decided_at = Some(timestamp(now));
+        approval.decided_by = Some(by.clone());
         tx.execute(
-            "UPDATE approvals SET status = 'denied', answer = ?2, decided_at = ?3 WHERE id = ?1",
-            params![approval.id, approval.answer, approval.decided_at],
+            "UPDATE approvals SET status = 'denied', answer = ?2, decided_at = ?3, decided_by = ?4, decided_via = ?5 WHERE id = ?1",
+            params![approval.id, approval.answer, approval.decided_at, by.who, by.via],
         )
         .map_err(&error)?;
         tx.commit().map_err(&error)?;
@@ -745,8 +845,8 @@ impl SqliteStore {
         let mut insert = tx
             .prepare_cached(
                 "INSERT INTO approvals
-                 (id, session, tool, args_hash, arguments, principal, reason, status, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)
+                 (id, session, tool, args_hash, arguments, principal, reason, status, created_at, answered_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)
                  ON CONFLICT (id) DO NOTHING",
             )
             .map_err(&error)?;
@@ -761,7 +861,8 @@ impl SqliteStore {
                     arguments,
                     request.principal,
                     request.reason,
-                    now
+                    now,
+                    request.answered_by.as_str()
                 ])
                 .map_err(&error)?;
             if inserted == 1 {

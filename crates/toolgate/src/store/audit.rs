@@ -46,6 +46,8 @@ use super::{SqliteStore, StoreError};
 ///     message: None,
 ///     duration_ms: None,
 ///     attempts: None,
+///     auth: None,
+///     credential: None,
 /// };
 /// let record = log.append(intent.clone()).unwrap();
 /// assert_eq!(record.seq, 1);

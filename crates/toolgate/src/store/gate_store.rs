@@ -246,21 +246,23 @@ impl ApprovalStore for MemoryGateStore {
     fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         ApprovalStore::get(&self.approvals, id)
     }
-    fn approve(
+    fn approve_by(
         &self,
         id: &str,
         grant: Option<Grant>,
+        by: &toolgate_core::Answerer,
         now: SystemTime,
     ) -> Result<Approval, StoreError> {
-        self.approvals.approve(id, grant, now)
+        self.approvals.approve_by(id, grant, by, now)
     }
-    fn deny(
+    fn deny_by(
         &self,
         id: &str,
         reason: Option<&str>,
+        by: &toolgate_core::Answerer,
         now: SystemTime,
     ) -> Result<Approval, StoreError> {
-        self.approvals.deny(id, reason, now)
+        self.approvals.deny_by(id, reason, by, now)
     }
 }
 

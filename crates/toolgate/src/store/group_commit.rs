@@ -189,6 +189,8 @@ mod tests {
             message: None,
             duration_ms: None,
             attempts: None,
+            auth: None,
+            credential: None,
         }
     }
 

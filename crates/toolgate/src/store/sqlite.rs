@@ -23,19 +23,25 @@ use super::{STATE_DB_FILE, StateStore, StoreError};
 /// How long a connection waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// One schema step: SQL, or a function where SQL alone cannot say it.
+enum Migration {
+    Sql(&'static str),
+    Step(fn(&Connection) -> rusqlite::Result<()>),
+}
+
 /// Schema migrations; entry `i` takes the file from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[Migration] = &[
     // Version 1. `json_valid` keeps anything but JSON out of `value`, even from a
     // hand-written UPDATE; reading still checks, as the constraint can be bypassed.
-    "CREATE TABLE state (
+    Migration::Sql("CREATE TABLE state (
         session    TEXT NOT NULL,
         key        TEXT NOT NULL,
         value      TEXT NOT NULL CHECK (json_valid(value)),
         updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
         PRIMARY KEY (session, key)
-    ) WITHOUT ROWID;",
+    ) WITHOUT ROWID;"),
     // Version 2: the audit log (a hash chain, append-only) and approvals.
-    "CREATE TABLE audit (
+    Migration::Sql("CREATE TABLE audit (
         seq       INTEGER PRIMARY KEY,
         kind      TEXT NOT NULL,
         run_id    TEXT NOT NULL,
@@ -62,10 +68,10 @@ const MIGRATIONS: &[&str] = &[
         tool       TEXT NOT NULL,
         args_hash  TEXT,
         expires_at TEXT NOT NULL
-    );",
+    );"),
     // Version 3: pinned definitions of tools from servers the operator does not
     // control, and the latest different definition seen for each.
-    "CREATE TABLE pins (
+    Migration::Sql("CREATE TABLE pins (
         tool            TEXT PRIMARY KEY,
         hash            TEXT NOT NULL,
         definition      TEXT NOT NULL CHECK (json_valid(definition)),
@@ -73,16 +79,16 @@ const MIGRATIONS: &[&str] = &[
         seen_hash       TEXT,
         seen_definition TEXT CHECK (seen_definition IS NULL OR json_valid(seen_definition)),
         seen_at         TEXT
-    ) WITHOUT ROWID;",
+    ) WITHOUT ROWID;"),
     // Version 4: each conversation's call history, which flows read.
-    "CREATE TABLE calls (
+    Migration::Sql("CREATE TABLE calls (
         session TEXT NOT NULL,
         seq     INTEGER NOT NULL,
         tool    TEXT NOT NULL,
         ok      INTEGER NOT NULL CHECK (ok IN (0, 1)),
         time    TEXT NOT NULL,
         PRIMARY KEY (session, seq)
-    ) WITHOUT ROWID;",
+    ) WITHOUT ROWID;"),
     // Version 5: every column of the audit log that a command reads is computed from
     // the hashed record, so none can be edited apart from it (`pending` reads `kind`
     // and `run_id`; appending reads `hash`). The hash rule is unchanged (`kind` and
@@ -90,7 +96,7 @@ const MIGRATIONS: &[&str] = &[
     // and anchors taken before still hold; the copies the old columns held are
     // dropped, and a copy edited before the migration is replaced by the record's.
     // (A row an intruder made unreadable yields NULLs, not an error on every read.)
-    "CREATE TABLE audit_v5 (
+    Migration::Sql("CREATE TABLE audit_v5 (
         seq       INTEGER PRIMARY KEY,
         record    TEXT NOT NULL CHECK (json_valid(record)),
         kind      TEXT GENERATED ALWAYS AS (CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN json_extract(record, '$.kind') END) VIRTUAL,
@@ -100,19 +106,19 @@ const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO audit_v5 (seq, record) SELECT seq, record FROM audit ORDER BY seq;
     DROP TABLE audit;
-    ALTER TABLE audit_v5 RENAME TO audit;",
+    ALTER TABLE audit_v5 RENAME TO audit;"),
     // Version 6: each governed conversation's turn, held by one run from admission to
     // completion across processes (see `turns`).
-    "CREATE TABLE turns (
+    Migration::Sql("CREATE TABLE turns (
         session    TEXT PRIMARY KEY,
         run_id     TEXT NOT NULL,
         tool       TEXT NOT NULL,
         rerun_safe INTEGER NOT NULL CHECK (rerun_safe IN (0, 1)),
         until_ms   INTEGER NOT NULL
-    ) WITHOUT ROWID;",
+    ) WITHOUT ROWID;"),
     // Version 7: background tasks, readable from any process and across restarts
     // (see `tasks`). A working task whose process stopped is marked interrupted.
-    "CREATE TABLE tasks (
+    Migration::Sql("CREATE TABLE tasks (
         id               TEXT PRIMARY KEY,
         session          TEXT NOT NULL,
         principal        TEXT NOT NULL,
@@ -128,9 +134,11 @@ const MIGRATIONS: &[&str] = &[
         cancel_requested INTEGER NOT NULL DEFAULT 0 CHECK (cancel_requested IN (0, 1)),
         outcome          TEXT CHECK (outcome IS NULL OR json_valid(outcome))
     ) WITHOUT ROWID;
-    CREATE INDEX tasks_created ON tasks (created_ms);",
-    // Version 8: code-mode programs paused at a call that waits for approval.
-    super::code_runs::MIGRATION,
+    CREATE INDEX tasks_created ON tasks (created_ms);"),
+    // Version 8: who may answer each approval request, and who did.
+    Migration::Step(super::approvals::add_answerers),
+    // Version 9: code-mode programs paused at a call that waits for approval.
+    Migration::Sql(super::code_runs::MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.
@@ -337,7 +345,11 @@ fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
         return Ok(());
     }
     for migration in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
-        tx.execute_batch(migration).map_err(open_error)?;
+        match migration {
+            Migration::Sql(sql) => tx.execute_batch(sql),
+            Migration::Step(step) => step(&tx),
+        }
+        .map_err(open_error)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(open_error)?;

@@ -6,6 +6,12 @@
 //! and the reason) and records the answer in the approvals store, so the re-run
 //! call is decided the same way as one approved with `toolgate approvals approve`.
 //! Without an answer the approval stays open for the operator.
+//!
+//! The client's answer counts only where the rule that asked lets the client
+//! answer (`answered_by: client` or `either`, as a flow's `confirm:` does): the
+//! gate cannot know that a person, rather than the client program, answered, so
+//! a policy `ask` waits for an approver by default and its question is not put to
+//! the client at all. An `accept` counts only with `approve: true` in its content.
 
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +20,8 @@ use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use toolgate_core::Answerer;
 
 use crate::store::ApprovalStore;
 use crate::{Approval, Gate};
@@ -33,8 +41,20 @@ pub(crate) enum Answer {
     None(String),
 }
 
+/// Why the client may not answer `approval_id`, if it may not: the rule that
+/// asked wants an approver.
+pub(crate) fn client_may_not_answer(gate: &Gate, approval_id: &str) -> Option<String> {
+    let approval = ApprovalStore::get(gate.store().as_ref(), approval_id)
+        .ok()
+        .flatten()?;
+    (!approval.answered_by.client_may_answer()).then(|| {
+        "the rule that asked wants an approver's answer, which the MCP client cannot give"
+            .to_owned()
+    })
+}
+
 /// Asks the client's user to approve `approval_id`; gives up after `timeout` or
-/// when `cancel` fires.
+/// when `cancel` fires. A call only an approver may answer is not asked.
 pub(crate) async fn ask(
     peer: &Peer<RoleServer>,
     gate: &Gate,
@@ -43,6 +63,9 @@ pub(crate) async fn ask(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Answer {
+    if let Some(why) = client_may_not_answer(gate, approval_id) {
+        return Answer::None(why);
+    }
     let approval = ApprovalStore::get(gate.store().as_ref(), approval_id)
         .ok()
         .flatten();
@@ -65,7 +88,8 @@ pub(crate) async fn ask(
     }
 }
 
-/// What an elicitation's result says of the approval.
+/// What an elicitation's result says of the approval: an `accept` approves
+/// only with `approve: true` in its content (an empty `accept` is no answer).
 pub(super) fn answer_of(result: &ElicitResult) -> Answer {
     match result.action {
         ElicitationAction::Accept => {
@@ -73,12 +97,14 @@ pub(super) fn answer_of(result: &ElicitResult) -> Answer {
                 .content
                 .as_ref()
                 .and_then(|c| c.get(APPROVE_FIELD))
-                .and_then(Value::as_bool)
-                .unwrap_or(true);
-            if approve {
-                Answer::Approve
-            } else {
-                Answer::Deny
+                .and_then(Value::as_bool);
+            match approve {
+                Some(true) => Answer::Approve,
+                Some(false) => Answer::Deny,
+                None => Answer::None(
+                    "the client accepted without `approve: true` in its answer, which is no approval"
+                        .into(),
+                ),
             }
         }
         ElicitationAction::Decline => Answer::Deny,
@@ -87,16 +113,24 @@ pub(super) fn answer_of(result: &ElicitResult) -> Answer {
     }
 }
 
-/// Records the answer in the approvals store. An approval someone else decided
-/// meanwhile is left as they decided it.
-pub(crate) fn record(gate: &Gate, approval_id: &str, answer: &Answer) {
+/// Records the answer `by` gave in the approvals store, where the rule that
+/// asked lets the client answer; an approval someone else decided meanwhile is
+/// left as they decided it.
+pub(crate) fn record(gate: &Gate, approval_id: &str, answer: &Answer, by: &Answerer) {
+    if matches!(answer, Answer::None(_)) {
+        return;
+    }
+    if let Some(why) = client_may_not_answer(gate, approval_id) {
+        tracing::warn!(approval_id, "not recording the MCP client's answer: {why}");
+        return;
+    }
     let store = gate.store().as_ref();
     let recorded = match answer {
         Answer::Approve => store
-            .approve(approval_id, None, SystemTime::now())
+            .approve_by(approval_id, None, by, SystemTime::now())
             .map(drop),
         Answer::Deny => store
-            .deny(approval_id, Some(DECLINED), SystemTime::now())
+            .deny_by(approval_id, Some(DECLINED), by, SystemTime::now())
             .map(drop),
         Answer::None(_) => Ok(()),
     };
@@ -114,7 +148,8 @@ pub(crate) fn pending_message(approval_id: &str, reason: &str, why: Option<&str>
     format!(
         "this call is waiting for a human's approval: {reason}. Nobody approved it here{why}; \
          the approval id is {approval_id}. A person can approve it with \
-         `toolgate approvals approve {approval_id}` (or refuse with `toolgate approvals deny {approval_id}`); \
+         `toolgate approvals approve {approval_id}` (or refuse with `toolgate approvals deny {approval_id}`), \
+         as a principal granted `approve` where the spec file names approvers; \
          tell the user, and call the tool again with the same arguments once it is approved."
     )
 }
@@ -174,6 +209,8 @@ mod tests {
             answer: None,
             created_at: String::new(),
             decided_at: None,
+            answered_by: toolgate_core::AnsweredBy::Client,
+            decided_by: None,
         };
         let text = question("ap-1234abcd", &approval.reason, Some(&approval));
         assert!(text.starts_with("Allow `refund_order` to run"), "{text}");
@@ -183,6 +220,34 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("ap-1234abcd"), "{text}");
+    }
+
+    #[test]
+    fn an_accept_approves_only_with_approve_true() {
+        let result =
+            |value: serde_json::Value| -> ElicitResult { serde_json::from_value(value).unwrap() };
+        assert_eq!(
+            answer_of(&result(
+                json!({"action": "accept", "content": {"approve": true}})
+            )),
+            Answer::Approve
+        );
+        assert_eq!(
+            answer_of(&result(
+                json!({"action": "accept", "content": {"approve": false}})
+            )),
+            Answer::Deny
+        );
+        for empty in [
+            json!({"action": "accept"}),
+            json!({"action": "accept", "content": {}}),
+            json!({"action": "accept", "content": {"approve": "yes"}}),
+        ] {
+            assert!(
+                matches!(answer_of(&result(empty.clone())), Answer::None(_)),
+                "{empty}"
+            );
+        }
     }
 
     #[test]

@@ -261,6 +261,7 @@ mod tests {
             id: "p".into(),
             ceiling: Tier::Read,
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            claims: Default::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The streamable HTTP transport: the MCP endpoint on an axum router, with a
 //! bearer token in front of it where the address is reachable from elsewhere.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -15,6 +15,7 @@ use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use super::capacity;
+use super::rebinding::{self, Allowed, Guard};
 use super::session::Session;
 use super::{ServeError, Shared};
 use crate::auth::{ApiKeys, AuthMethod, Identity, OAuth, Refusal};
@@ -36,11 +37,17 @@ pub const MIN_TOKEN_BYTES: usize = 32;
 ///
 /// With API keys ([`HttpAccess::with_keys`]) a request may instead carry
 /// `Authorization: Bearer tgk_...`, and then runs as the key's principal.
+///
+/// Whatever the credential, a request must also name the server by its bind
+/// address or `localhost` (with its port) in `Host`, and a browser's request must
+/// come from the server's own origin; [`HttpAccess::allow_host`] and
+/// [`HttpAccess::allow_origin`] add more.
 #[derive(Clone, Default)]
 pub struct HttpAccess {
     token: Option<Arc<[u8; 32]>>,
     keys: Option<ApiKeys>,
     oauth: Option<Arc<OAuth>>,
+    allowed: Allowed,
 }
 
 impl std::fmt::Debug for HttpAccess {
@@ -49,6 +56,7 @@ impl std::fmt::Debug for HttpAccess {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("keys", &self.keys)
             .field("oauth", &self.oauth)
+            .field("allowed", &self.allowed)
             .finish()
     }
 }
@@ -74,6 +82,20 @@ impl HttpAccess {
         self
     }
 
+    /// Also answers requests whose `Host` is `host`: a name (any port) or
+    /// `name:port` (that port only), e.g. the name a reverse proxy passes on.
+    pub fn allow_host(mut self, host: &str) -> Result<Self, ServeError> {
+        self.allowed.host(host)?;
+        Ok(self)
+    }
+
+    /// Also answers browsers whose page is at `origin` (`https://app.example.com`,
+    /// `http://localhost:5173`, or `null`).
+    pub fn allow_origin(mut self, origin: &str) -> Result<Self, ServeError> {
+        self.allowed.origin(origin)?;
+        Ok(self)
+    }
+
     /// Requests must carry `Authorization: Bearer {token}`; others get 401. The
     /// token (without surrounding whitespace) must be at least
     /// [`MIN_TOKEN_BYTES`] long.
@@ -88,8 +110,7 @@ impl HttpAccess {
         }
         Ok(HttpAccess {
             token: Some(Arc::new(digest(token.as_bytes()))),
-            keys: None,
-            oauth: None,
+            ..HttpAccess::default()
         })
     }
 
@@ -120,8 +141,9 @@ pub fn check_path(path: &str) -> Result<(), ServeError> {
 
 /// The router serving the MCP endpoint at `path`, its sessions capped (see
 /// `capacity`) and its request bodies bounded by [`super::max_message_bytes`] of
-/// the gate's argument limit; the bearer token, if any, is checked first. Sessions end when
-/// `sessions` is cancelled.
+/// the gate's argument limit. `Host` and `Origin` are checked first on every
+/// route (see `rebinding`), then the credential, if one is needed. Sessions end
+/// when `sessions` is cancelled.
 pub(crate) fn router(
     shared: Arc<Shared>,
     path: &str,
@@ -130,15 +152,13 @@ pub(crate) fn router(
     sessions: CancellationToken,
 ) -> Router {
     let largest = super::max_message_bytes(shared.offering().gate.max_argument_bytes());
-    let mut config = StreamableHttpServerConfig::default()
+    // `rebinding::check` guards every route, so the transport's own check of the
+    // MCP route is off.
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions)
-        .with_max_request_body_bytes(largest);
-    config = if addr.ip().is_loopback() {
-        config.with_allowed_hosts(allowed_hosts(addr.ip()))
-    } else {
-        // The bearer token guards a reachable address; any Host name may lead to it.
-        config.disable_allowed_hosts()
-    };
+        .with_max_request_body_bytes(largest)
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     let capped = shared.http_sessions.clone();
     let service = StreamableHttpService::new(
         move || Ok(Session::new(shared.clone())),
@@ -147,13 +167,14 @@ pub(crate) fn router(
     );
     let router = Router::new()
         .route_service(path, service)
+        .layer(middleware::from_fn(super::too_many::answer))
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
     let router = if access.requires_token() {
         router.layer(middleware::from_fn_with_state(access.clone(), authenticate))
     } else {
         router
     };
-    match &access.oauth {
+    let router = match &access.oauth {
         Some(oauth) => {
             let document = oauth.metadata().to_string();
             oauth.metadata_paths().iter().fold(router, |router, path| {
@@ -164,14 +185,13 @@ pub(crate) fn router(
             })
         }
         None => router,
-    }
-}
-
-/// The `Host` names a loopback server answers: its own address and `localhost`.
-/// Any other name is refused (403), so a web page cannot reach the server by
-/// pointing a name it controls at a loopback address (DNS rebinding).
-fn allowed_hosts(ip: IpAddr) -> Vec<String> {
-    vec![ip.to_string(), "localhost".to_owned()]
+    };
+    let router = match access.allowed.cors() {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    let guard = Guard::new(addr, access.allowed.clone());
+    router.layer(middleware::from_fn_with_state(guard, rebinding::check))
 }
 
 /// Lets through requests with a live API key or the right bearer token, marked
@@ -187,9 +207,17 @@ async fn authenticate(
         .query()
         .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token=")))
     {
-        return unauthorized(
-            "a credential in the URL is refused (URLs are logged): send `Authorization: Bearer <token>` instead\n",
-        );
+        const IN_URL: &str = "a credential in the URL is refused (URLs are logged): send `Authorization: Bearer <token>` instead\n";
+        return match &access.oauth {
+            // RFC 6750 §3.1: an unsupported way of sending the token is a bad
+            // request, not a missing credential.
+            Some(oauth) => challenged(
+                StatusCode::BAD_REQUEST,
+                IN_URL.to_owned(),
+                &oauth.challenge(Some(&Refusal::Malformed)),
+            ),
+            None => unauthorized(IN_URL),
+        };
     }
     let presented = request
         .headers()
@@ -211,6 +239,8 @@ async fn authenticate(
                     principal: None,
                     method: AuthMethod::BearerToken,
                     credential: None,
+                    scopes: None,
+                    claims: Default::default(),
                 })
             };
             match (by_key.or_else(by_token), &access.oauth) {
@@ -250,13 +280,21 @@ async fn authenticate(
             "the access token is valid, but no principal of this server takes it (see `match:` under `principals:`)\n".to_owned(),
         ),
         Some(Refusal::Invalid(why)) => (StatusCode::UNAUTHORIZED, format!("{why}; get a new access token\n")),
+        Some(Refusal::Malformed) => (
+            StatusCode::BAD_REQUEST,
+            "send the access token as `Authorization: Bearer <token>`\n".to_owned(),
+        ),
         None => (
             StatusCode::UNAUTHORIZED,
             "an access token is required: send `Authorization: Bearer <token>` (the metadata in WWW-Authenticate says where to get one)\n".to_owned(),
         ),
     };
+    challenged(status, message, &challenge)
+}
+
+fn challenged(status: StatusCode, message: String, challenge: &str) -> Response {
     let mut response = (status, message).into_response();
-    if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
+    if let Ok(value) = axum::http::HeaderValue::from_str(challenge) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
@@ -301,14 +339,6 @@ mod tests {
         assert!(HttpAccess::open().check(local).is_ok());
         assert!(HttpAccess::open().check(local6).is_ok());
         assert!(HttpAccess::bearer(TOKEN).unwrap().check(lan).is_ok());
-    }
-
-    #[test]
-    fn a_loopback_server_answers_its_own_address_and_localhost() {
-        let second: IpAddr = "127.0.0.2".parse().unwrap();
-        assert_eq!(allowed_hosts(second), ["127.0.0.2", "localhost"]);
-        let six: IpAddr = "::1".parse().unwrap();
-        assert_eq!(allowed_hosts(six), ["::1", "localhost"]);
     }
 
     #[test]

@@ -37,6 +37,8 @@
 
 mod approval;
 mod capacity;
+#[cfg(feature = "code-mode")]
+mod code_offer;
 mod conversations;
 mod downstream;
 mod forward;
@@ -44,10 +46,12 @@ mod http;
 mod inflight;
 mod input_required;
 mod offering;
+mod rebinding;
 mod result;
 mod session;
 mod stateless;
 mod tasks;
+mod too_many;
 mod tools;
 
 use std::collections::HashMap;
@@ -147,6 +151,16 @@ pub enum ServeError {
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
     )]
     BadPath(String),
+    /// An `--allowed-host` that is not a host name with an optional port.
+    #[error(
+        "`{host}` is not a host name for `--allowed-host`: give a name or address, with a port to allow only that one, e.g. `tools.example.com` or `tools.example.com:8443`"
+    )]
+    BadAllowedHost { host: String },
+    /// An `--allowed-origin` that is not a browser origin.
+    #[error(
+        "`{origin}` is not an origin for `--allowed-origin`: give a scheme, a host and a port when it is not the scheme's default, e.g. `https://app.example.com` or `http://localhost:5173` (or `null`)"
+    )]
+    BadAllowedOrigin { origin: String },
     /// The MCP session over stdio could not start (the client did not initialize).
     #[error("the MCP session over stdio did not start: {0}")]
     Stdio(String),
@@ -187,6 +201,9 @@ impl fmt::Display for ServeReport {
     }
 }
 
+/// Which view of the catalog an offering is for: a principal's id and scopes.
+type ViewKey = (String, Vec<String>);
+
 /// What every session of one server shares.
 pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
@@ -197,7 +214,8 @@ pub(crate) struct Shared {
     /// The principals a credential may name, by id.
     principals: HashMap<String, Principal>,
     /// What the server offers principals other than `principal`, built on first use.
-    offerings: RwLock<HashMap<String, Arc<Offering>>>,
+    /// Keyed by id and scopes: a token may narrow its principal's scopes.
+    offerings: RwLock<HashMap<ViewKey, Arc<Offering>>>,
     /// What each conversation lists (with search: `search_tools`, the
     /// always-loaded tools, and those a search in it found) and was last shown.
     conversations: Conversations,
@@ -213,6 +231,9 @@ pub(crate) struct Shared {
     inflight: Arc<InFlight>,
     /// The streamable HTTP sessions, capped by `options.sessions`.
     http_sessions: Arc<CappedSessions>,
+    /// Code mode: `run_code` and the always-loaded tools instead of the catalog.
+    #[cfg(feature = "code-mode")]
+    code: Option<code_offer::CodeOffer>,
 }
 
 impl Shared {
@@ -236,14 +257,15 @@ impl Shared {
     /// What the server offers `principal` now: its view of the catalog, its digest.
     pub(crate) fn offering_for(&self, principal: &Principal) -> Arc<Offering> {
         let current = self.offering();
-        if principal.id == self.principal.id {
+        if *principal == self.principal {
             return current;
         }
+        let key = (principal.id.clone(), principal.scopes.clone());
         let cached = self
             .offerings
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&principal.id)
+            .get(&key)
             .filter(|offering| Arc::ptr_eq(&offering.gate, &current.gate))
             .cloned();
         if let Some(offering) = cached {
@@ -257,7 +279,7 @@ impl Shared {
         self.offerings
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(principal.id.clone(), built.clone());
+            .insert(key, built.clone());
         built
     }
 }
@@ -272,6 +294,8 @@ pub struct McpServerBuilder {
     search: Option<ListedTools>,
     forwarded: Option<Forwarded>,
     options: ServeOptions,
+    #[cfg(feature = "code-mode")]
+    code: Option<code_offer::CodeOffer>,
 }
 
 impl McpServerBuilder {
@@ -333,6 +357,22 @@ impl McpServerBuilder {
         self
     }
 
+    /// Offer code mode: `tools/list` shows `run_code`, whose description carries
+    /// the stubs of the tools the caller's principal may call in its conversation,
+    /// and the `always_loaded` tools; a call of `run_code` runs the program with
+    /// `mode`, every call in it through the gate (see [`crate::code_mode`]).
+    /// `spec`, the file the tools came from, gives the returns shapes of mocks.
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode(
+        mut self,
+        mode: crate::code_mode::CodeMode,
+        spec: Option<toolgate_core::spec::SpecFile>,
+        always_loaded: impl IntoIterator<Item = String>,
+    ) -> Self {
+        self.code = Some(code_offer::CodeOffer::new(mode, spec, always_loaded));
+        self
+    }
+
     pub fn build(self) -> McpServer {
         let offering = Offering::new(self.gate, &self.principal, self.withheld);
         let offers = self
@@ -358,6 +398,8 @@ impl McpServerBuilder {
                 http_sessions: Arc::new(CappedSessions::new(self.options.sessions)),
                 options: self.options,
                 inflight: Arc::default(),
+                #[cfg(feature = "code-mode")]
+                code: self.code,
             }),
         }
     }
@@ -380,6 +422,8 @@ impl McpServer {
             search: None,
             forwarded: None,
             options: ServeOptions::default(),
+            #[cfg(feature = "code-mode")]
+            code: None,
         }
     }
 

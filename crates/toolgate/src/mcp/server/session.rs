@@ -33,9 +33,9 @@ use super::offering::Offering;
 use super::result::{call_result, error_result};
 use super::stateless;
 use super::tools::{ToolList, arguments, shown_names};
-use crate::auth::Identity;
+use crate::auth::{AuthMethod, Identity};
 use crate::store::ApprovalStore;
-use crate::{Gate, Outcome, ToolCall};
+use crate::{Authenticated, Gate, Outcome, ToolCall};
 
 /// The header that carries the session id on the streamable HTTP transport.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -63,6 +63,8 @@ pub(crate) struct Session {
 pub(crate) struct Caller {
     pub(crate) principal: Principal,
     pub(crate) offering: Arc<Offering>,
+    /// How an HTTP request authenticated (`None` on stdio), for the audit log.
+    pub(crate) authenticated: Option<Authenticated>,
 }
 
 impl Session {
@@ -79,10 +81,15 @@ impl Session {
     /// [`crate::auth`]), else the one the server serves. A session belongs to the
     /// credential that opened it; another credential's request is refused.
     fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
-        let identity = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Identity>());
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let identity = parts.and_then(|parts| parts.extensions.get::<Identity>());
+        let authenticated = parts.map(|_| Authenticated {
+            method: identity
+                .map_or(AuthMethod::None, |i| i.method)
+                .as_str()
+                .to_owned(),
+            credential: identity.and_then(|i| i.credential.clone()),
+        });
         if !stateless::is_stateless(context) {
             let presented = identity.map(|i| format!("{:?}|{:?}", i.principal, i.credential));
             let opener = self.opened_by.get_or_init(|| presented.clone());
@@ -105,10 +112,20 @@ impl Session {
                 )
             })?,
         };
+        // A token's tool scopes narrow its principal; they never widen it.
+        let mut principal = match identity.and_then(|i| i.scopes.as_deref()) {
+            Some(patterns) => principal.narrowed_to(patterns),
+            None => principal,
+        };
+        if let Some(identity) = identity {
+            // Policy rules may test what the credential says (`claim:`).
+            principal.claims = identity.claims.clone();
+        }
         let offering = self.shared.offering_for(&principal);
         Ok(Caller {
             principal,
             offering,
+            authenticated,
         })
     }
 
@@ -263,6 +280,7 @@ impl Session {
         downstream: &Downstream,
         approval_id: &str,
         reason: &str,
+        who: &str,
     ) -> Option<String> {
         if !downstream.supports_elicitation() {
             return Some("the MCP client cannot ask its user".to_owned());
@@ -277,7 +295,8 @@ impl Session {
             shared.inflight.cancellation(),
         )
         .await;
-        approval::record(gate, approval_id, &answer);
+        let by = toolgate_core::Answerer::new(who, "elicitation");
+        approval::record(gate, approval_id, &answer, &by);
         match answer {
             Answer::None(why) => Some(why),
             Answer::Approve | Answer::Deny => None,
@@ -300,6 +319,17 @@ impl Session {
             .into());
         };
         let session = self.conversation(&context, &caller.principal)?;
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = shared.code.as_ref().filter(|code| code.runs(&name)) {
+            let (principal, arguments) = (&caller.principal, request.arguments);
+            let result = code.serve(
+                &shared, &name, gate, &session, principal, arguments, &context,
+            );
+            let result = result.await;
+            self.tell_if_tools_changed(&caller, &session, &context)
+                .await;
+            return Ok(result.into());
+        }
         let binding = input_required::binding(&caller.principal.id, &session, &name);
         if let Some(state) = &request.request_state {
             let retry =
@@ -316,7 +346,8 @@ impl Session {
                         .into());
                 }
                 Some(answer) => {
-                    approval::record(gate, &retry.approval_id, &answer);
+                    let by = toolgate_core::Answerer::new(&caller.principal.id, "input_required");
+                    approval::record(gate, &retry.approval_id, &answer, &by);
                     if let Answer::None(why) = &answer {
                         let reason = pending_reason(gate, &retry.approval_id);
                         let message =
@@ -356,6 +387,10 @@ impl Session {
         } = &outcome
         {
             if is_stateless {
+                if let Some(why) = approval::client_may_not_answer(gate, approval_id) {
+                    let message = approval::pending_message(approval_id, reason, Some(&why));
+                    return Ok(error_result(message).into());
+                }
                 if stateless::can_elicit_form(&context) {
                     return Ok(shared
                         .questions
@@ -367,7 +402,14 @@ impl Session {
                 return Ok(error_result(message).into());
             }
             match self
-                .ask(gate, &context, &downstream, approval_id, reason)
+                .ask(
+                    gate,
+                    &context,
+                    &downstream,
+                    approval_id,
+                    reason,
+                    &caller.principal.id,
+                )
                 .await
             {
                 Some(why) => {
@@ -380,6 +422,9 @@ impl Session {
                         .await;
                 }
             }
+        }
+        if let (true, Outcome::RateLimited { retry_after_ms, .. }) = (is_stateless, &outcome) {
+            super::too_many::refused_whole(&context, *retry_after_ms);
         }
         self.reveal_found(&session, &name, &outcome);
         self.tell_if_tools_changed(&caller, &session, &context)
@@ -495,8 +540,20 @@ impl ServerHandler for Session {
         } else {
             STABLE_LIST_TTL_MS
         };
-        let mut result =
-            ListToolsResult::with_all_items(offered.tools.as_ref().clone()).with_ttl_ms(ttl_ms);
+        #[allow(unused_mut)]
+        let mut tools = offered.tools.as_ref().clone();
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = &self.shared.code {
+            let canonical = |wire: &str| offered.canonical(wire).to_owned();
+            tools = code.tools(
+                &offering.gate,
+                &session,
+                &caller.principal,
+                &tools,
+                canonical,
+            );
+        }
+        let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(ttl_ms);
         result.cache_scope = Some(CacheScope::Private);
         Ok(result)
     }
@@ -568,18 +625,24 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
         let session = self.conversation(&context, &caller.principal)?;
-        let task = super::tasks::start(
-            &self.shared,
-            &caller,
-            &session,
-            &request,
-            &context,
-            &self.log_level,
-        );
-        if let Some(task) = task.await {
-            return Ok(task);
+        let served = async {
+            let task = super::tasks::start(
+                &self.shared,
+                &caller,
+                &session,
+                &request,
+                &context,
+                &self.log_level,
+            );
+            if let Some(task) = task.await {
+                return Ok(task);
+            }
+            self.call(request, context).await
+        };
+        match caller.authenticated.clone() {
+            Some(authenticated) => authenticated.scope(served).await,
+            None => served.await,
         }
-        self.call(request, context).await
     }
 
     async fn list_prompts(

@@ -1,0 +1,615 @@
+//! Authorization: may this principal run this tool, must a human be asked, or not at all.
+//!
+//! A decision is reached in a fixed order, and always carries its reason:
+//! 1. a tool above the principal's tier ceiling is denied;
+//! 2. a tool outside the principal's scopes is denied;
+//! 3. the first policy rule whose pattern matches the tool's name, and whose
+//!    `when:` holds (a guard of the flow's language over the call's arguments,
+//!    the conversation's state and history, and the caller's claims), decides;
+//! 4. otherwise the decision for the tool's effect (defaults: `read` and
+//!    `idempotent` allow; `write`, `execute`, `destructive` and `external` ask).
+//!
+//! [`Policy::decide`] answers before any call is known (listing tools, the
+//! gate's first refusal): a rule whose `when:` needs the call leaves the answer
+//! open, and an open answer is never a denial. [`Policy::decide_call`] answers for
+//! one call; [`Policy::explain`] says how, rule by rule.
+
+mod approvers;
+mod explain;
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::flow::{CallRecord, Cond, Facts, Guard, eval};
+use crate::{Effect, Principal, ToolDescriptor, scope_matches};
+
+pub use approvers::{AnswerRefusal, AnsweredBy, Answerer, Approvers};
+pub use explain::{Considered, Explanation};
+
+/// What to do with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask a human first.
+    Ask,
+    /// Refuse it.
+    Deny,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A decision, why, and what took it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub reason: String,
+    /// What decided, as the spec file names it: `policy.rules[2]`,
+    /// `policy.effects.write`, `principals.agent.ceiling` or
+    /// `principals.agent.scopes`; the audit log records it.
+    pub decided_by: String,
+    /// Who may answer when the decision is `ask`.
+    pub answered_by: AnsweredBy,
+}
+
+impl Verdict {
+    /// The audit log's reason: the reason and what decided.
+    pub fn audit_reason(&self) -> String {
+        format!("{} (decided by {})", self.reason, self.decided_by)
+    }
+}
+
+/// The `policy:` section of a spec file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// The decision for each effect; unnamed effects keep their defaults.
+    #[serde(default)]
+    pub effects: EffectDecisions,
+    /// Rules by tool-name pattern (`name`, `ns.*` or `*`), each perhaps with a
+    /// `when:` condition; the first that matches and holds wins over `effects`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<PolicyRule>,
+    /// Whether a principal may approve a call it made itself (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub self_approve: bool,
+}
+
+/// A decision per effect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EffectDecisions {
+    pub read: Decision,
+    pub idempotent: Decision,
+    pub write: Decision,
+    pub execute: Decision,
+    pub destructive: Decision,
+    pub external: Decision,
+}
+
+impl Default for EffectDecisions {
+    fn default() -> Self {
+        EffectDecisions {
+            read: Decision::Allow,
+            idempotent: Decision::Allow,
+            write: Decision::Ask,
+            execute: Decision::Ask,
+            destructive: Decision::Ask,
+            external: Decision::Ask,
+        }
+    }
+}
+
+impl EffectDecisions {
+    pub fn get(&self, effect: Effect) -> Decision {
+        match effect {
+            Effect::Read => self.read,
+            Effect::Idempotent => self.idempotent,
+            Effect::Write => self.write,
+            Effect::Execute => self.execute,
+            Effect::Destructive => self.destructive,
+            Effect::External => self.external,
+        }
+    }
+}
+
+/// One rule: calls of tools whose name matches `tools`, while `when` holds, get
+/// `decision`.
+///
+/// ```yaml
+/// policy:
+///   rules:
+///     - tools: refund_order
+///       when: {above: {arg: amount_cents, value: 10000}}
+///       decision: ask
+///     - tools: fs.write_file
+///       when: {not: {starts_with: {arg: path, value: /srv/data/}}}
+///       decision: deny
+///       reason: files are written only under /srv/data
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRule {
+    /// A tool name, `ns.*`, or `*`.
+    pub tools: String,
+    /// The rule applies only while this holds: a guard of the flow's language
+    /// that may also test the call's arguments (`above`, `starts_with`) and the
+    /// caller's claims (`claim`). Without it, the rule applies to every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Guard>,
+    pub decision: Decision,
+    /// Why, shown to the model when the rule denies and to the human when it asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who may answer when the rule asks: `approver` (the default: a principal
+    /// granted `approve`, through `toolgate approvals`), `client` (the caller's
+    /// own user, through the MCP client's elicitation) or `either`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<AnsweredBy>,
+}
+
+impl PolicyRule {
+    fn reason(&self) -> String {
+        self.reason.clone().unwrap_or_else(|| match &self.when {
+            None => format!(
+                "the policy rule for `{}` says {}",
+                self.tools, self.decision
+            ),
+            Some(when) => format!(
+                "the policy rule for `{}` says {} when {}",
+                self.tools,
+                self.decision,
+                crate::flow::describe_guard(when)
+            ),
+        })
+    }
+
+    fn verdict(&self, index: usize) -> Verdict {
+        Verdict {
+            decision: self.decision,
+            reason: self.reason(),
+            decided_by: format!("policy.rules[{index}]"),
+            answered_by: self.answered_by.unwrap_or_default(),
+        }
+    }
+}
+
+/// What a call's rules may read: its (validated) arguments, the conversation's
+/// state (declared defaults included) and its call history. The caller's claims
+/// come with the [`Principal`].
+#[derive(Debug, Clone, Copy)]
+pub struct CallFacts<'a> {
+    pub arguments: &'a Value,
+    pub state: &'a Map<String, Value>,
+    pub history: &'a [CallRecord],
+}
+
+/// The facts a rule's `when` reads: a call's, or (before any call) only claims.
+struct RuleFacts<'a> {
+    call: Option<CallFacts<'a>>,
+    claims: &'a Map<String, Value>,
+}
+
+impl Facts for RuleFacts<'_> {
+    fn state(&self, key: &str) -> Option<&Value> {
+        self.call?.state.get(key)
+    }
+    fn succeeded(&self, tool: &str) -> bool {
+        self.call
+            .is_some_and(|c| c.history.iter().any(|r| r.ok && r.tool == tool))
+    }
+    fn is_done(&self, _step: &str) -> bool {
+        // Steps are the flow's; `toolgate check` refuses `done` in a rule.
+        false
+    }
+    fn unmet_done(&self, step: &str) -> Vec<Cond> {
+        vec![Cond::needs(format!("step `{step}` is done"))]
+    }
+    fn args(&self) -> Option<&Value> {
+        self.call.map(|c| c.arguments)
+    }
+    fn claims(&self) -> Option<&Map<String, Value>> {
+        Some(self.claims)
+    }
+}
+
+/// Whether a guard reads nothing but the caller's claims, so that it can be told
+/// before any call is known.
+fn reads_only_claims(guard: &Guard) -> bool {
+    match guard {
+        Guard::Always | Guard::Claim(_) => true,
+        Guard::All(parts) | Guard::Any(parts) => parts.iter().all(reads_only_claims),
+        Guard::Not(inner) => reads_only_claims(inner),
+        _ => false,
+    }
+}
+
+impl Policy {
+    /// The ceiling and scopes: a denial, or `None` when the principal may reach the tool.
+    fn reach(&self, tool: &ToolDescriptor, principal: &Principal) -> Option<Verdict> {
+        let tier = tool.effect.tier();
+        if tier > principal.ceiling {
+            return Some(Verdict {
+                decision: Decision::Deny,
+                reason: format!(
+                    "`{}` needs the {tier} tier, and {} may reach only {}",
+                    tool.name, principal.id, principal.ceiling
+                ),
+                decided_by: format!("principals.{}.ceiling", principal.id),
+                answered_by: AnsweredBy::default(),
+            });
+        }
+        if !principal.has_scope_for(&tool.name) {
+            return Some(Verdict {
+                decision: Decision::Deny,
+                reason: format!("`{}` is outside the scopes of {}", tool.name, principal.id),
+                decided_by: format!("principals.{}.scopes", principal.id),
+                answered_by: AnsweredBy::default(),
+            });
+        }
+        None
+    }
+
+    fn by_effect(&self, tool: &ToolDescriptor) -> Verdict {
+        let decision = self.effects.get(tool.effect);
+        Verdict {
+            decision,
+            reason: format!("the policy for {} tools is {decision}", tool.effect),
+            decided_by: format!("policy.effects.{}", tool.effect),
+            answered_by: AnsweredBy::default(),
+        }
+    }
+
+    /// Decides whether `principal` may call `tool`, before any call is known.
+    ///
+    /// A rule whose `when:` reads a call (its arguments, the conversation)
+    /// leaves the decision open: the verdict is then `ask`, saying it depends on
+    /// the call, so that listing and the gate's first look never deny what a
+    /// call's arguments might allow. [`Policy::decide_call`] decides the call.
+    pub fn decide(&self, tool: &ToolDescriptor, principal: &Principal) -> Verdict {
+        if let Some(denied) = self.reach(tool, principal) {
+            return denied;
+        }
+        let facts = RuleFacts {
+            call: None,
+            claims: &principal.claims,
+        };
+        for (index, rule) in self.rules.iter().enumerate() {
+            if !scope_matches(&rule.tools, &tool.name) {
+                continue;
+            }
+            match &rule.when {
+                None => return rule.verdict(index),
+                Some(when) if reads_only_claims(when) => {
+                    if eval(when, &facts) == Some(true) {
+                        return rule.verdict(index);
+                    }
+                }
+                Some(_) => {
+                    return Verdict {
+                        decision: Decision::Ask,
+                        reason: format!(
+                            "it depends on the call: the policy rule for `{}` has a `when:`",
+                            rule.tools
+                        ),
+                        decided_by: format!("policy.rules[{index}]"),
+                        answered_by: rule.answered_by.unwrap_or_default(),
+                    };
+                }
+            }
+        }
+        self.by_effect(tool)
+    }
+
+    /// Decides one call of `tool` by `principal`, its rules' `when:` read over `call`.
+    pub fn decide_call(
+        &self,
+        tool: &ToolDescriptor,
+        principal: &Principal,
+        call: CallFacts<'_>,
+    ) -> Verdict {
+        if let Some(denied) = self.reach(tool, principal) {
+            return denied;
+        }
+        let facts = RuleFacts {
+            call: Some(call),
+            claims: &principal.claims,
+        };
+        self.rules
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| {
+                scope_matches(&rule.tools, &tool.name)
+                    && rule
+                        .when
+                        .as_ref()
+                        .is_none_or(|when| eval(when, &facts) == Some(true))
+            })
+            .map(|(index, rule)| rule.verdict(index))
+            .unwrap_or_else(|| self.by_effect(tool))
+    }
+
+    /// Whether a call of `tool` needs the conversation (state, history) to be
+    /// decided: some rule for it has a `when:` that reads more than claims.
+    pub fn reads_conversation(&self, tool: &str) -> bool {
+        self.rules.iter().any(|rule| {
+            scope_matches(&rule.tools, tool)
+                && rule.when.as_ref().is_some_and(|w| !reads_only_claims(w))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Tier, ToolSource};
+    use serde_json::json;
+
+    fn tool(name: &str, effect: Effect) -> ToolDescriptor {
+        ToolDescriptor::new(
+            name,
+            "t",
+            json!({"type": "object"}),
+            effect,
+            ToolSource::Builtin,
+        )
+    }
+
+    fn principal(ceiling: Tier, scopes: &[&str]) -> Principal {
+        Principal {
+            id: "agent".into(),
+            ceiling,
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            claims: Default::default(),
+        }
+    }
+
+    #[test]
+    fn defaults_allow_reads_and_ask_for_everything_that_changes_the_world() {
+        let policy = Policy::default();
+        let operator = Principal::operator();
+        let decisions: Vec<Decision> = Effect::ALL
+            .iter()
+            .map(|e| policy.decide(&tool("t", *e), &operator).decision)
+            .collect();
+        use Decision::*;
+        assert_eq!(decisions, [Allow, Allow, Ask, Ask, Ask, Ask]);
+    }
+
+    #[test]
+    fn a_tool_above_the_ceiling_is_denied_whatever_the_rules_say() {
+        let policy = Policy {
+            rules: vec![PolicyRule {
+                tools: "*".into(),
+                decision: Decision::Allow,
+                when: None,
+                answered_by: None,
+                reason: None,
+            }],
+            ..Default::default()
+        };
+        let verdict = policy.decide(
+            &tool("drop_table", Effect::Destructive),
+            &principal(Tier::Write, &["*"]),
+        );
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert_eq!(
+            verdict.reason,
+            "`drop_table` needs the destructive tier, and agent may reach only write"
+        );
+    }
+
+    #[test]
+    fn a_tool_outside_the_scopes_is_denied() {
+        let verdict = Policy::default().decide(
+            &tool("github.delete_repo", Effect::Read),
+            &principal(Tier::External, &["jira.*"]),
+        );
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert!(verdict.reason.contains("outside the scopes"));
+    }
+
+    #[test]
+    fn the_first_matching_rule_wins_over_the_effect_default() {
+        let policy = Policy {
+            rules: vec![
+                PolicyRule {
+                    tools: "github.get_secret".into(),
+                    decision: Decision::Deny,
+                    when: None,
+                    answered_by: None,
+                    reason: Some("secrets stay put".into()),
+                },
+                PolicyRule {
+                    tools: "github.*".into(),
+                    decision: Decision::Allow,
+                    when: None,
+                    answered_by: None,
+                    reason: None,
+                },
+            ],
+            ..Default::default()
+        };
+        let operator = Principal::operator();
+        assert_eq!(
+            policy
+                .decide(&tool("github.get_secret", Effect::Read), &operator)
+                .reason,
+            "secrets stay put"
+        );
+        let verdict = policy.decide(&tool("github.create_issue", Effect::Write), &operator);
+        assert_eq!(
+            verdict,
+            Verdict {
+                decision: Decision::Allow,
+                reason: "the policy rule for `github.*` says allow".into(),
+                decided_by: "policy.rules[1]".into(),
+                answered_by: AnsweredBy::Approver,
+            }
+        );
+        assert_eq!(
+            policy
+                .decide(&tool("jira.create", Effect::Write), &operator)
+                .decision,
+            Decision::Ask
+        );
+    }
+
+    fn rules(yaml: serde_json::Value) -> Policy {
+        serde_json::from_value(json!({ "rules": yaml })).unwrap()
+    }
+
+    fn decide(policy: &Policy, tool: &ToolDescriptor, who: &Principal, args: Value) -> Verdict {
+        let state = Map::new();
+        policy.decide_call(
+            tool,
+            who,
+            CallFacts {
+                arguments: &args,
+                state: &state,
+                history: &[],
+            },
+        )
+    }
+
+    #[test]
+    fn a_rule_asks_above_an_amount_and_lets_smaller_calls_through() {
+        let policy = rules(json!([
+            {"tools": "refund", "when": {"above": {"arg": "amount_cents", "value": 10000}}, "decision": "ask"},
+            {"tools": "refund", "decision": "allow"}
+        ]));
+        let refund = tool("refund", Effect::Write);
+        let operator = Principal::operator();
+        let big = decide(&policy, &refund, &operator, json!({"amount_cents": 25000}));
+        assert_eq!(big.decision, Decision::Ask);
+        assert_eq!(big.decided_by, "policy.rules[0]");
+        assert_eq!(
+            big.reason,
+            "the policy rule for `refund` says ask when `amount_cents` is above 10000"
+        );
+        let small = decide(&policy, &refund, &operator, json!({"amount_cents": 500}));
+        assert_eq!(
+            (small.decision, small.decided_by.as_str()),
+            (Decision::Allow, "policy.rules[1]")
+        );
+        let before = policy.decide(&refund, &operator);
+        assert_eq!(
+            before.decision,
+            Decision::Ask,
+            "before a call it depends, and is never a denial"
+        );
+    }
+
+    #[test]
+    fn a_write_outside_a_prefix_is_denied_even_through_dot_dot() {
+        let policy = rules(json!([
+            {"tools": "fs.write_file", "when": {"not": {"starts_with": {"arg": "path", "value": "/srv/data/"}}},
+             "decision": "deny", "reason": "files are written only under /srv/data"},
+            {"tools": "fs.*", "decision": "allow"}
+        ]));
+        let write = tool("fs.write_file", Effect::Write);
+        let operator = Principal::operator();
+        let decision =
+            |path: &str| decide(&policy, &write, &operator, json!({"path": path})).decision;
+        assert_eq!(decision("/srv/data/report.txt"), Decision::Allow);
+        assert_eq!(decision("/srv/data/./a//b.txt"), Decision::Allow);
+        assert_eq!(decision("/srv/data"), Decision::Allow);
+        assert_eq!(decision("/etc/passwd"), Decision::Deny);
+        assert_eq!(decision("/srv/data/../../etc/passwd"), Decision::Deny);
+        assert_eq!(decision("/srv/database/x"), Decision::Deny);
+        assert_eq!(decision("/srv/data/../../../.."), Decision::Deny);
+        assert_eq!(
+            decision("srv/data/x"),
+            Decision::Deny,
+            "relative is not under"
+        );
+        assert_eq!(
+            decide(&policy, &write, &operator, json!({"path": 7})).decision,
+            Decision::Deny,
+            "a path that is not a string starts with nothing"
+        );
+    }
+
+    #[test]
+    fn a_rule_reads_the_callers_claims_and_the_conversation() {
+        let policy = rules(json!([
+            {"tools": "refund", "when": {"claim": {"groups": "support"}}, "decision": "allow"},
+            {"tools": "refund", "when": {"called_ok": "lookup"}, "decision": "ask"},
+            {"tools": "refund", "decision": "deny"}
+        ]));
+        let refund = tool("refund", Effect::Write);
+        let mut support = principal(Tier::External, &["*"]);
+        support.claims = json!({"groups": ["support", "staff"]})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(policy.decide(&refund, &support).decision, Decision::Allow);
+        let stranger = principal(Tier::External, &["*"]);
+        assert_eq!(
+            policy.decide(&refund, &stranger).decision,
+            Decision::Ask,
+            "the history is not known before a call"
+        );
+        let state = Map::new();
+        let history = [CallRecord::new("lookup", true)];
+        let call = CallFacts {
+            arguments: &json!({}),
+            state: &state,
+            history: &history,
+        };
+        assert_eq!(
+            policy.decide_call(&refund, &stranger, call).decision,
+            Decision::Ask
+        );
+        assert_eq!(
+            decide(&policy, &refund, &stranger, json!({})).decision,
+            Decision::Deny
+        );
+    }
+
+    #[test]
+    fn an_explanation_names_every_rule_and_why() {
+        let policy = rules(json!([
+            {"tools": "github.*", "decision": "allow"},
+            {"tools": "fs.write_file", "when": {"not": {"starts_with": {"arg": "path", "value": "/srv/data/"}}}, "decision": "deny"},
+            {"tools": "fs.*", "decision": "ask"}
+        ]));
+        let write = tool("fs.write_file", Effect::Write);
+        let state = Map::new();
+        let args = json!({"path": "/srv/data/../etc/passwd"});
+        let explained = policy.explain(
+            &write,
+            &Principal::operator(),
+            CallFacts {
+                arguments: &args,
+                state: &state,
+                history: &[],
+            },
+        );
+        assert_eq!(explained.verdict.decided_by, "policy.rules[1]");
+        let lines: Vec<String> = explained
+            .considered
+            .iter()
+            .map(|c| format!("{} {} {}: {}", c.decided, c.matched, c.what, c.why))
+            .collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+}
