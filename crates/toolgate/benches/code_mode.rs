@@ -8,12 +8,19 @@
 //!   `CodeMode::run` — a fresh worker process, the program, its calls through the
 //!   gate, the result. The cost of one call from a program is
 //!   `(100_calls − one_call) / 99` (100 is the default `max_calls`);
-//! - `gate/direct`: one `Gate::call` of the same tool (in-memory store).
+//! - `gate/direct`: one `Gate::call` of the same tool (in-memory store);
+//! - `pause/run_to_pending`: a whole run of a program whose second call needs
+//!   approval, up to its pause: the worker, its snapshot, the sealed row written
+//!   to a SQLite store on disk;
+//! - `resume/approved_to_end`: resuming that program once its approval is
+//!   answered: the row taken and checked, the call submitted again, a fresh
+//!   worker loading the snapshot and running the program to its end (the pause
+//!   and the approval are made outside the timing).
 //!
 //! Run: `cargo bench -p toolgate --bench code_mode --no-default-features --features code-mode`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use monty::{MontyRun, RunProgress};
@@ -22,7 +29,7 @@ use monty_types::{
 };
 use serde_json::json;
 use toolgate::code_mode::{CodeMode, WorkerCommand};
-use toolgate::{Catalog, Gate, MemoryGateStore, Principal, ToolCall};
+use toolgate::{ApprovalStore, Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall};
 
 const SPEC: &str = r#"
 tools:
@@ -36,6 +43,27 @@ tools:
       required: [order_id]
       additionalProperties: false
     response: {order_id: "{args.order_id}", status: shipped, total_cents: 1250}
+  - name: refund
+    description: Refund an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        order_id: {type: string}
+      required: [order_id]
+    response: {refunded: true}
+policy:
+  rules:
+    - tools: refund
+      decision: ask
+      reason: refunds need a person
+"#;
+
+/// Pauses at its second call.
+const PAUSING: &str = r#"order = lookup_order(order_id="A-1001")
+if order["status"] == "shipped":
+    done = refund(order_id=order["order_id"])
+done
 "#;
 
 /// Twenty lines: helpers, a loop, a comprehension, string formatting; its first
@@ -67,16 +95,14 @@ fn program(calls: usize) -> String {
 }
 
 fn gate() -> Gate {
+    gate_over(Arc::new(MemoryGateStore::default()))
+}
+
+fn gate_over(store: Arc<dyn toolgate::GateStore>) -> Gate {
     let spec = toolgate::spec::check(SPEC)
         .spec
         .expect("the bench spec is valid");
-    Gate::from_spec(
-        &spec,
-        "bench.yaml",
-        &Catalog::new(),
-        Arc::new(MemoryGateStore::default()),
-    )
-    .expect("the bench catalog builds")
+    Gate::from_spec(&spec, "bench.yaml", &Catalog::new(), store).expect("the bench catalog builds")
 }
 
 fn bench(c: &mut Criterion) {
@@ -150,6 +176,46 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open_in_dir(dir.path()).unwrap());
+    let sqlite_gate = gate_over(store.clone());
+    let mut session = 0u64;
+    let pause = |session: u64| {
+        let run =
+            runtime.block_on(mode.run(&sqlite_gate, &format!("s{session}"), &principal, PAUSING));
+        assert!(run.is_pending(), "{run:?}");
+        run
+    };
+    c.bench_function("pause/run_to_pending", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                session += 1;
+                let start = Instant::now();
+                std::hint::black_box(pause(session));
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    c.bench_function("resume/approved_to_end", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                session += 1;
+                let run = pause(session);
+                let approval = run.approval_id.as_deref().unwrap();
+                store.approve(approval, None, SystemTime::now()).unwrap();
+                let run_id = run.run_id.as_deref().unwrap();
+                let start = Instant::now();
+                let resumed = runtime.block_on(mode.resume(&sqlite_gate, run_id, &principal));
+                total += start.elapsed();
+                assert!(resumed.is_ok(), "{resumed:?}");
+            }
+            total
+        })
+    });
 }
 
 criterion_group! {

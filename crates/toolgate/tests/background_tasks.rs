@@ -353,9 +353,9 @@ async fn a_file_of_the_schema_before_tasks_is_migrated_and_keeps_its_state() {
         let store = SqliteStore::open(&path).unwrap();
         toolgate::StateStore::apply(&store, "s", &[("report".into(), json!("old"))]).unwrap();
     }
-    // As a toolgate of schema 6 left it: no `tasks` table.
+    // As a toolgate of schema 6 left it: no `tasks` or `code_runs` table.
     let raw = rusqlite::Connection::open(&path).unwrap();
-    raw.execute_batch("DROP TABLE tasks; PRAGMA user_version = 6;")
+    raw.execute_batch("DROP TABLE tasks; DROP TABLE code_runs; PRAGMA user_version = 6;")
         .unwrap();
     drop(raw);
 

@@ -64,6 +64,8 @@ policy:
     - tools: refund_order
       decision: ask
       reason: a person approves refunds
+      # The customer at the client confirms their own refund.
+      answered_by: client
 "#;
 
 fn spec() -> SpecFile {
@@ -124,9 +126,13 @@ impl ClientHandler for Client {
         if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
             self.asked.lock().unwrap().push(message.clone());
         }
-        Ok(ElicitResult::new(
-            self.answer.clone().expect("asked without the capability"),
-        ))
+        let action = self.answer.clone().expect("asked without the capability");
+        let mut result = ElicitResult::new(action.clone());
+        // An accept approves only with the form's `approve: true`.
+        if action == ElicitationAction::Accept {
+            result.content = Some(serde_json::json!({"approve": true}));
+        }
+        Ok(result)
     }
 }
 

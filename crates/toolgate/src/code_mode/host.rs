@@ -20,7 +20,8 @@ use super::ask::{AskApproval, NeverAsk};
 use super::limits::CodeLimits;
 use super::names::PythonNames;
 use super::protocol::{
-    Finished, FromWorker, InterpreterLimits, ToWorker, read_frame_async, write_frame_async,
+    BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, read_frame_async,
+    write_frame_async,
 };
 use super::run_code::RUN_CODE;
 use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_error};
@@ -173,14 +174,14 @@ impl CodeMode {
             functions: names.python_names().map(str::to_owned).collect(),
             limits: self.interpreter_limits(),
         };
-        let mut clock = WallClock::new(self.limits.wall_clock);
+        let clock = WallClock::new(self.limits.wall_clock);
         self.run_segment(
             gate,
             principal,
             &names,
             first,
             &mut segment,
-            &mut clock,
+            &clock,
             ask,
             &mut run,
         )
@@ -210,7 +211,7 @@ impl CodeMode {
         names: &PythonNames,
         first: ToWorker,
         segment: &mut Segment,
-        clock: &mut WallClock,
+        clock: &WallClock,
         ask: &dyn AskApproval,
         run: &mut CodeRun,
     ) {
@@ -419,14 +420,16 @@ impl CodeMode {
         names: &PythonNames,
         first: ToWorker,
         segment: &mut Segment,
-        clock: &mut WallClock,
+        clock: &WallClock,
         ask: &dyn AskApproval,
     ) -> Result<Driven, Stopped> {
-        let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(Stopped::Broken(std::io::Error::other(
                 "the worker has no pipes",
             )));
         };
+        // A frame's header and body arrive together: one read takes both.
+        let mut stdout = tokio::io::BufReader::with_capacity(64 << 10, stdout);
         clock
             .within(write_frame_async(&mut stdin, &first))
             .await??;
@@ -458,6 +461,18 @@ impl CodeMode {
                     function,
                     arguments,
                 } => (function, arguments),
+                FromWorker::Calls { calls } => {
+                    let results = self
+                        .call_batch(gate, principal, names, calls, segment, clock, ask)
+                        .await?;
+                    clock
+                        .within(write_frame_async(
+                            &mut stdin,
+                            &ToWorker::Results { results },
+                        ))
+                        .await??;
+                    continue;
+                }
             };
             segment.calls += 1;
             let reply = if segment.calls > self.limits.max_calls {
@@ -520,6 +535,86 @@ impl CodeMode {
         }
     }
 
+    /// A batch of awaited calls, run concurrently through the gate as
+    /// [`Gate::call_all`] runs a model's parallel calls (at most
+    /// `per_tool_concurrency` of one tool at a time). A call that needs
+    /// approval is asked about like any other, but cannot pause the program: if
+    /// it stays pending, it raises `PermissionError`.
+    #[allow(clippy::too_many_arguments)]
+    async fn call_batch(
+        &self,
+        gate: &Gate,
+        principal: &Principal,
+        names: &PythonNames,
+        calls: Vec<BatchCall>,
+        segment: &mut Segment,
+        clock: &WallClock,
+        ask: &dyn AskApproval,
+    ) -> Result<Vec<(u32, ToWorker)>, Stopped> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut runnable = Vec::with_capacity(calls.len());
+        for call in calls {
+            segment.calls += 1;
+            if segment.calls > self.limits.max_calls {
+                segment.limit_hit = Some("max_calls");
+                results.push((
+                    call.id,
+                    ToWorker::Abort {
+                        exception: "RuntimeError".into(),
+                        message: format!(
+                            "the program made more than the {} tool calls it may make{}",
+                            self.limits.max_calls,
+                            raise_hint("max_calls", &self.limits)
+                        ),
+                    },
+                ));
+                return Ok(results);
+            }
+            match names.tool(&call.function) {
+                Some(tool) => runnable.push((
+                    call.id,
+                    ToolCall::new(
+                        format!("{}-{}", segment.run_id, segment.calls),
+                        tool,
+                        call.arguments,
+                    ),
+                )),
+                None => results.push((
+                    call.id,
+                    ToWorker::Raise {
+                        exception: "NameError".into(),
+                        message: format!("name '{}' is not defined", call.function),
+                    },
+                )),
+            }
+        }
+        let session = segment.session.as_str();
+        let outcomes = futures::future::join_all(
+            runnable
+                .iter()
+                .map(|(_, call)| self.call_asking(gate, session, principal, call, ask, clock)),
+        )
+        .await;
+        for ((id, _), outcome) in runnable.iter().zip(outcomes) {
+            let reply = match outcome? {
+                Outcome::PendingApproval {
+                    approval_id,
+                    reason,
+                } => ToWorker::Raise {
+                    exception: "PermissionError".into(),
+                    message: format!(
+                        "this call needs a person's approval ({reason}); approval id {approval_id}. \
+                         A call awaited with others cannot pause the program: call the tool without \
+                         `await` (in a program that does not use `await`) to wait for the approval"
+                    ),
+                },
+                other => reply_for(other),
+            };
+            results.push((*id, reply));
+        }
+        Ok(results)
+    }
+
     /// One call through the gate; when it needs approval, `ask` is given the
     /// chance to have it answered (not counted on `clock`), and an answered call
     /// is submitted once more.
@@ -530,7 +625,7 @@ impl CodeMode {
         principal: &Principal,
         call: &ToolCall,
         ask: &dyn AskApproval,
-        clock: &mut WallClock,
+        clock: &WallClock,
     ) -> Result<Outcome, Stopped> {
         let outcome = clock
             .within(gate.call(session, call.clone(), principal))
@@ -656,11 +751,11 @@ impl From<std::io::Error> for Stopped {
 }
 
 /// The program's wall-clock deadline, pushed back by time spent waiting for a
-/// person.
+/// person. Shared by reference across awaits, so it is `Sync`.
 pub(super) struct WallClock {
     started: Instant,
-    waited: Duration,
-    deadline: tokio::time::Instant,
+    /// Time spent waiting for a person, and the deadline it pushed back.
+    waits: std::sync::Mutex<(Duration, tokio::time::Instant)>,
 }
 
 impl WallClock {
@@ -668,26 +763,34 @@ impl WallClock {
     pub(super) fn new(budget: Duration) -> Self {
         WallClock {
             started: Instant::now(),
-            waited: Duration::ZERO,
-            deadline: tokio::time::Instant::now() + budget,
+            waits: std::sync::Mutex::new((Duration::ZERO, tokio::time::Instant::now() + budget)),
         }
     }
 
-    fn extend(&mut self, waited: Duration) {
-        self.waited += waited;
-        self.deadline += waited;
+    fn waits(&self) -> std::sync::MutexGuard<'_, (Duration, tokio::time::Instant)> {
+        self.waits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn extend(&self, waited: Duration) {
+        let mut waits = self.waits();
+        waits.0 += waited;
+        waits.1 += waited;
     }
 
     /// Time run on this clock, not counting waits for a person.
     pub(super) fn used(&self) -> Duration {
-        self.started.elapsed().saturating_sub(self.waited)
+        let waited = self.waits().0;
+        self.started.elapsed().saturating_sub(waited)
     }
 
     pub(super) async fn within<T>(
         &self,
         work: impl std::future::Future<Output = T>,
     ) -> Result<T, Stopped> {
-        tokio::time::timeout_at(self.deadline, work)
+        let deadline = self.waits().1;
+        tokio::time::timeout_at(deadline, work)
             .await
             .map_err(|_| Stopped::WallClock)
     }

@@ -46,6 +46,9 @@ pub(crate) enum ToWorker {
     Return { value: Value },
     /// The call waits for a person: save the program's state and stop.
     Suspend,
+    /// The answers to a batch of [`FromWorker::Calls`], each by its call id
+    /// (`Return`, `Raise` or `Abort`).
+    Results { results: Vec<(u32, ToWorker)> },
     /// The call raised: `exception` is a Python exception type (`PermissionError`).
     Raise { exception: String, message: String },
     /// End the program at the call with an exception it cannot catch (a limit).
@@ -58,6 +61,9 @@ pub(crate) enum ToWorker {
 pub(crate) enum FromWorker {
     /// The program calls `function` with these (keyword) arguments.
     Call { function: String, arguments: Value },
+    /// The program awaits these calls (its every task waits): run them
+    /// concurrently and answer with [`ToWorker::Results`].
+    Calls { calls: Vec<BatchCall> },
     /// The program ended.
     Done(Finished),
     /// The program was saved at its pending call, as [`ToWorker::Suspend`] asked:
@@ -67,6 +73,15 @@ pub(crate) enum FromWorker {
         printed: String,
         output_exceeded: bool,
     },
+}
+
+/// One awaited call of a batch: its id in the interpreter, the function and its
+/// (keyword) arguments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct BatchCall {
+    pub id: u32,
+    pub function: String,
+    pub arguments: Value,
 }
 
 /// How a program ended, as the worker saw it.
@@ -108,10 +123,19 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(input: &mut impl Read) ->
 }
 
 pub(crate) fn write_frame<T: Serialize>(output: &mut impl Write, message: &T) -> io::Result<()> {
-    let body = serde_json::to_vec(message)?;
-    output.write_all(&frame_header(body.len())?)?;
-    output.write_all(&body)?;
+    output.write_all(&frame(message)?)?;
     output.flush()
+}
+
+/// A message as one frame, header and body in one buffer, so that it goes out
+/// in one write and wakes the reader once.
+fn frame<T: Serialize>(message: &T) -> io::Result<Vec<u8>> {
+    let mut frame = Vec::with_capacity(256);
+    frame.extend_from_slice(&[0; 4]);
+    serde_json::to_writer(&mut frame, message)?;
+    let header = frame_header(frame.len() - 4)?;
+    frame[..4].copy_from_slice(&header);
+    Ok(frame)
 }
 
 pub(crate) async fn read_frame_async<T: for<'de> Deserialize<'de>>(
@@ -129,9 +153,7 @@ pub(crate) async fn write_frame_async<T: Serialize>(
     output: &mut (impl AsyncWrite + Unpin),
     message: &T,
 ) -> io::Result<()> {
-    let body = serde_json::to_vec(message)?;
-    output.write_all(&frame_header(body.len())?).await?;
-    output.write_all(&body).await?;
+    output.write_all(&frame(message)?).await?;
     output.flush().await
 }
 

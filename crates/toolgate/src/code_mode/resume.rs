@@ -118,7 +118,7 @@ impl CodeMode {
             limit_hit: None,
         };
         run.calls = segment.calls;
-        let mut clock = WallClock::new(
+        let clock = WallClock::new(
             self.current_limits()
                 .wall_clock
                 .saturating_sub(segment.elapsed_before),
@@ -139,7 +139,7 @@ impl CodeMode {
                 paused.arguments.clone(),
             );
             match self
-                .call_asking(gate, &paused.session, principal, &call, ask, &mut clock)
+                .call_asking(gate, &paused.session, principal, &call, ask, &clock)
                 .await
             {
                 Ok(Outcome::PendingApproval {
@@ -187,7 +187,7 @@ impl CodeMode {
             &names,
             first,
             &mut segment,
-            &mut clock,
+            &clock,
             ask,
             run,
         )

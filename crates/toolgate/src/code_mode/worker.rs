@@ -22,7 +22,8 @@ use monty_types::{
 
 use super::convert::{to_json, to_python};
 use super::protocol::{
-    Finished, FromWorker, InterpreterLimits, ToWorker, WorkerError, read_frame, write_frame,
+    BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, WorkerError, read_frame,
+    write_frame,
 };
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
@@ -165,7 +166,14 @@ fn run(
     resource_limits.max_memory = usize::try_from(limits.max_memory_bytes).ok();
     let tracker = ResourceTracker::new(resource_limits);
     let progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
-    drive(progress, functions, printed, input, output)
+    drive(
+        progress,
+        functions,
+        uses_await(code),
+        printed,
+        input,
+        output,
+    )
 }
 
 /// Goes on with a program from its snapshot, answering the call it paused at.
@@ -199,18 +207,27 @@ fn resume(
         exceeded: false,
     };
     let progress = answer_call(call, answer_of(answer)?, &mut printed);
-    drive(progress, functions, printed, input, output)
+    // Only a call made without `await` pauses, so the rest of the program is
+    // synchronous too.
+    drive(progress, functions, false, printed, input, output)
 }
 
 /// Runs the program from `progress` until it ends (`Some`) or is saved at a call
 /// that waits for a person (`None`: the snapshot is sent already).
+///
+/// In an `asynchronous` program (one that uses `await`), a tool call is a
+/// coroutine: it returns a future at once, and when every task of the program
+/// waits, the calls collected so far go to the gate as one batch, which runs
+/// them concurrently.
 fn drive(
     mut progress: Result<RunProgress, MontyException>,
     functions: &[String],
+    asynchronous: bool,
     mut printed: Printed,
     input: &mut Input,
     output: &mut Output,
 ) -> io::Result<Option<Finished>> {
+    let mut batch: Vec<BatchCall> = Vec::new();
     loop {
         let step = match progress {
             Err(exception) => {
@@ -249,8 +266,8 @@ fn drive(
                 lookup.resume(answer, PrintWriter::Callback(&mut printed))
             }
             RunProgress::FunctionCall(call) => {
-                let answer = if call.object_id.is_some() {
-                    Answer::Raise(exception(
+                let checked = if call.object_id.is_some() {
+                    Err(exception(
                         ExcType::AttributeError,
                         &format!(
                             "no tool is named `{}` here; call the tools the stubs list",
@@ -258,21 +275,32 @@ fn drive(
                         ),
                     ))
                 } else if !functions.contains(&call.function_name) {
-                    Answer::Raise(exception(
+                    Err(exception(
                         ExcType::NameError,
                         &format!("name '{}' is not defined", call.function_name),
                     ))
                 } else {
-                    match arguments(&call.function_name, &call.args, &call.kwargs) {
-                        Err(raise) => Answer::Raise(raise),
-                        Ok(arguments) => ask_gate(&call.function_name, arguments, input, output)?,
-                    }
+                    arguments(&call.function_name, &call.args, &call.kwargs)
                 };
-                if let Answer::Suspend = answer {
-                    suspend(RunProgress::FunctionCall(call), printed, output)?;
-                    return Ok(None);
+                match checked {
+                    Err(raise) => answer_call(call, Answer::Raise(raise), &mut printed),
+                    Ok(arguments) if asynchronous => {
+                        batch.push(BatchCall {
+                            id: call.call_id,
+                            function: call.function_name.clone(),
+                            arguments,
+                        });
+                        call.resume_pending(PrintWriter::Callback(&mut printed))
+                    }
+                    Ok(arguments) => {
+                        let answer = ask_gate(&call.function_name, arguments, input, output)?;
+                        if let Answer::Suspend = answer {
+                            suspend(RunProgress::FunctionCall(call), printed, output)?;
+                            return Ok(None);
+                        }
+                        answer_call(call, answer, &mut printed)
+                    }
                 }
-                answer_call(call, answer, &mut printed)
             }
             RunProgress::OsCall(os) => {
                 let message = format!(
@@ -284,13 +312,20 @@ fn drive(
                     PrintWriter::Callback(&mut printed),
                 )
             }
-            RunProgress::ResolveFutures(futures) => futures.abort(
+            RunProgress::ResolveFutures(futures) if batch.is_empty() => futures.abort(
                 exception(
-                    ExcType::NotImplementedError,
-                    "awaiting tool calls is not supported yet; call tools without `await`",
+                    ExcType::RuntimeError,
+                    "the program waits for something that is not a tool call",
                 ),
                 PrintWriter::Callback(&mut printed),
             ),
+            RunProgress::ResolveFutures(futures) => {
+                let calls = std::mem::take(&mut batch);
+                match ask_gate_all(calls, input, output)? {
+                    Ok(results) => futures.resume(results, PrintWriter::Callback(&mut printed)),
+                    Err(abort) => futures.abort(abort, PrintWriter::Callback(&mut printed)),
+                }
+            }
         };
     }
 }
@@ -383,6 +418,95 @@ fn ask_gate(
     answer_of(read_frame(input)?)
 }
 
+/// Sends a batch of awaited calls to the gate and reads their answers: each
+/// call's result for the futures, or the exception that ends the program.
+fn ask_gate_all(
+    calls: Vec<BatchCall>,
+    input: &mut Input,
+    output: &mut Output,
+) -> io::Result<Result<Vec<(u32, ExtFunctionResult)>, MontyException>> {
+    write_frame(output, &FromWorker::Calls { calls })?;
+    let ToWorker::Results { results } = read_frame(input)? else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the gate did not answer a batch of calls with their results",
+        ));
+    };
+    let mut resolved = Vec::with_capacity(results.len());
+    for (id, reply) in results {
+        match answer_of(reply)? {
+            Answer::Return(value) => {
+                resolved.push((id, ExtFunctionResult::Return(to_python(&value))))
+            }
+            Answer::Raise(exc) => resolved.push((id, ExtFunctionResult::Error(exc))),
+            Answer::Abort(exc) => return Ok(Err(exc)),
+            Answer::Suspend => {
+                return Ok(Err(exception(
+                    ExcType::RuntimeError,
+                    "a call awaited with others cannot pause the program",
+                )));
+            }
+        }
+    }
+    Ok(Ok(resolved))
+}
+
+/// Whether a program uses `await` (outside strings and comments): then its tool
+/// calls are coroutines, as Python's async functions are.
+fn uses_await(code: &str) -> bool {
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            quote @ (b'\'' | b'"') => {
+                let triple = bytes.get(i..i + 3) == Some(&[quote, quote, quote][..]);
+                i += if triple { 3 } else { 1 };
+                while i < bytes.len() {
+                    if bytes[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if triple {
+                        if bytes.get(i..i + 3) == Some(&[quote, quote, quote][..]) {
+                            i += 3;
+                            break;
+                        }
+                    } else if bytes[i] == quote || bytes[i] == b'\n' {
+                        i += 1;
+                        break;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            b'a' if code[i..].starts_with("await")
+                && (i == 0 || !is_name_byte(bytes[i - 1]))
+                && !bytes.get(i + 5).is_some_and(|b| is_name_byte(*b)) =>
+            {
+                return true;
+            }
+            b if is_name_byte(b) => {
+                while i < bytes.len() && is_name_byte(bytes[i]) {
+                    i += 1;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
 /// The answer a frame from the gate gives to a call.
 fn answer_of(reply: ToWorker) -> io::Result<Answer> {
     Ok(match reply {
@@ -396,7 +520,7 @@ fn answer_of(reply: ToWorker) -> io::Result<Answer> {
             message,
         } => Answer::Abort(exception(exc_type(&kind), &message)),
         ToWorker::Suspend => Answer::Suspend,
-        ToWorker::Start { .. } | ToWorker::Resume { .. } => {
+        ToWorker::Start { .. } | ToWorker::Resume { .. } | ToWorker::Results { .. } => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "a program is already running",
@@ -431,5 +555,21 @@ fn worker_error(exception: &MontyException, before_running: bool) -> WorkerError
         traceback: exception.to_string(),
         line: at.map(|f| f.start.line),
         column: at.map(|f| f.start.column),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uses_await;
+
+    #[test]
+    fn a_program_is_asynchronous_when_it_uses_await_outside_strings_and_comments() {
+        assert!(uses_await("x = await lookup(id=1)"));
+        assert!(uses_await(
+            "import asyncio\na, b = await asyncio.gather(f(), g())"
+        ));
+        assert!(!uses_await("x = lookup(id=1)  # no await here"));
+        assert!(!uses_await("print('await me')\ns = \"\"\"await\"\"\""));
+        assert!(!uses_await("awaiting = 1\nnot_await = 2"));
     }
 }
