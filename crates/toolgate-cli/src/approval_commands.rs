@@ -21,7 +21,7 @@ use toolgate::{
 };
 
 use crate::commands::{CommandResult, load};
-use crate::output::{first_line, print_json};
+use crate::output::{first_line, print_json, say_table};
 use crate::{SpecArgs, StateArgs};
 
 /// The longest grant accepted: grants are meant to expire.
@@ -142,20 +142,7 @@ pub fn list(args: &SpecArgs, state: &StateArgs, all: bool) -> CommandResult {
             ]
         })
         .collect();
-    let mut widths = [0; 6];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
-            .collect();
-        sayln!("{}", line.join("  ").trim_end());
-    }
+    say_table(&rows);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,7 +10,7 @@ use toolgate::Gate;
 use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun, WorkerCommand};
 
 use crate::commands::{CommandResult, load, open_store, principal};
-use crate::output::print_json;
+use crate::output::{print_json, say_table};
 use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate code` does.
@@ -178,20 +178,7 @@ fn list(args: &SpecArgs, state: &StateArgs) -> CommandResult {
             since(run.expires_ms),
         ]
     }));
-    let mut widths = [0; 6];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
-            .collect();
-        sayln!("{}", line.join("  ").trim_end());
-    }
+    say_table(&rows);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -111,6 +111,25 @@ pub fn show_json(value: &impl Serialize) {
     }
 }
 
+/// Prints `rows` as a table for a person: each column as wide as its widest cell,
+/// two spaces between columns, no trailing blanks.
+pub fn say_table<const N: usize>(rows: &[[String; N]]) {
+    let mut widths = [0; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        sayln!("{}", line.join("  ").trim_end());
+    }
+}
+
 /// The first line of a text, cut to `max` characters.
 pub fn first_line(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or_default().trim();

@@ -13,7 +13,7 @@ use clap::Subcommand;
 use toolgate::{Catalog, Gate, Outcome, TaskFilter, TaskRecord, TaskStatus};
 
 use crate::commands::{CommandResult, load, open_store, principal};
-use crate::output::{first_line, print_json, show_json};
+use crate::output::{first_line, print_json, say_table, show_json};
 use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate tasks` does; without one, it lists the tasks.
@@ -142,20 +142,7 @@ fn list(args: &SpecArgs, tasks: &[TaskRecord]) -> CommandResult {
             ]
         })
         .collect();
-    let mut widths = [0; 7];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
-            .collect();
-        sayln!("{}", line.join("  ").trim_end());
-    }
+    say_table(&rows);
     if tasks.iter().any(|t| t.status == TaskStatus::Interrupted) {
         sayln!(
             "Interrupted tasks stopped with their process and are never re-run; `toolgate audit pending` lists the calls among them that may have changed something."

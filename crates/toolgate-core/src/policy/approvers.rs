@@ -5,8 +5,9 @@
 //! flow's `confirm:` is answered by either. An approver is a principal that
 //! `principals:` grants `approve` for the tool (`approve: ["*"]`, or patterns).
 //! While no principal is granted `approve`, whoever runs `toolgate approvals` is
-//! an approver (a local setup has one operator). A principal never approves its
-//! own call unless `policy.self_approve: true`.
+//! an approver (a local setup has one operator, who may answer their own calls).
+//! Once approvers are declared, a principal never approves its own call unless
+//! `policy.self_approve: true`.
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
@@ -135,7 +136,9 @@ impl<'a> Approvers<'a> {
             return Err(AnswerRefusal::ClientOnly { tool: tool.into() });
         }
         self.may_decide(who, tool)?;
-        if who == caller && !self.self_approve {
+        // Without declared approvers there is one operator, who answers for every
+        // call, the calls they made themself included.
+        if who == caller && !self.self_approve && self.declared() {
             return Err(AnswerRefusal::SelfApproval { who: who.into() });
         }
         Ok(())
@@ -200,6 +203,10 @@ mod tests {
         assert!(!approvers.declared());
         assert_eq!(
             approvers.may_approve("alice", "refund", "agent", AnsweredBy::Approver),
+            Ok(())
+        );
+        assert_eq!(
+            approvers.may_approve("operator", "refund", "operator", AnsweredBy::Approver),
             Ok(())
         );
         assert!(matches!(
