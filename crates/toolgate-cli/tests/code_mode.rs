@@ -89,7 +89,7 @@ fn code_run_chains_tools_through_the_gate_in_a_worker_of_the_binary() {
     let dir = desk();
     let out = program(
         dir.path(),
-        "g = greet(name='Ada')\nprint(g['greeting'])\nshop_wave_back()['waved']\n",
+        "g = greet(name='Ada')\nprint(g['greeting'])\nshop.wave_back()['waved']\n",
     );
     assert!(
         out.status.success(),
@@ -111,7 +111,7 @@ fn code_run_meets_the_flow_and_the_policy_as_exceptions() {
     let out = program(
         dir.path(),
         "out = []\n\
-         for f in [shop_wave_back, wipe]:\n\
+         for f in [shop.wave_back, wipe]:\n\
          \x20   try:\n\
          \x20       f()\n\
          \x20   except PermissionError as e:\n\
@@ -165,7 +165,7 @@ fn render_code_mode_offers_run_code_and_the_always_loaded_tools() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["run_code", "shop_wave-back"]);
+    assert_eq!(names, ["run_code", "resume_code", "shop_wave-back"]);
     let description = rendered["tools"][0]["function"]["description"]
         .as_str()
         .unwrap();
@@ -174,7 +174,7 @@ fn render_code_mode_offers_run_code_and_the_always_loaded_tools() {
         "{description}"
     );
     assert!(
-        description.contains("def shop_wave_back() -> dict:"),
+        description.contains("class shop:") && description.contains("    def wave_back() -> dict:"),
         "{description}"
     );
     assert!(!description.contains("def wipe"), "{description}");
