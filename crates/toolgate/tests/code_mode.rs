@@ -12,7 +12,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun, WorkerCommand};
+use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun, WorkerCommand, python_literal};
 use toolgate::{
     Catalog, Decision, Gate, GateOptions, Policy, PolicyRule, Principal, Tool, ToolCall, ToolCtx,
     ToolError, ToolHandler,
@@ -256,36 +256,6 @@ async fn json_crosses_into_a_program_and_back_faithfully() {
     assert!(run.is_ok(), "{run:?}");
     assert_eq!(run.value, Some(value));
     assert_eq!(desk.echoes.load(Ordering::SeqCst), 1);
-}
-
-/// JSON as Python source (`null` → `None`, `true` → `True`).
-fn python_literal(value: &Value) -> String {
-    match value {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => serde_json::to_string(s).unwrap(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(python_literal)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!(
-                    "{}: {}",
-                    serde_json::to_string(k).unwrap(),
-                    python_literal(v)
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 #[tokio::test]

@@ -40,5 +40,5 @@ pub use run_code::{
     RESUME_CODE, RUN_CODE, resume_code_descriptor, run_code_descriptor, run_code_tool,
 };
 pub use run_result::{CodeError, CodeRun, Waiting};
-pub use stubs::stubs;
+pub use stubs::{python_literal, stubs};
 pub use worker::worker_main;

@@ -309,8 +309,9 @@ fn return_hint(shape: &Option<String>) -> &'static str {
     }
 }
 
-/// A JSON value as Python source.
-fn python_literal(value: &Value) -> String {
+/// A JSON value as Python source (a default or a `Literal` in the stubs; a value
+/// written into a program).
+pub fn python_literal(value: &Value) -> String {
     match value {
         Value::Null => "None".into(),
         Value::Bool(true) => "True".into(),
