@@ -192,7 +192,9 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         let worker = toolgate::code_mode::WorkerCommand::current_exe()
             .map_err(|e| format!("cannot find this executable to run programs ({e})"))?;
         let limits = toolgate::code_mode::CodeLimits::from_spec(&spec.code_mode);
-        let mode = toolgate::code_mode::CodeMode::new(worker).limits(limits);
+        let mode = toolgate::code_mode::CodeMode::new(worker)
+            .limits(limits)
+            .warm();
         let always = spec.tools.iter().filter(|t| t.always_loaded);
         builder = builder.code_mode(mode, Some(spec.clone()), always.map(|t| t.name.clone()));
     }

@@ -4,18 +4,23 @@
 //! - `interpreter/start_to_first_call`: a 20-line program parsed, compiled and run
 //!   in the interpreter up to its first tool call (what the worker does after it
 //!   has started);
-//! - `worker/one_call` and `worker/100_calls`: a whole run through
-//!   `CodeMode::run` — a fresh worker process, the program, its calls through the
-//!   gate, the result. The cost of one call from a program is
-//!   `(100_calls − one_call) / 99` (100 is the default `max_calls`);
+//! - `worker/one_call` and `worker/100_calls`: a whole run through a warm
+//!   `CodeMode::run` (as `serve` runs it: a fresh worker process started ahead,
+//!   the program, its calls through the gate, the result). The cost of one call
+//!   from a program is `(100_calls − one_call) / 99` (100 is the default
+//!   `max_calls`); `cold/one_call` is the same run starting its worker when it
+//!   begins (as `toolgate code run` does);
 //! - `gate/direct`: one `Gate::call` of the same tool (in-memory store);
 //! - `pause/run_to_pending`: a whole run of a program whose second call needs
-//!   approval, up to its pause: the worker, its snapshot, the sealed row written
-//!   to a SQLite store on disk;
+//!   approval, up to its pause: the program in a warm worker, its snapshot, the
+//!   sealed row written to a SQLite store on disk;
 //! - `resume/approved_to_end`: resuming that program once its approval is
-//!   answered: the row taken and checked, the call submitted again, a fresh
+//!   answered: the row taken and checked, the call submitted again, a warm
 //!   worker loading the snapshot and running the program to its end (the pause
 //!   and the approval are made outside the timing).
+//!
+//! The machine's load moves every figure that starts a process or crosses a
+//! pipe: quote them with the load average of the run.
 //!
 //! Run: `cargo bench -p toolgate --bench code_mode --no-default-features --features code-mode`.
 
@@ -163,10 +168,14 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let mode = CodeMode::new(WorkerCommand::program(env!(
-        "CARGO_BIN_EXE_toolgate-code-worker"
-    )));
-    for (name, calls) in [("worker/one_call", 1), ("worker/100_calls", 100)] {
+    let worker = || WorkerCommand::program(env!("CARGO_BIN_EXE_toolgate-code-worker"));
+    let cold = CodeMode::new(worker());
+    let mode = CodeMode::new(worker()).warm();
+    for (name, mode, calls) in [
+        ("cold/one_call", &cold, 1),
+        ("worker/one_call", &mode, 1),
+        ("worker/100_calls", &mode, 100),
+    ] {
         let code = program(calls);
         c.bench_function(name, |b| {
             b.to_async(&runtime).iter(|| async {

@@ -2,68 +2,33 @@
 //! call it sends with a [`Gate::call`], and turn how it ended — a value, an
 //! exception, a limit, or the worker's death — into a [`CodeRun`].
 
-use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::Value;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
-use toolgate_core::{AuditEntry, Principal, RecordKind, clip_text, content_hash};
+use tokio::process::Child;
+use toolgate_core::{Principal, content_hash};
 
 use super::ask::{AskApproval, NeverAsk};
+use super::audit::{begin_audit, end_audit, epoch_ms, gate_time, millis};
 use super::limits::CodeLimits;
 use super::names::PythonNames;
+use super::process::{WorkerCommand, Workers, read_capped, why_died};
 use super::protocol::{
     BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, read_frame_async,
     write_frame_async,
 };
-use super::run_code::RUN_CODE;
+use super::replies::reply_for;
 use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_error};
+use super::wall_clock::{Stopped, WallClock};
 use crate::{Gate, Outcome, PausedRun, ToolCall};
-
-/// The argument that makes a binary embedding toolgate act as a code-mode worker
-/// (it calls [`super::worker_main`]); the `toolgate` binary handles it.
-pub const WORKER_ARG: &str = "__code-worker";
-
-/// How much of a dying worker's stderr is kept to tell why it died.
-const STDERR_CAP: usize = 8 << 10;
-
-/// The command that starts a worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerCommand {
-    pub program: PathBuf,
-    pub args: Vec<OsString>,
-}
-
-impl WorkerCommand {
-    /// This executable, with [`WORKER_ARG`]: right for the `toolgate` binary and
-    /// for any binary whose `main` hands that argument to [`super::worker_main`].
-    pub fn current_exe() -> std::io::Result<Self> {
-        Ok(WorkerCommand {
-            program: std::env::current_exe()?,
-            args: vec![WORKER_ARG.into()],
-        })
-    }
-
-    /// A binary that is only a worker (its `main` calls [`super::worker_main`]).
-    pub fn program(program: impl Into<PathBuf>) -> Self {
-        WorkerCommand {
-            program: program.into(),
-            args: Vec::new(),
-        }
-    }
-}
 
 /// Runs programs whose tool calls take the gate.
 #[derive(Debug, Clone)]
 pub struct CodeMode {
-    worker: WorkerCommand,
+    workers: Workers,
     limits: CodeLimits,
 }
 
@@ -71,9 +36,17 @@ impl CodeMode {
     /// Workers started by `worker`, under the default limits.
     pub fn new(worker: WorkerCommand) -> Self {
         CodeMode {
-            worker,
+            workers: Workers::new(worker),
             limits: CodeLimits::default(),
         }
+    }
+
+    /// Keeps one worker started ahead of need, so that a run or a resume does
+    /// not wait for a process to start (a server wants this; a one-off run
+    /// does not).
+    pub fn warm(mut self) -> Self {
+        self.workers = self.workers.warm();
+        self
     }
 
     pub fn limits(mut self, limits: CodeLimits) -> Self {
@@ -215,12 +188,12 @@ impl CodeMode {
         ask: &dyn AskApproval,
         run: &mut CodeRun,
     ) {
-        let mut child = match self.spawn() {
+        let mut child = match self.workers.start(&self.limits).await {
             Ok(child) => child,
             Err(e) => {
                 run.fail(worker_error(format!(
                     "the code-mode worker `{}` could not start ({e}); tell the operator",
-                    self.worker.program.display()
+                    self.workers.command().program.display()
                 )));
                 return;
             }
@@ -241,7 +214,7 @@ impl CodeMode {
                     Some(task) => task.await.unwrap_or_default(),
                     None => String::new(),
                 };
-                run.fail(self.died(status, &stderr, started.elapsed()));
+                run.fail(why_died(&self.limits, status, &stderr, started.elapsed()));
                 return;
             }
             Err(Stopped::WallClock) => {
@@ -384,33 +357,6 @@ impl CodeMode {
         )
     }
 
-    fn spawn(&self) -> std::io::Result<Child> {
-        let mut command = Command::new(&self.worker.program);
-        command
-            .args(&self.worker.args)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let memory = self.limits.max_memory_bytes;
-        // CPU seconds: the interpreter's own limit stops a busy program first;
-        // this backstop also catches time spent where the interpreter does not
-        // look (a parser on hostile input).
-        let cpu = self.limits.interpreter_time.as_secs() + 2;
-        // SAFETY: between fork and exec only async-signal-safe calls are made:
-        // setrlimit, with values computed before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                set_limit(libc::RLIMIT_AS, memory, memory)?;
-                set_limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
-                set_limit(libc::RLIMIT_CORE, 0, 0)?;
-                Ok(())
-            });
-        }
-        command.spawn()
-    }
-
     #[allow(clippy::too_many_arguments)]
     async fn drive(
         &self,
@@ -461,6 +407,11 @@ impl CodeMode {
                     function,
                     arguments,
                 } => (function, arguments),
+                FromWorker::Pong => {
+                    return Err(Stopped::Broken(std::io::Error::other(
+                        "the worker answered a ping nobody sent",
+                    )));
+                }
                 FromWorker::Calls { calls } => {
                     let results = self
                         .call_batch(gate, principal, names, calls, segment, clock, ask)
@@ -647,57 +598,6 @@ impl CodeMode {
             .within(gate.call(session, call.clone(), principal))
             .await
     }
-
-    /// Why a worker that stopped talking died.
-    fn died(&self, status: Option<ExitStatus>, stderr: &str, elapsed: Duration) -> CodeError {
-        let signal = status.and_then(|s| s.signal());
-        if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
-            return limit_error(
-                &self.limits,
-                "max_memory_bytes",
-                format!(
-                    "the program needed more memory than its limit of {} MiB and was stopped",
-                    self.limits.max_memory_bytes >> 20
-                ),
-            );
-        }
-        if stderr.contains("overflowed its stack") {
-            return limit_error(
-                &self.limits,
-                "max_recursion_depth",
-                "the program nested too deeply for the interpreter's stack and was stopped; \
-                 flatten deeply nested expressions or recursion"
-                    .to_owned(),
-            );
-        }
-        if signal == Some(libc::SIGXCPU)
-            || (signal == Some(libc::SIGKILL) && elapsed >= self.limits.interpreter_time)
-        {
-            return limit_error(
-                &self.limits,
-                "interpreter_time",
-                format!(
-                    "the program used more CPU time than its interpreter-time limit of {} allows and was stopped",
-                    humantime::format_duration(self.limits.interpreter_time)
-                ),
-            );
-        }
-        let how = match (status.and_then(|s| s.code()), signal) {
-            (Some(code), _) => format!("exited with status {code}"),
-            (None, Some(signal)) => format!("was killed by signal {signal}"),
-            _ => "stopped".to_owned(),
-        };
-        let detail = stderr.lines().last().unwrap_or("").trim();
-        worker_error(format!(
-            "the code-mode worker {how} before the program finished{}; the gateway is unaffected. \
-             If this repeats, tell the operator",
-            if detail.is_empty() {
-                String::new()
-            } else {
-                format!(" ({detail})")
-            }
-        ))
-    }
 }
 
 /// One stretch of a program between its start or resume and its end or pause:
@@ -734,213 +634,4 @@ struct Pending {
     arguments: Value,
     approval_id: String,
     reason: String,
-}
-
-/// Why driving a worker stopped before the program ended.
-pub(super) enum Stopped {
-    /// The pipe broke or a frame was not the protocol's: the worker died.
-    Broken(std::io::Error),
-    /// The wall-clock limit passed.
-    WallClock,
-}
-
-impl From<std::io::Error> for Stopped {
-    fn from(error: std::io::Error) -> Self {
-        Stopped::Broken(error)
-    }
-}
-
-/// The program's wall-clock deadline, pushed back by time spent waiting for a
-/// person. Shared by reference across awaits, so it is `Sync`.
-pub(super) struct WallClock {
-    started: Instant,
-    /// Time spent waiting for a person, and the deadline it pushed back.
-    waits: std::sync::Mutex<(Duration, tokio::time::Instant)>,
-}
-
-impl WallClock {
-    /// A clock with `budget` left to run.
-    pub(super) fn new(budget: Duration) -> Self {
-        WallClock {
-            started: Instant::now(),
-            waits: std::sync::Mutex::new((Duration::ZERO, tokio::time::Instant::now() + budget)),
-        }
-    }
-
-    fn waits(&self) -> std::sync::MutexGuard<'_, (Duration, tokio::time::Instant)> {
-        self.waits
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn extend(&self, waited: Duration) {
-        let mut waits = self.waits();
-        waits.0 += waited;
-        waits.1 += waited;
-    }
-
-    /// Time run on this clock, not counting waits for a person.
-    pub(super) fn used(&self) -> Duration {
-        let waited = self.waits().0;
-        self.started.elapsed().saturating_sub(waited)
-    }
-
-    pub(super) async fn within<T>(
-        &self,
-        work: impl std::future::Future<Output = T>,
-    ) -> Result<T, Stopped> {
-        let deadline = self.waits().1;
-        tokio::time::timeout_at(deadline, work)
-            .await
-            .map_err(|_| Stopped::WallClock)
-    }
-}
-
-/// The audit intent of a program run (or of a resume), appended before anything
-/// runs; its completion is appended by [`end_audit`].
-pub(super) fn begin_audit(
-    gate: &Gate,
-    run_id: &str,
-    call_id: &str,
-    session: &str,
-    principal: &Principal,
-    arguments: Value,
-) -> Result<AuditEntry, crate::StoreError> {
-    let mut entry = AuditEntry {
-        time: gate.now(),
-        kind: RecordKind::Intent,
-        run_id: run_id.to_owned(),
-        call_id: call_id.to_owned(),
-        session: session.to_owned(),
-        principal: principal.id.clone(),
-        tool: RUN_CODE.to_owned(),
-        effect: None,
-        arguments,
-        decision: None,
-        reason: None,
-        outcome: None,
-        message: None,
-        duration_ms: None,
-        attempts: None,
-        auth: None,
-        credential: None,
-    };
-    crate::Authenticated::stamp(&mut entry);
-    gate.store().append(entry.clone())?;
-    Ok(entry)
-}
-
-/// Records how a run (or a resume) begun by [`begin_audit`] ended.
-pub(super) fn end_audit(gate: &Gate, mut entry: AuditEntry, started: Instant, run: &CodeRun) {
-    entry.kind = RecordKind::Completion;
-    entry.time = gate.now();
-    entry.arguments = Value::Null;
-    entry.outcome = Some(match &run.error {
-        None => run.status.to_owned(),
-        Some(error) => error.limit.map_or(error.kind, |_| "limit").to_owned(),
-    });
-    entry.message = match (&run.error, &run.approval_id) {
-        (Some(e), _) => Some(clip_text(&e.message, 4096).into_owned()),
-        (None, Some(approval)) => Some(format!("paused for approval {approval}")),
-        (None, None) => None,
-    };
-    entry.duration_ms = Some(millis(started.elapsed()));
-    entry.attempts = Some(u32::try_from(run.calls).unwrap_or(u32::MAX));
-    let run_id = entry.run_id.clone();
-    if let Err(e) = gate.store().append(entry) {
-        tracing::warn!(run_id, "the end of a program could not be recorded: {e}");
-    }
-}
-
-pub(super) fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The gate's clock (tests fix it), read through its timestamps.
-pub(super) fn gate_time(gate: &Gate) -> std::time::SystemTime {
-    humantime::parse_rfc3339(&gate.now()).unwrap_or_else(|_| std::time::SystemTime::now())
-}
-
-pub(super) fn epoch_ms(time: std::time::SystemTime) -> u64 {
-    time.duration_since(std::time::UNIX_EPOCH).map_or(0, millis)
-}
-
-/// What a gate outcome becomes at the program's call site. The match names every
-/// outcome: a new one must be given its exception here (a background tool's
-/// `Started { task_id }` is a `RuntimeError` naming the task: its result never
-/// reaches the program).
-pub(super) fn reply_for(outcome: Outcome) -> ToWorker {
-    match outcome {
-        Outcome::Ok { value, .. } => ToWorker::Return { value },
-        Outcome::Error { message, .. } => ToWorker::Raise {
-            exception: error_exception(&message).into(),
-            message,
-        },
-        Outcome::Denied { reason } => ToWorker::Raise {
-            exception: "PermissionError".into(),
-            message: format!("this call is not allowed: {reason}"),
-        },
-        Outcome::PendingApproval {
-            approval_id,
-            reason,
-        } => ToWorker::Raise {
-            exception: "PermissionError".into(),
-            message: format!(
-                "this call needs a human's approval ({reason}); approval id {approval_id}. \
-                 A program cannot wait for it: end the program, tell the user, and run it again once approved"
-            ),
-        },
-        limited @ Outcome::RateLimited { .. } => ToWorker::Raise {
-            exception: "RuntimeError".into(),
-            message: limited.message_for_model(),
-        },
-        Outcome::Started { task_id } => ToWorker::Raise {
-            exception: "RuntimeError".into(),
-            message: format!(
-                "this tool runs in the background as task {task_id}; its result does not reach a program: end the program and read it with `toolgate tasks get {task_id}`"
-            ),
-        },
-    }
-}
-
-/// The Python exception for a gate error, from the gate's own wording: invalid
-/// or oversized arguments are a `ValueError`, a deadline a `TimeoutError`,
-/// anything else (the tool failed, a store failed) a `RuntimeError`.
-fn error_exception(message: &str) -> &'static str {
-    if message.contains("are invalid; nothing ran")
-        || message.contains("refused its input")
-        || message.contains("bytes a call may carry")
-    {
-        "ValueError"
-    } else if message.contains("did not finish within") {
-        "TimeoutError"
-    } else {
-        "RuntimeError"
-    }
-}
-
-fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: soft as libc::rlim_t,
-        rlim_max: hard as libc::rlim_t,
-    };
-    // SAFETY: setrlimit reads the struct it is given and nothing else.
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-async fn read_capped(mut stream: impl AsyncRead + Unpin) -> String {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        if kept.len() < STDERR_CAP {
-            kept.extend_from_slice(&buf[..n.min(STDERR_CAP - kept.len())]);
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
 }

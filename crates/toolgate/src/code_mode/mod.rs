@@ -21,21 +21,26 @@
 //! raises `PermissionError`. Limits: [`CodeLimits`].
 
 mod ask;
+mod audit;
 mod convert;
 mod host;
 mod limits;
 mod names;
+mod process;
 mod protocol;
+mod replies;
 mod resume;
 mod run_code;
 mod run_result;
 mod stubs;
+mod wall_clock;
 mod worker;
 
 pub use ask::{AskApproval, NeverAsk};
-pub use host::{CodeMode, WORKER_ARG, WorkerCommand};
+pub use host::CodeMode;
 pub use limits::CodeLimits;
 pub use names::{PythonNames, identifier};
+pub use process::{WORKER_ARG, WorkerCommand};
 pub use run_code::{
     RESUME_CODE, RUN_CODE, resume_code_descriptor, run_code_descriptor, run_code_tool,
 };

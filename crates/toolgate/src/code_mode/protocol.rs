@@ -53,6 +53,9 @@ pub(crate) enum ToWorker {
     Raise { exception: String, message: String },
     /// End the program at the call with an exception it cannot catch (a limit).
     Abort { exception: String, message: String },
+    /// Are you alive? Asked of a worker started ahead of need, before it is
+    /// given a program; it answers [`FromWorker::Pong`].
+    Ping,
 }
 
 /// From the worker to the gate.
@@ -66,6 +69,8 @@ pub(crate) enum FromWorker {
     Calls { calls: Vec<BatchCall> },
     /// The program ended.
     Done(Finished),
+    /// The answer to [`ToWorker::Ping`].
+    Pong,
     /// The program was saved at its pending call, as [`ToWorker::Suspend`] asked:
     /// `snapshot` is the interpreter's state (base64), `printed` what it printed.
     Suspended {

@@ -19,11 +19,12 @@ use toolgate_core::Principal;
 
 use super::CodeMode;
 use super::ask::{AskApproval, NeverAsk};
-use super::host::{
-    Segment, Stopped, WallClock, begin_audit, end_audit, epoch_ms, gate_time, reply_for,
-};
+use super::audit::{begin_audit, end_audit, epoch_ms, gate_time};
+use super::host::Segment;
 use super::protocol::ToWorker;
+use super::replies::reply_for;
 use super::run_result::{CodeRun, resume_error, worker_error};
+use super::wall_clock::{Stopped, WallClock};
 use crate::{ApprovalStatus, Gate, Outcome, PausedRun, StoreError, ToolCall};
 
 impl CodeMode {

@@ -60,13 +60,19 @@ type Input = BufReader<Stdin>;
 type Output = BufWriter<Stdout>;
 
 fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
-    let first = read_frame(input).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => io::Error::new(
-            e.kind(),
-            "no program came on stdin; the gate starts this worker, it is not run by hand",
-        ),
-        _ => e,
-    })?;
+    let first = loop {
+        let frame = read_frame(input).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => io::Error::new(
+                e.kind(),
+                "no program came on stdin; the gate starts this worker, it is not run by hand",
+            ),
+            _ => e,
+        })?;
+        match frame {
+            ToWorker::Ping => write_frame(output, &FromWorker::Pong)?,
+            first => break first,
+        }
+    };
     let ended = match first {
         ToWorker::Start {
             code,
@@ -520,10 +526,13 @@ fn answer_of(reply: ToWorker) -> io::Result<Answer> {
             message,
         } => Answer::Abort(exception(exc_type(&kind), &message)),
         ToWorker::Suspend => Answer::Suspend,
-        ToWorker::Start { .. } | ToWorker::Resume { .. } | ToWorker::Results { .. } => {
+        ToWorker::Start { .. }
+        | ToWorker::Resume { .. }
+        | ToWorker::Results { .. }
+        | ToWorker::Ping => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "a program is already running",
+                "a program is already running; the gate answers its calls",
             ));
         }
     })
