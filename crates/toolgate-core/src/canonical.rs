@@ -46,10 +46,14 @@ fn write(value: &Value, out: &mut String) {
 
 /// The SHA-256 of `bytes`, as lowercase hex.
 pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    lower_hex(&Sha256::digest(bytes.as_ref()))
+}
+
+/// `bytes` as lowercase hex, two digits a byte.
+pub fn lower_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes.as_ref());
-    let mut out = String::with_capacity(digest.len() * 2);
-    for byte in digest {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &byte in bytes {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
         out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use toolgate_core::{lower_hex, sha256_hex};
 
 /// The file the keys of a state directory live in, by default.
 pub const KEYS_FILE: &str = "api-keys.json";
@@ -127,7 +127,7 @@ impl KeyFile {
             return Err(KeyFileError::NoPrincipal);
         }
         let id = loop {
-            let id = hex(&uuid::Uuid::new_v4().as_bytes()[..4]);
+            let id = lower_hex(&uuid::Uuid::new_v4().as_bytes()[..4]);
             if !self.keys.iter().any(|k| k.id == id) {
                 break id;
             }
@@ -135,12 +135,12 @@ impl KeyFile {
         let mut secret = Vec::with_capacity(32);
         secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
         secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        let key = format!("{PREFIX}{id}_{}", hex(&secret));
+        let key = format!("{PREFIX}{id}_{}", lower_hex(&secret));
         let record = ApiKey {
             id,
             principal: principal.to_owned(),
             label: label.map(str::to_owned),
-            digest: hex(&Sha256::digest(key.as_bytes())),
+            digest: sha256_hex(&key),
             created_at: now(),
             revoked_at: None,
         };
@@ -168,7 +168,7 @@ impl KeyFile {
     pub fn verify(&self, presented: &str) -> Option<&ApiKey> {
         let id = presented.strip_prefix(PREFIX)?.split('_').next()?;
         let key = self.keys.iter().find(|k| k.id == id && !k.is_revoked())?;
-        let digest = hex(&Sha256::digest(presented.as_bytes()));
+        let digest = sha256_hex(presented);
         bool::from(digest.as_bytes().ct_eq(key.digest.as_bytes())).then_some(key)
     }
 
@@ -198,10 +198,6 @@ impl KeyFile {
         file.sync_all().map_err(write)?;
         std::fs::rename(&temporary, &self.path).map_err(write)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn now() -> String {

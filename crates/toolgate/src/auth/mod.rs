@@ -104,27 +104,32 @@ impl ApiKeys {
     pub fn verify(&self, presented: &str) -> Option<Identity> {
         let mut loaded = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         loaded.refresh(false);
-        if loaded.file.verify(presented).is_none() {
-            // Perhaps a key made a moment ago: look at the file now.
-            loaded.refresh(true);
+        if let Some(key) = loaded.file.verify(presented) {
+            return Some(identity_of(key));
         }
-        let key = loaded.file.verify(presented)?;
-        let credential = match &key.label {
-            Some(label) => format!("key {} ({label})", key.id),
-            None => format!("key {}", key.id),
-        };
-        let mut claims = serde_json::Map::new();
-        claims.insert("key_id".into(), key.id.clone().into());
-        if let Some(label) = &key.label {
-            claims.insert("key_label".into(), label.clone().into());
-        }
-        Some(Identity {
-            principal: Some(key.principal.clone()),
-            method: AuthMethod::ApiKey,
-            credential: Some(credential),
-            scopes: None,
-            claims,
-        })
+        // Perhaps a key made a moment ago: look at the file now.
+        loaded.refresh(true);
+        loaded.file.verify(presented).map(identity_of)
+    }
+}
+
+/// Who a live key says its holder is.
+fn identity_of(key: &ApiKey) -> Identity {
+    let credential = match &key.label {
+        Some(label) => format!("key {} ({label})", key.id),
+        None => format!("key {}", key.id),
+    };
+    let mut claims = serde_json::Map::new();
+    claims.insert("key_id".into(), key.id.clone().into());
+    if let Some(label) = &key.label {
+        claims.insert("key_label".into(), label.clone().into());
+    }
+    Identity {
+        principal: Some(key.principal.clone()),
+        method: AuthMethod::ApiKey,
+        credential: Some(credential),
+        scopes: None,
+        claims,
     }
 }
 

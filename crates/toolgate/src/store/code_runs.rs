@@ -25,6 +25,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::Value;
+use toolgate_core::lower_hex;
 
 use super::{SqliteStore, StoreError};
 
@@ -138,7 +139,7 @@ fn seal(key: &[u8], run: &PausedRun) -> String {
         mac.update(&(field.len() as u64).to_be_bytes());
         mac.update(field);
     }
-    hex(&mac.finalize().into_bytes())
+    lower_hex(&mac.finalize().into_bytes())
 }
 
 fn seal_holds(key: &[u8], run: &PausedRun, stored: &str) -> bool {
@@ -150,10 +151,6 @@ fn seal_holds(key: &[u8], run: &PausedRun, stored: &str) -> bool {
             .zip(stored.bytes())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
@@ -205,8 +202,8 @@ fn key_in(dir: &Path) -> Result<Vec<u8>, StoreError> {
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
-    let written =
-        write_private(&temp, hex(&key).as_bytes()).and_then(|()| std::fs::hard_link(&temp, &path));
+    let written = write_private(&temp, lower_hex(&key).as_bytes())
+        .and_then(|()| std::fs::hard_link(&temp, &path));
     let _ = std::fs::remove_file(&temp);
     match written {
         Ok(()) => Ok(key.to_vec()),

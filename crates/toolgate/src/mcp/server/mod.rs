@@ -201,9 +201,6 @@ impl fmt::Display for ServeReport {
     }
 }
 
-/// Which view of the catalog an offering is for: a principal's id and scopes.
-type ViewKey = (String, Vec<String>);
-
 /// What every session of one server shares.
 pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
@@ -213,9 +210,9 @@ pub(crate) struct Shared {
     principal: Principal,
     /// The principals a credential may name, by id.
     principals: HashMap<String, Principal>,
-    /// What the server offers principals other than `principal`, built on first use.
-    /// Keyed by id and scopes: a token may narrow its principal's scopes.
-    offerings: RwLock<HashMap<ViewKey, Arc<Offering>>>,
+    /// What the server offers principals other than `principal`, built on first use:
+    /// by id, then by scopes (a token may narrow its principal's scopes).
+    offerings: RwLock<HashMap<String, Vec<(Vec<String>, Arc<Offering>)>>>,
     /// What each conversation lists (with search: `search_tools`, the
     /// always-loaded tools, and those a search in it found) and was last shown.
     conversations: Conversations,
@@ -255,19 +252,20 @@ impl Shared {
     }
 
     /// What the server offers `principal` now: its view of the catalog, its digest.
+    /// Looked up on every request, so without allocating.
     pub(crate) fn offering_for(&self, principal: &Principal) -> Arc<Offering> {
         let current = self.offering();
-        if *principal == self.principal {
+        if principal.id == self.principal.id && principal.scopes == self.principal.scopes {
             return current;
         }
-        let key = (principal.id.clone(), principal.scopes.clone());
         let cached = self
             .offerings
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .filter(|offering| Arc::ptr_eq(&offering.gate, &current.gate))
-            .cloned();
+            .get(&principal.id)
+            .and_then(|views| views.iter().find(|(scopes, _)| *scopes == principal.scopes))
+            .map(|(_, offering)| offering.clone())
+            .filter(|offering| Arc::ptr_eq(&offering.gate, &current.gate));
         if let Some(offering) = cached {
             return offering;
         }
@@ -276,10 +274,13 @@ impl Shared {
             principal,
             current.withheld.clone(),
         ));
-        self.offerings
+        let mut offerings = self
+            .offerings
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, built.clone());
+            .unwrap_or_else(PoisonError::into_inner);
+        let views = offerings.entry(principal.id.clone()).or_default();
+        views.retain(|(scopes, _)| *scopes != principal.scopes);
+        views.push((principal.scopes.clone(), built.clone()));
         built
     }
 }

@@ -54,8 +54,9 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     /// The gate's conversation id of a session, fixed by its first request.
     id: Arc<OnceLock<String>>,
-    /// The credential that opened the session: no other may use it.
-    opened_by: Arc<OnceLock<Option<String>>>,
+    /// The credential that opened the session (its principal and credential
+    /// name; `None` without one): no other may use it.
+    opened_by: Arc<OnceLock<Option<(Option<String>, Option<String>)>>>,
     log_level: LogLevel,
 }
 
@@ -91,9 +92,16 @@ impl Session {
             credential: identity.and_then(|i| i.credential.clone()),
         });
         if !stateless::is_stateless(context) {
-            let presented = identity.map(|i| format!("{:?}|{:?}", i.principal, i.credential));
-            let opener = self.opened_by.get_or_init(|| presented.clone());
-            if *opener != presented {
+            let presented = identity.map(|i| (i.principal.as_deref(), i.credential.as_deref()));
+            let opener = self.opened_by.get_or_init(|| {
+                presented.map(|(principal, credential)| {
+                    (principal.map(str::to_owned), credential.map(str::to_owned))
+                })
+            });
+            let opener = opener
+                .as_ref()
+                .map(|(principal, credential)| (principal.as_deref(), credential.as_deref()));
+            if opener != presented {
                 return Err(McpError::invalid_request(
                     "this MCP session was opened with another credential; open a session of your own",
                     None,
