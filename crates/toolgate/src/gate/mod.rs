@@ -369,6 +369,20 @@ impl Gate {
         as_task: bool,
         scope: Option<TaskScope>,
     ) -> Outcome {
+        // A call's future holds every stage's state (kilobytes); boxed, the
+        // futures of everything that awaits it stay small and are cheap to move.
+        Box::pin(self.call_unboxed(session, call, principal, cancel, as_task, scope)).await
+    }
+
+    async fn call_unboxed(
+        &self,
+        session: &str,
+        call: ToolCall,
+        principal: &Principal,
+        cancel: &CancellationToken,
+        as_task: bool,
+        scope: Option<TaskScope>,
+    ) -> Outcome {
         let started = Instant::now();
         let mut entry = self.audit_entry(RecordKind::Refusal, session, &call, principal);
         entry.arguments = audit_arguments(&call.arguments, &Value::Null);

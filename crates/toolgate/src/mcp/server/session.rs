@@ -633,7 +633,8 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
         let session = self.conversation(&context, &caller.principal)?;
-        let served = async {
+        // Boxed: rmcp moves the handler's future several times before it runs.
+        let served = Box::pin(async {
             let task = super::tasks::start(
                 &self.shared,
                 &caller,
@@ -646,7 +647,7 @@ impl ServerHandler for Session {
                 return Ok(task);
             }
             self.call(request, context).await
-        };
+        });
         match caller.authenticated.clone() {
             Some(authenticated) => authenticated.scope(served).await,
             None => served.await,
