@@ -84,3 +84,5 @@ pub use store::{
     resolve_state_dir, state_dir_from_env,
 };
 pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
+#[cfg(feature = "postgres")]
+pub use store::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
