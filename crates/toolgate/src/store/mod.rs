@@ -24,6 +24,7 @@ mod memory;
 mod pins;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod select;
 mod sqlite;
 mod tasks;
 mod turns;
@@ -50,6 +51,7 @@ pub use pins::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 pub use sqlite::SqliteStore;
 pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
 pub(crate) use turns::lease_end;

@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(mask_url("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(
             mask_url("postgres://h/db?user=u&password=secret"),
-            "postgres://h/db?user=u&password=%2A%2A%2A"
+            "postgres://h/db?user=u&password=***"
         );
         assert_eq!(
             mask_url("host=h password=x user=u"),
