@@ -445,3 +445,91 @@ fn a_database_named_with_its_password_from_the_environment_never_shows_the_passw
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_killed_under_load_leaves_its_calls_pending_and_the_others_go_on_and_it_serves_again_restarted()
+ {
+    let Some(db) = Database::new() else { return };
+    let (port, hits) = counting_server(Duration::from_millis(1500));
+    let spec = format!(
+        r#"
+network: {{allow: ["127.0.0.1:{port}"]}}
+policy:
+  rules:
+    - {{tools: ship, decision: allow, reason: shipping runs at once}}
+tools:
+  - name: ship
+    description: Ship an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        n: {{type: integer}}
+      required: [n]
+    http: {{url: "http://127.0.0.1:{port}/ship", method: POST}}
+"#
+    );
+    let site = Site::new(db, &spec);
+    let mut instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let calls: Vec<_> = (0..6)
+        .map(|i| {
+            let url = instances[i % 3].url.clone();
+            tokio::spawn(async move {
+                let client = Client::new(&format!("c{i}"));
+                client.call(&url, i as u64, "ship", json!({"n": i})).await
+            })
+        })
+        .collect();
+    // Every call has reached the tool (its intent is recorded): kill the first
+    // instance in the middle of its two calls.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while hits.load(Ordering::SeqCst) < 6 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the calls did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = instances.remove(0);
+    drop(killed); // SIGKILL
+    let mut ok = 0;
+    for (i, call) in calls.into_iter().enumerate() {
+        match call.await.unwrap() {
+            Ok(result) if !is_error(&result) => ok += 1,
+            other => assert_eq!(i % 3, 0, "only the killed instance's calls fail: {other:?}"),
+        }
+    }
+    assert_eq!(ok, 4, "the other instances' calls completed");
+    let (done, out, err) = site.run(&["audit", "pending", "--json"]);
+    assert!(done, "{err}");
+    let pending: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let mut arguments: Vec<i64> = pending
+        .iter()
+        .map(|r| r["arguments"]["n"].as_i64().unwrap())
+        .collect();
+    arguments.sort();
+    assert_eq!(
+        arguments,
+        [0, 3],
+        "the killed instance's in-flight calls: {out}"
+    );
+    // The others go on, and nothing ran twice.
+    let client = Client::new("after");
+    let result = client
+        .call(&instances[0].url, 9, "ship", json!({"n": 9}))
+        .await;
+    assert!(!is_error(&result.unwrap()));
+    // Restarted, it serves again.
+    let restarted = site.serve();
+    let result = client
+        .call(&restarted.url, 10, "ship", json!({"n": 10}))
+        .await;
+    assert!(!is_error(&result.unwrap()));
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        8,
+        "each call reached the tool once"
+    );
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}
