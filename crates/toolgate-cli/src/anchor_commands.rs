@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use serde_json::json;
-use toolgate::{Anchor, AuditLog, VerifyReport};
+use toolgate::{Anchor, VerifyReport};
 
 use crate::audit_commands::open;
 use crate::commands::CommandResult;

@@ -10,15 +10,13 @@
 //! the client answer (`answered_by: client`) is not approved here.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
-use toolgate::{
-    Answerer, Approval, ApprovalStore, Approvers, Grant, GrantScope, SqliteStore, StoreError,
-    resolve_state_dir,
-};
+use toolgate::{Answerer, Approval, ApprovalStore, Approvers, Grant, GrantScope, ServedStore};
 
 use crate::commands::{CommandResult, load};
 use crate::output::{first_line, print_json, say_table};
@@ -109,7 +107,7 @@ fn spec_for_approvers(args: &SpecArgs) -> Result<SpecFile, String> {
 }
 
 /// The request `id`, if there is one (the store says what is wrong otherwise).
-fn asked(store: &SqliteStore, id: &str) -> Result<Option<Approval>, String> {
+fn asked(store: &dyn ServedStore, id: &str) -> Result<Option<Approval>, String> {
     ApprovalStore::get(store, id).map_err(|e| e.to_string())
 }
 
@@ -173,7 +171,7 @@ pub fn approve(
     };
     let spec = spec_for_approvers(args)?;
     let store = open(args, state)?;
-    if let Some(asked) = asked(&store, id)? {
+    if let Some(asked) = asked(&*store, id)? {
         Approvers::new(&spec.principals, spec.policy.self_approve)
             .may_approve(&by.who, &asked.tool, &asked.principal, asked.answered_by)
             .map_err(|e| format!("{} is not approved: {e}", asked.id))?;
@@ -231,7 +229,7 @@ pub fn deny(
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
     let spec = spec_for_approvers(args)?;
     let store = open(args, state)?;
-    if let Some(asked) = asked(&store, id)? {
+    if let Some(asked) = asked(&*store, id)? {
         Approvers::new(&spec.principals, spec.policy.self_approve)
             .may_deny(&by.who, &asked.tool)
             .map_err(|e| format!("{} is not denied: {e}", asked.id))?;
@@ -282,9 +280,8 @@ fn parse_grant(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
-fn open(args: &SpecArgs, state: &StateArgs) -> Result<SqliteStore, String> {
-    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
-    SqliteStore::open_in_dir(&dir).map_err(|e: StoreError| e.to_string())
+fn open(args: &SpecArgs, state: &StateArgs) -> Result<Arc<dyn ServedStore>, String> {
+    crate::commands::open_store(args, state)
 }
 
 #[cfg(test)]

@@ -6,13 +6,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditEntry, AuditLog, AuditRecord, ChainBreak, GateStore, RecordKind, STATE_DB_FILE,
-    SqliteStore, VerifyReport, resolve_state_dir,
+    AuditEntry, AuditRecord, ChainBreak, RecordKind, STATE_DB_FILE, ServedStore, SqliteStore,
+    VerifyReport, resolve_state_dir,
 };
 
 use crate::commands::CommandResult;
@@ -291,13 +292,20 @@ fn db_path(args: &SpecArgs, state: &StateArgs) -> PathBuf {
 }
 
 /// The store holding the log, or `None` when there is no state file yet.
-pub(crate) fn open(args: &SpecArgs, state: &StateArgs) -> Result<Option<SqliteStore>, String> {
+pub(crate) fn open(
+    args: &SpecArgs,
+    state: &StateArgs,
+) -> Result<Option<Arc<dyn ServedStore>>, String> {
+    let choice = crate::commands::store_choice(args, state)?;
+    if choice.is_shared() {
+        return crate::commands::open_chosen(&choice, args, state).map(Some);
+    }
     let path = db_path(args, state);
     // A link in its place is the store's to refuse, dangling or not.
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
     SqliteStore::open(&path)
-        .map(Some)
+        .map(|store| Some(Arc::new(store) as Arc<dyn ServedStore>))
         .map_err(|e| e.to_string())
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
 use toolgate::{
-    CallHistory, Catalog, Gate, Outcome, Principal, SpecSource, SqliteStore, StateStore, ToolCall,
+    Catalog, Gate, OpenOptions, Outcome, Principal, ServedStore, SpecSource, StoreChoice, ToolCall,
     resolve_state_dir,
 };
 
@@ -392,8 +392,42 @@ pub fn load(args: &SpecArgs) -> Result<(SpecFile, SpecSource), String> {
     }
 }
 
-pub(crate) fn open_store(args: &SpecArgs, state: &StateArgs) -> Result<Arc<SqliteStore>, String> {
+/// The store `--store`, `TOOLGATE_STORE` or the spec's `store:` names, else the
+/// SQLite file in the state directory.
+pub(crate) fn store_choice(args: &SpecArgs, state: &StateArgs) -> Result<StoreChoice, String> {
     let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
-    let store = SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?;
-    Ok(Arc::new(store))
+    // A spec file that cannot be read names no store; the command reports it.
+    let spec_store = SpecSource::read(&args.file)
+        .ok()
+        .and_then(|source| source.checked.spec)
+        .and_then(|spec| spec.store);
+    toolgate::choose_store(
+        state.store.as_deref(),
+        spec_store.as_deref(),
+        &dir,
+        |name| std::env::var(name).ok(),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Opens the chosen store (see [`store_choice`]).
+pub(crate) fn open_store(
+    args: &SpecArgs,
+    state: &StateArgs,
+) -> Result<Arc<dyn ServedStore>, String> {
+    let choice = store_choice(args, state)?;
+    open_chosen(&choice, args, state)
+}
+
+/// Opens `choice`; a PostgreSQL store keeps its code-run key in the state directory.
+pub(crate) fn open_chosen(
+    choice: &StoreChoice,
+    args: &SpecArgs,
+    state: &StateArgs,
+) -> Result<Arc<dyn ServedStore>, String> {
+    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
+    let options = OpenOptions {
+        pool_size: state.store_pool,
+    };
+    toolgate::open_store(choice, &options, &dir).map_err(|e| e.to_string())
 }

@@ -15,6 +15,7 @@ mod pins_commands;
 mod policy_commands;
 mod search_commands;
 mod serve_commands;
+mod store_commands;
 mod task_commands;
 mod upstreams;
 mod wire_commands;
@@ -52,6 +53,12 @@ struct StateArgs {
     /// Where the state database lives (default: $TOOLGATE_STATE_DIR, else .toolgate/ beside the spec file).
     #[arg(long, global = true)]
     state_dir: Option<PathBuf>,
+    /// Keep the store in this PostgreSQL database, shared with other instances: postgres://USER:PASSWORD@HOST:PORT/DB, a password as ${env.NAME} (default: $TOOLGATE_STORE, else the spec's `store:`, else the SQLite file in the state directory).
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
+    /// Connections in a PostgreSQL store's pool (default: 16).
+    #[arg(long, global = true, value_name = "N")]
+    store_pool: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -145,6 +152,15 @@ enum Command {
     Audit {
         #[command(subcommand)]
         action: Option<audit_commands::AuditAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Manage the store: `migrate` brings a PostgreSQL database's schema up to this toolgate's.
+    Store {
+        #[command(subcommand)]
+        action: store_commands::StoreAction,
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -399,6 +415,11 @@ fn main() -> ExitCode {
             spec,
             state,
         } => approval_commands::run(&spec, &state, action),
+        Command::Store {
+            action,
+            spec,
+            state,
+        } => store_commands::run(&spec, &state, action),
         Command::State {
             action,
             spec,

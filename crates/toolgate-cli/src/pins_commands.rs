@@ -6,11 +6,12 @@
 //! it releases the tool everywhere, a running `toolgate serve` included.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
-use toolgate::{PINNED_FIELDS, Pin, PinStore, SqliteStore, join_fields, resolve_state_dir};
+use toolgate::{PINNED_FIELDS, Pin, ServedStore, join_fields};
 
 use crate::commands::CommandResult;
 use crate::output::print_json;
@@ -41,18 +42,17 @@ pub enum PinAction {
 pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<PinAction>) -> CommandResult {
     let store = open(args, state)?;
     match action {
-        None | Some(PinAction::List) => list(args, &store),
-        Some(PinAction::Diff { tool }) => diff(args, &store, &tool),
-        Some(PinAction::Accept { tool, all }) => accept(args, &store, tool.as_deref(), all),
+        None | Some(PinAction::List) => list(args, &*store),
+        Some(PinAction::Diff { tool }) => diff(args, &*store, &tool),
+        Some(PinAction::Accept { tool, all }) => accept(args, &*store, tool.as_deref(), all),
     }
 }
 
-fn open(args: &SpecArgs, state: &StateArgs) -> Result<SqliteStore, String> {
-    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
-    SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())
+fn open(args: &SpecArgs, state: &StateArgs) -> Result<Arc<dyn ServedStore>, String> {
+    crate::commands::open_store(args, state)
 }
 
-fn list(args: &SpecArgs, store: &SqliteStore) -> CommandResult {
+fn list(args: &SpecArgs, store: &dyn ServedStore) -> CommandResult {
     let pins = store.pins().map_err(|e| e.to_string())?;
     if args.json {
         let rows: Vec<Value> = pins
@@ -100,7 +100,7 @@ fn list(args: &SpecArgs, store: &SqliteStore) -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn find(store: &SqliteStore, tool: &str) -> Result<Pin, String> {
+fn find(store: &dyn ServedStore, tool: &str) -> Result<Pin, String> {
     match store.pin(tool).map_err(|e| e.to_string())? {
         Some(pin) => Ok(pin),
         None => {
@@ -119,7 +119,7 @@ fn find(store: &SqliteStore, tool: &str) -> Result<Pin, String> {
     }
 }
 
-fn diff(args: &SpecArgs, store: &SqliteStore, tool: &str) -> CommandResult {
+fn diff(args: &SpecArgs, store: &dyn ServedStore, tool: &str) -> CommandResult {
     let pin = find(store, tool)?;
     let Some(change) = &pin.change else {
         if args.json {
@@ -223,7 +223,12 @@ fn line_diff(before: &str, after: &str) -> Vec<String> {
     out
 }
 
-fn accept(args: &SpecArgs, store: &SqliteStore, tool: Option<&str>, all: bool) -> CommandResult {
+fn accept(
+    args: &SpecArgs,
+    store: &dyn ServedStore,
+    tool: Option<&str>,
+    all: bool,
+) -> CommandResult {
     let tools: Vec<String> = match (tool, all) {
         (Some(tool), _) => vec![tool.to_owned()],
         (None, _) => store

@@ -18,10 +18,10 @@ use toolgate::mcp::server::{
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
 use toolgate::{
-    DynTool, Gate, PinStore, SearchTools, SqliteStore, ToolError, resolve_state_dir, spec_catalog,
+    DynTool, Gate, PinStore, SearchTools, ServedStore, ToolError, resolve_state_dir, spec_catalog,
 };
 
-use crate::commands::{CommandResult, load, open_store, principal};
+use crate::commands::{CommandResult, load, open_chosen, principal, store_choice};
 use crate::{SpecArgs, StateArgs};
 
 /// Options of `toolgate serve`.
@@ -141,7 +141,11 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let store = open_store(spec_args, state)?;
+    let choice = store_choice(spec_args, state)?;
+    let store = open_chosen(&choice, spec_args, state)?;
+    if choice.is_shared() {
+        tellln!("toolgate: store {}", choice.shown());
+    }
     // Upstream servers run on this runtime for as long as the server does.
     let upstreams = (!spec.mcp_servers.is_empty()).then(|| {
         let options = UpstreamOptions {
@@ -279,7 +283,7 @@ fn served_gate(
     spec: &SpecFile,
     file: &str,
     upstreams: Option<&Upstreams>,
-    store: &Arc<SqliteStore>,
+    store: &Arc<dyn ServedStore>,
     search: bool,
     previous: Option<&Gate>,
 ) -> Result<(Gate, Vec<String>), String> {
@@ -326,7 +330,7 @@ fn follow_upstreams(
     upstreams: Arc<Upstreams>,
     spec: SpecFile,
     file: String,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn ServedStore>,
     search: bool,
 ) {
     let server = server.clone();

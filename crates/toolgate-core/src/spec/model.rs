@@ -49,6 +49,13 @@ pub struct SpecFile {
     /// Scripted conversations that `toolgate test` runs offline.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<crate::flow::TestScript>,
+    /// Where the gate keeps state, approvals and the audit log: a PostgreSQL URL
+    /// that several instances share, e.g.
+    /// `postgres://toolgate:${env.PGPASSWORD}@db.internal/toolgate` (the password
+    /// from the environment). Default: the SQLite file in the state directory.
+    /// `--store` and `TOOLGATE_STORE` override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 fn is_default_policy(policy: &crate::Policy) -> bool {

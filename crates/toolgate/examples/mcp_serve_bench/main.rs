@@ -25,11 +25,14 @@
 //! Options: `--clients N` (concurrent clients, default 8), `--seconds S` (per
 //! round, default 5), `--rounds R` (rounds of every lifecycle and server, taken
 //! in turn; the summary is their median; default 3), `--lifecycle session` or
-//! `--lifecycle stateless` (only one). `mcp_serve_bench bare` and
+//! `--lifecycle stateless` (only one). `--postgres URL` compares the stores
+//! instead (see `stores.rs`): one instance on SQLite, one on PostgreSQL, and three
+//! on one PostgreSQL database (URL: an empty database the bench may fill). `mcp_serve_bench bare` and
 //! `mcp_serve_bench memory SPEC` run one of the other two servers alone (on
 //! 127.0.0.1, a free port, printed on stderr).
 
 mod stateless;
+mod stores;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -203,13 +206,17 @@ fn spawn(mut command: Command) -> (Child, String) {
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("the server starts");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
+    // The URL is on the line that says what is served (a shared store's line
+    // comes before it).
+    let url = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            panic!("the server stopped before it said its URL");
+        }
+        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            break url.to_owned();
+        }
+    };
     std::thread::spawn(move || for _ in stderr.lines() {});
     (child, url)
 }
@@ -321,20 +328,45 @@ async fn measure(
     warmup: Duration,
     run: Duration,
 ) -> Measured {
+    measure_spread(
+        lifecycle,
+        &[url.to_owned()],
+        token,
+        &[server],
+        clients,
+        warmup,
+        run,
+    )
+    .await
+}
+
+/// [`measure`] with the clients spread over several servers (client `i` calls
+/// `urls[i % len]`), and the CPU time of every server process added up.
+async fn measure_spread(
+    lifecycle: Lifecycle,
+    urls: &[String],
+    token: Option<&str>,
+    servers: &[u32],
+    clients: usize,
+    warmup: Duration,
+    run: Duration,
+) -> Measured {
     let mut callers = Vec::new();
     for i in 0..clients {
+        let url = &urls[i % urls.len()];
         callers.push(Arc::new(Caller::connect(lifecycle, url, i, token).await));
     }
     let start = Instant::now() + warmup;
     let end = start + run;
-    let cpu_between = move |pid: u32| async move {
+    let cpu_between = move |pids: Vec<u32>| async move {
+        let total = |pids: &[u32]| pids.iter().map(|&p| cpu_time(p)).sum::<Option<Duration>>();
         tokio::time::sleep_until(start.into()).await;
-        let before = cpu_time(pid);
+        let before = total(&pids);
         tokio::time::sleep_until(end.into()).await;
-        Some(cpu_time(pid)?.saturating_sub(before?))
+        Some(total(&pids)?.saturating_sub(before?))
     };
-    let server_cpu = tokio::spawn(cpu_between(server));
-    let client_cpu = tokio::spawn(cpu_between(std::process::id()));
+    let server_cpu = tokio::spawn(cpu_between(servers.to_vec()));
+    let client_cpu = tokio::spawn(cpu_between(vec![std::process::id()]));
     let mut workers = Vec::new();
     for (i, caller) in callers.iter().enumerate() {
         let caller = caller.clone();
@@ -418,6 +450,9 @@ async fn main() {
     let clients: usize = option(&args, "--clients").map_or(8, |v| v.parse().unwrap());
     let seconds: u64 = option(&args, "--seconds").map_or(5, |v| v.parse().unwrap());
     let rounds: usize = option(&args, "--rounds").map_or(3, |v| v.parse().unwrap());
+    if let Some(url) = option(&args, "--postgres") {
+        return stores::compare(&toolgate, &url, clients, seconds, rounds).await;
+    }
     let lifecycles = match option(&args, "--lifecycle").as_deref() {
         None => vec![Lifecycle::Session, Lifecycle::Stateless],
         Some("session") => vec![Lifecycle::Session],

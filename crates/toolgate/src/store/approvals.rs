@@ -121,7 +121,7 @@ impl ApprovalStatus {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(super) fn parse(text: &str) -> Option<Self> {
         [Self::Pending, Self::Approved, Self::Denied, Self::Consumed]
             .into_iter()
             .find(|s| s.as_str() == text)
@@ -259,13 +259,13 @@ const ID_PREFIX: &str = "ap-";
 /// The reason reported for a denial that came without one.
 const NO_REASON: &str = "a person denied this call without giving a reason";
 
-fn new_id() -> String {
+pub(super) fn new_id() -> String {
     let hex = uuid::Uuid::new_v4().simple().to_string();
     format!("{ID_PREFIX}{}", &hex[..8])
 }
 
 /// An id as typed: trimmed, lower-cased, and with `ap-` added when left off.
-fn normalize_id(id: &str) -> String {
+pub(super) fn normalize_id(id: &str) -> String {
     let id = id.trim().to_ascii_lowercase();
     if id.starts_with(ID_PREFIX) {
         id
@@ -275,7 +275,7 @@ fn normalize_id(id: &str) -> String {
 }
 
 /// RFC 3339 UTC with milliseconds, clamped to what the format can hold.
-fn timestamp(time: SystemTime) -> String {
+pub(super) fn timestamp(time: SystemTime) -> String {
     // The last millisecond of 9999-12-31, the latest time RFC 3339 can write.
     const LATEST: Duration = Duration::from_millis(253_402_300_799_999);
     let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -283,12 +283,12 @@ fn timestamp(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(clamped).to_string()
 }
 
-fn expiry(now: SystemTime, ttl: Duration) -> SystemTime {
+pub(super) fn expiry(now: SystemTime, ttl: Duration) -> SystemTime {
     now.checked_add(ttl)
         .unwrap_or(UNIX_EPOCH + Duration::from_millis(253_402_300_799_999))
 }
 
-fn unknown_id(id: String, pending: Vec<String>) -> StoreError {
+pub(super) fn unknown_id(id: String, pending: Vec<String>) -> StoreError {
     let suggestions = crate::closest_names(&id, pending.iter().map(String::as_str));
     StoreError::UnknownApproval {
         id,
@@ -297,7 +297,7 @@ fn unknown_id(id: String, pending: Vec<String>) -> StoreError {
     }
 }
 
-fn not_pending(approval: &Approval) -> StoreError {
+pub(super) fn not_pending(approval: &Approval) -> StoreError {
     StoreError::ApprovalNotPending {
         id: approval.id.clone(),
         status: approval.status,
@@ -305,7 +305,7 @@ fn not_pending(approval: &Approval) -> StoreError {
     }
 }
 
-fn denial_reason(answer: Option<String>) -> String {
+pub(super) fn denial_reason(answer: Option<String>) -> String {
     answer
         .filter(|a| !a.trim().is_empty())
         .unwrap_or_else(|| NO_REASON.to_owned())

@@ -114,7 +114,7 @@ type HmacSha256 = Hmac<sha2_11::Sha256>;
 
 /// The seal of a row: HMAC-SHA-256 over each field, length-prefixed so no two
 /// rows share an input.
-fn seal(key: &[u8], run: &PausedRun) -> String {
+pub(super) fn seal(key: &[u8], run: &PausedRun) -> String {
     let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length");
     let arguments = run.arguments.to_string();
     for field in [
@@ -142,7 +142,7 @@ fn seal(key: &[u8], run: &PausedRun) -> String {
     lower_hex(&mac.finalize().into_bytes())
 }
 
-fn seal_holds(key: &[u8], run: &PausedRun, stored: &str) -> bool {
+pub(super) fn seal_holds(key: &[u8], run: &PausedRun, stored: &str) -> bool {
     // Both sides are hex of fixed length; compare in constant time anyway.
     let expected = seal(key, run);
     expected.len() == stored.len()
@@ -165,7 +165,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 }
 
 /// A key for a store with no file: random, for this process's life.
-fn process_key() -> &'static [u8; 32] {
+pub(super) fn process_key() -> &'static [u8; 32] {
     static KEY: OnceLock<[u8; 32]> = OnceLock::new();
     KEY.get_or_init(|| {
         let mut key = [0u8; 32];
@@ -177,7 +177,7 @@ fn process_key() -> &'static [u8; 32] {
 /// The key in `dir/code-runs.key`, made (random, `0600`) if it is not there.
 /// A new key is written to a file of its own and linked into place, so a reader
 /// never sees half a key and two processes making one at once agree on one.
-fn key_in(dir: &Path) -> Result<Vec<u8>, StoreError> {
+pub(super) fn key_in(dir: &Path) -> Result<Vec<u8>, StoreError> {
     let path = dir.join(CODE_RUN_KEY_FILE);
     let key_error = |source: std::io::Error| StoreError::CodeRunKey {
         path: path.clone(),
@@ -224,7 +224,7 @@ fn write_private(path: &PathBuf, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// What a run id that cannot be taken is.
-fn not_paused(run_id: &str, status: Option<&str>) -> StoreError {
+pub(super) fn not_paused(run_id: &str, status: Option<&str>) -> StoreError {
     StoreError::CodeRunNotPaused {
         id: run_id.to_owned(),
         status: status.map(str::to_owned),

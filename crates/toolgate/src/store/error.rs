@@ -49,6 +49,39 @@ pub enum StoreError {
         supported: i64,
     },
 
+    /// The database was written by a newer toolgate whose schema this one does not know.
+    #[error(
+        "the database at {location} has schema version {found}, but this toolgate understands versions up to {supported}; upgrade this toolgate (every instance sharing a database must be at least as new as the newest that migrated it)"
+    )]
+    NewerDatabase {
+        location: String,
+        found: i64,
+        supported: i64,
+    },
+
+    /// The database cannot be reached (down, refusing, or the connection broke).
+    /// Calls fail closed: nothing runs without its intent recorded.
+    #[error(
+        "cannot reach the database at {location}: {problem}; check that it is running and that the URL, user and password are right (calls fail until it is reachable again)"
+    )]
+    Unreachable { location: String, problem: String },
+
+    /// The database refused or failed a statement.
+    #[error(
+        "the database at {location} failed while {action}: {problem}; check its log, the disk, and that this user may write toolgate's tables (`toolgate store migrate` creates them)"
+    )]
+    Database {
+        location: String,
+        action: &'static str,
+        problem: String,
+    },
+
+    /// The store's URL or TLS settings cannot be used.
+    #[error(
+        "cannot use the store {location}: {problem}; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE (a password as ${{env.NAME}})"
+    )]
+    BadStoreUrl { location: String, problem: String },
+
     /// Another process held the file locked for longer than the busy timeout.
     #[error(
         "state store at {location} is locked by another process and stayed locked while {action}: {source}; retry, or stop the other toolgate using the same state directory"

@@ -47,7 +47,7 @@ pub(super) struct Completion {
 }
 
 impl Write {
-    fn action(&self) -> &'static str {
+    pub(super) fn action(&self) -> &'static str {
         match self {
             Write::Append(_) => "appending to the audit log",
             Write::Complete(_) => "recording a call's completion and state",

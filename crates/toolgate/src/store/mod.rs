@@ -22,6 +22,9 @@ mod gate_store;
 mod group_commit;
 mod memory;
 mod pins;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod select;
 mod sqlite;
 mod tasks;
 mod turns;
@@ -46,6 +49,9 @@ pub use pins::{
     MemoryPins, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore, changed_fields,
     join_fields,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 pub use sqlite::SqliteStore;
 pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
 pub(crate) use turns::lease_end;

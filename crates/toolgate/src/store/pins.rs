@@ -167,13 +167,13 @@ pub trait PinStore: Send + Sync {
 }
 
 /// RFC 3339 UTC with milliseconds, clamped to what the format can hold.
-fn timestamp(time: SystemTime) -> String {
+pub(super) fn timestamp(time: SystemTime) -> String {
     const LATEST: Duration = Duration::from_millis(253_402_300_799_999);
     let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     humantime::format_rfc3339_millis(UNIX_EPOCH + since_epoch.min(LATEST)).to_string()
 }
 
-fn unknown(tool: &str, pinned: impl IntoIterator<Item = String>) -> PinError {
+pub(super) fn unknown(tool: &str, pinned: impl IntoIterator<Item = String>) -> PinError {
     let names: Vec<String> = pinned.into_iter().collect();
     PinError::Unknown {
         tool: tool.to_owned(),

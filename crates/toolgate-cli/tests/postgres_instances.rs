@@ -1,0 +1,535 @@
+//! Several `toolgate serve --http` instances sharing one PostgreSQL database, as
+//! behind a load balancer: real processes, a real database (the one
+//! `TOOLGATE_TEST_POSTGRES` names, a fresh database per test, made with `psql`),
+//! and clients speaking the stateless lifecycle of MCP's 2026-07-28 revision, each
+//! request to the next instance in turn.
+//!
+//! Without `TOOLGATE_TEST_POSTGRES` every test skips with a message, unless
+//! `TOOLGATE_TEST_POSTGRES_REQUIRED` is set (as `scripts/postgres-store` sets it),
+//! when it fails.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const PROTOCOL: &str = "2026-07-28";
+
+/// A fresh database, its URL split into the password and the rest (the password
+/// goes to the instances through the environment, as `${env.TG_TEST_PGPASSWORD}`).
+struct Database {
+    /// `postgres://USER:${env.TG_TEST_PGPASSWORD}@HOST:PORT/NAME`.
+    templated: String,
+    password: String,
+}
+
+impl Database {
+    fn new() -> Option<Self> {
+        let Some(base) = std::env::var("TOOLGATE_TEST_POSTGRES")
+            .ok()
+            .filter(|v| !v.is_empty())
+        else {
+            assert!(
+                std::env::var_os("TOOLGATE_TEST_POSTGRES_REQUIRED").is_none(),
+                "TOOLGATE_TEST_POSTGRES_REQUIRED is set but TOOLGATE_TEST_POSTGRES is not"
+            );
+            eprintln!(
+                "skipped: set TOOLGATE_TEST_POSTGRES to a PostgreSQL URL (scripts/postgres-store does) to run the multi-instance tests"
+            );
+            return None;
+        };
+        let name = format!("inst_{}", std::process::id() as u64 * 1000 + next());
+        let out = Command::new("psql")
+            .args([
+                base.as_str(),
+                "-q",
+                "-c",
+                &format!("CREATE DATABASE {name}"),
+            ])
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (scheme_user, rest) = base.split_once(':').and_then(|(scheme, rest)| {
+            let rest = rest.strip_prefix("//")?;
+            let (user_pass, host) = rest.split_once('@')?;
+            let (user, password) = user_pass.split_once(':')?;
+            Some((
+                format!("{scheme}://{user}"),
+                (password.to_owned(), host.to_owned()),
+            ))
+        })?;
+        let (password, host) = rest;
+        let server = host.rsplit_once('/').map_or(host.as_str(), |(s, _)| s);
+        Some(Self {
+            templated: format!("{scheme_user}:${{env.TG_TEST_PGPASSWORD}}@{server}/{name}"),
+            password,
+        })
+    }
+}
+
+fn next() -> u64 {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::SeqCst) as u64
+}
+
+/// A scratch directory with a spec naming the database.
+struct Site {
+    dir: tempfile::TempDir,
+    db: Database,
+}
+
+impl Site {
+    fn new(db: Database, spec: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = format!("store: \"{}\"\n{spec}", db.templated);
+        std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+        Self { dir, db }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("TOOLGATE_STATE_DIR")
+            .env_remove("TOOLGATE_STORE")
+            .env("TG_TEST_PGPASSWORD", &self.db.password);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = self.command(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `toolgate serve --http 127.0.0.1:0`, its URL, and its first lines of stderr.
+    fn serve(&self) -> Instance {
+        let mut child = self
+            .command(&["serve", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        let url = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("toolgate serve stopped: {said}");
+            }
+            said.push_str(&line);
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url.to_owned();
+            }
+        };
+        // Keep draining stderr so the instance never blocks on it.
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+        });
+        Instance { child, url, said }
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        let (ok, out, err) = self.run(&["audit", "tail", "-n", "1000000", "--json"]);
+        assert!(ok, "{err}");
+        serde_json::from_str(&out).unwrap()
+    }
+}
+
+struct Instance {
+    child: Child,
+    url: String,
+    said: String,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One stateless MCP client: every request a self-contained POST, to whichever
+/// instance it is given.
+struct Client {
+    http: reqwest::Client,
+    conversation: String,
+}
+
+impl Client {
+    fn new(conversation: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            conversation: conversation.to_owned(),
+        }
+    }
+
+    /// Calls `tool`; the call's result, or the JSON-RPC error as `Err`.
+    async fn call(
+        &self,
+        url: &str,
+        id: u64,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Value, String> {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": tool,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "postgres_instances", "version": "1"},
+                "toolgate/conversation": self.conversation,
+            },
+        }});
+        let response = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        let message: Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?
+        } else {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .find_map(|d| serde_json::from_str(d.trim()).ok())
+                .ok_or_else(|| format!("no answer in {text:?}"))?
+        };
+        match (message.get("result"), message.get("error")) {
+            (Some(result), _) => Ok(result.clone()),
+            (_, Some(error)) => Err(error.to_string()),
+            _ => Err(format!("neither result nor error: {message}")),
+        }
+    }
+}
+
+fn is_error(result: &Value) -> bool {
+    result.get("isError") == Some(&Value::Bool(true))
+}
+
+const LOOKUP: &str = r#"
+tools:
+  - name: lookup
+    description: Look up an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        n: {type: integer}
+      required: [n]
+    response: {status: shipped}
+policy:
+  rules:
+    - {tools: lookup, decision: allow, reason: lookups run at once}
+"#;
+
+/// How many calls each of the 8 clients makes (`TOOLGATE_TEST_CALLS`, default 125:
+/// 1,000 calls in all).
+fn calls_per_client() -> usize {
+    std::env::var("TOOLGATE_TEST_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(125)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_on_one_database_record_exactly_one_intent_and_completion_per_call() {
+    let Some(db) = Database::new() else { return };
+    let site = Site::new(db, LOOKUP);
+    let (ok, out, err) = site.run(&["store", "migrate"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("created schema version"), "{out}");
+    let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let urls: Arc<Vec<String>> = Arc::new(instances.iter().map(|i| i.url.clone()).collect());
+    let per_client = calls_per_client();
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let urls = urls.clone();
+            tokio::spawn(async move {
+                let client = Client::new(&format!("conversation-{c}"));
+                for i in 0..per_client {
+                    // Each of this conversation's requests goes to the next instance.
+                    let url = &urls[(c + i) % urls.len()];
+                    let n = c * 100_000 + i;
+                    let result = client.call(url, i as u64, "lookup", json!({"n": n})).await;
+                    let result = result.unwrap_or_else(|e| panic!("call {n}: {e}"));
+                    assert!(!is_error(&result), "call {n}: {result}");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let records = site.audit();
+    let total = 8 * per_client;
+    assert_eq!(
+        records.len(),
+        2 * total,
+        "one intent and one completion per call"
+    );
+    let mut runs = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    for record in &records {
+        let counts = runs
+            .entry(record["run_id"].as_str().unwrap().to_owned())
+            .or_default();
+        match record["kind"].as_str() {
+            Some("intent") => counts.0 += 1,
+            Some("completion") => counts.1 += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(runs.len(), total);
+    assert!(
+        runs.values().all(|&c| c == (1, 1)),
+        "exactly one pair per call"
+    );
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+    let (ok, out, _) = site.run(&["audit", "pending"]);
+    assert!(ok, "{out}");
+    // Every conversation's history holds its calls, whichever instance ran them.
+    let (ok, out, err) = site.run(&["audit", "tail", "-n", "1", "--json"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains(&site.db.password));
+    for instance in &instances {
+        assert!(
+            instance.said.contains("store postgres://"),
+            "{}",
+            instance.said
+        );
+        assert!(
+            !instance.said.contains(&site.db.password),
+            "{}",
+            instance.said
+        );
+    }
+}
+
+/// A server that answers every request after `delay`, counting them.
+fn counting_server(delay: Duration) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let hits = counted.clone();
+            std::thread::spawn(move || {
+                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                hits.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(delay);
+                let body = r#"{"ok": true}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    (port, hits)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_attempts_at_a_once_tool_across_instances_run_it_exactly_once() {
+    let Some(db) = Database::new() else { return };
+    let (port, hits) = counting_server(Duration::from_millis(300));
+    let spec = format!(
+        r#"
+network: {{allow: ["127.0.0.1"]}}
+policy:
+  rules:
+    - {{tools: charge, decision: allow, reason: charges run at once}}
+tools:
+  - name: charge
+    description: Charge the card.
+    effect: write
+    http: {{url: "http://127.0.0.1:{port}/charge", method: POST}}
+flow:
+  constraints:
+    - once: charge
+"#
+    );
+    let site = Site::new(db, &spec);
+    let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let attempts: Vec<_> = (0..50)
+        .map(|i| {
+            let url = instances[i % 3].url.clone();
+            tokio::spawn(async move {
+                let client = Client::new("one-conversation");
+                client.call(&url, i as u64, "charge", json!({})).await
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(result) if !is_error(&result) => ran += 1,
+            Ok(_) | Err(_) => {}
+        }
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "the card was charged once");
+    assert_eq!(ran, 1, "one attempt succeeded");
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}
+
+#[test]
+fn a_database_named_with_its_password_from_the_environment_never_shows_the_password() {
+    let Some(db) = Database::new() else { return };
+    let site = Site::new(db, LOOKUP);
+    let (ok, out, err) = site.run(&["call", "lookup", r#"{"n": 1}"#]);
+    assert!(ok, "{err}");
+    assert!(out.contains("shipped"), "{out}");
+    // Nothing went to a file: no SQLite store beside the spec.
+    assert!(!site.dir.path().join(".toolgate/state.db").exists());
+    let (ok, out, err) = site.run(&["store", "migrate"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(":***@") && out.contains("up to date"), "{out}");
+    assert!(!out.contains(&site.db.password), "{out}");
+    // Without the variable: a clear error naming it, and no password.
+    let out = site
+        .command(&["audit", "verify"])
+        .env_remove("TG_TEST_PGPASSWORD")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("TG_TEST_PGPASSWORD is not set"), "{stderr}");
+    // A database that is not there: the call fails closed, with the masked URL.
+    let out = site
+        .command(&["call", "lookup", r#"{"n": 2}"#])
+        .env(
+            "TOOLGATE_STORE",
+            "postgres://toolgate:hunter2@127.0.0.1:1/nowhere",
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("cannot reach the database at postgres://toolgate:***@127.0.0.1:1/nowhere"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_killed_under_load_leaves_its_calls_pending_and_the_others_go_on_and_it_serves_again_restarted()
+ {
+    let Some(db) = Database::new() else { return };
+    let (port, hits) = counting_server(Duration::from_millis(1500));
+    let spec = format!(
+        r#"
+network: {{allow: ["127.0.0.1:{port}"]}}
+policy:
+  rules:
+    - {{tools: ship, decision: allow, reason: shipping runs at once}}
+tools:
+  - name: ship
+    description: Ship an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        n: {{type: integer}}
+      required: [n]
+    http: {{url: "http://127.0.0.1:{port}/ship", method: POST}}
+"#
+    );
+    let site = Site::new(db, &spec);
+    let mut instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let calls: Vec<_> = (0..6)
+        .map(|i| {
+            let url = instances[i % 3].url.clone();
+            tokio::spawn(async move {
+                let client = Client::new(&format!("c{i}"));
+                client.call(&url, i as u64, "ship", json!({"n": i})).await
+            })
+        })
+        .collect();
+    // Every call has reached the tool (its intent is recorded): kill the first
+    // instance in the middle of its two calls.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while hits.load(Ordering::SeqCst) < 6 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the calls did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = instances.remove(0);
+    drop(killed); // SIGKILL
+    let mut ok = 0;
+    for (i, call) in calls.into_iter().enumerate() {
+        match call.await.unwrap() {
+            Ok(result) if !is_error(&result) => ok += 1,
+            other => assert_eq!(i % 3, 0, "only the killed instance's calls fail: {other:?}"),
+        }
+    }
+    assert_eq!(ok, 4, "the other instances' calls completed");
+    let (done, out, err) = site.run(&["audit", "pending", "--json"]);
+    assert!(done, "{err}");
+    let pending: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let mut arguments: Vec<i64> = pending
+        .iter()
+        .map(|r| r["arguments"]["n"].as_i64().unwrap())
+        .collect();
+    arguments.sort();
+    assert_eq!(
+        arguments,
+        [0, 3],
+        "the killed instance's in-flight calls: {out}"
+    );
+    // The others go on, and nothing ran twice.
+    let client = Client::new("after");
+    let result = client
+        .call(&instances[0].url, 9, "ship", json!({"n": 9}))
+        .await;
+    assert!(!is_error(&result.unwrap()));
+    // Restarted, it serves again.
+    let restarted = site.serve();
+    let result = client
+        .call(&restarted.url, 10, "ship", json!({"n": 10}))
+        .await;
+    assert!(!is_error(&result.unwrap()));
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        8,
+        "each call reached the tool once"
+    );
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}

@@ -1,0 +1,169 @@
+//! The PostgreSQL store's schema and its migrations.
+//!
+//! `toolgate_schema` holds one row, the schema version. Migrations run in one
+//! transaction under an advisory lock of their own, so instances starting at once
+//! migrate once; PostgreSQL's DDL is transactional, so a failed migration leaves the
+//! database as it was. An instance refuses a database whose version is newer than it
+//! knows. Version 1 holds everything SQLite's schema 9 holds, in PostgreSQL's terms:
+//! the columns of the audit log that a command reads are generated from the hashed
+//! record, as in SQLite since schema 5.
+
+use super::{Inner, StoreError};
+
+/// Entry `i` takes the database from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // Version 1.
+    "CREATE TABLE state (
+        session    TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        value      TEXT NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (session, key)
+    );
+    CREATE TABLE audit (
+        seq       BIGINT PRIMARY KEY,
+        record    TEXT NOT NULL,
+        kind      TEXT GENERATED ALWAYS AS (record::jsonb ->> 'kind') STORED,
+        run_id    TEXT GENERATED ALWAYS AS (record::jsonb ->> 'run_id') STORED,
+        prev_hash TEXT GENERATED ALWAYS AS (record::jsonb ->> 'prev_hash') STORED,
+        hash      TEXT GENERATED ALWAYS AS (record::jsonb ->> 'hash') STORED
+    );
+    CREATE INDEX audit_run ON audit (run_id, kind);
+    CREATE TABLE approvals (
+        n           BIGSERIAL UNIQUE,
+        id          TEXT PRIMARY KEY,
+        session     TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        args_hash   TEXT NOT NULL,
+        arguments   TEXT NOT NULL,
+        principal   TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        status      TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'consumed')),
+        answer      TEXT,
+        created_at  TEXT NOT NULL,
+        decided_at  TEXT,
+        answered_by TEXT NOT NULL DEFAULT 'either' CHECK (answered_by IN ('client', 'approver', 'either')),
+        decided_by  TEXT,
+        decided_via TEXT
+    );
+    CREATE INDEX approvals_call ON approvals (session, tool, args_hash, status);
+    CREATE TABLE grants (
+        id         BIGSERIAL PRIMARY KEY,
+        tool       TEXT NOT NULL,
+        args_hash  TEXT,
+        expires_at TEXT NOT NULL
+    );
+    CREATE TABLE pins (
+        tool            TEXT PRIMARY KEY,
+        hash            TEXT NOT NULL,
+        definition      TEXT NOT NULL,
+        pinned_at       TEXT NOT NULL,
+        seen_hash       TEXT,
+        seen_definition TEXT,
+        seen_at         TEXT
+    );
+    CREATE TABLE calls (
+        session TEXT NOT NULL,
+        seq     BIGINT NOT NULL,
+        tool    TEXT NOT NULL,
+        ok      BOOLEAN NOT NULL,
+        time    TEXT NOT NULL,
+        PRIMARY KEY (session, seq)
+    );
+    CREATE TABLE turns (
+        session    TEXT PRIMARY KEY,
+        run_id     TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        rerun_safe BOOLEAN NOT NULL,
+        until_ms   BIGINT NOT NULL
+    );
+    CREATE TABLE tasks (
+        id               TEXT PRIMARY KEY,
+        session          TEXT NOT NULL,
+        principal        TEXT NOT NULL,
+        tool             TEXT NOT NULL,
+        call_id          TEXT NOT NULL,
+        run_id           TEXT NOT NULL,
+        status           TEXT NOT NULL CHECK (status IN ('working', 'completed', 'failed', 'cancelled', 'interrupted')),
+        created_ms       BIGINT NOT NULL,
+        updated_ms       BIGINT NOT NULL,
+        ttl_ms           BIGINT NOT NULL,
+        lease_until_ms   BIGINT NOT NULL,
+        owner            TEXT NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT false,
+        outcome          TEXT
+    );
+    CREATE INDEX tasks_created ON tasks (created_ms);
+    CREATE TABLE code_runs (
+        run_id      TEXT PRIMARY KEY,
+        session     TEXT NOT NULL,
+        principal   TEXT NOT NULL,
+        code_sha256 TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        call_id     TEXT NOT NULL,
+        arguments   TEXT NOT NULL,
+        approval_id TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        calls       BIGINT NOT NULL,
+        suspensions BIGINT NOT NULL,
+        elapsed_ms  BIGINT NOT NULL,
+        printed     TEXT NOT NULL,
+        since_ms    BIGINT NOT NULL,
+        expires_ms  BIGINT NOT NULL,
+        status      TEXT NOT NULL CHECK (status IN ('paused', 'resuming', 'finished')),
+        snapshot    BYTEA NOT NULL,
+        seal        TEXT NOT NULL
+    );
+    CREATE INDEX code_runs_status ON code_runs (status, since_ms);",
+];
+
+/// The schema version this toolgate writes and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The key of the migration lock: "tgschema".
+const MIGRATION_LOCK: i64 = 0x7467_7363_6865_6d61;
+
+/// Brings the schema up to [`SCHEMA_VERSION`]; returns the version found and the
+/// version now.
+pub(super) async fn migrate(inner: &Inner) -> Result<(i64, i64), StoreError> {
+    let error = inner.error("migrating the schema");
+    let mut conn = inner.conn().await?;
+    let tx = conn.transaction().await.map_err(&error)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(&error)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS toolgate_schema (version BIGINT NOT NULL)")
+        .await
+        .map_err(&error)?;
+    let found: i64 = match tx
+        .query_opt("SELECT version FROM toolgate_schema", &[])
+        .await
+        .map_err(&error)?
+    {
+        Some(row) => row.get(0),
+        None => {
+            tx.execute("INSERT INTO toolgate_schema (version) VALUES (0)", &[])
+                .await
+                .map_err(&error)?;
+            0
+        }
+    };
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerDatabase {
+            location: inner.location.clone(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for sql in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
+        tx.batch_execute(sql).await.map_err(&error)?;
+    }
+    tx.execute(
+        "UPDATE toolgate_schema SET version = $1",
+        &[&SCHEMA_VERSION],
+    )
+    .await
+    .map_err(&error)?;
+    tx.commit().await.map_err(&error)?;
+    Ok((found, SCHEMA_VERSION))
+}

@@ -1,0 +1,267 @@
+//! Group commit on PostgreSQL: the audit appends and completions every call makes
+//! queue here, and one task per store commits whatever has queued by the time the
+//! last commit ended, as one transaction under the store's write lock. A lone call
+//! commits alone; under load, many calls share one transaction, one turn of the lock
+//! and a few round trips. Each caller gets its own record back, and only once its
+//! write is committed (PostgreSQL's `synchronous_commit` makes that durable).
+//!
+//! A batch commits whole or not at all: what fails one write (the database gone,
+//! a full disk) fails them all, and each caller gets that error.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::GenericClient;
+use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH};
+
+use super::super::calls::completed_call;
+use super::super::group_commit::Write;
+use super::{Inner, StoreError, WRITE_LOCK};
+
+/// A write and where its result goes.
+pub(super) type Queued = (Write, oneshot::Sender<Result<AuditRecord, StoreError>>);
+
+/// The most writes one transaction takes.
+const MAX_BATCH: usize = 512;
+
+/// Starts the writer task on `runtime`; it stops when every sender is dropped.
+pub(super) fn start(
+    runtime: &tokio::runtime::Runtime,
+    inner: Arc<Inner>,
+) -> mpsc::UnboundedSender<Queued> {
+    let (send, mut queue) = mpsc::unbounded_channel::<Queued>();
+    runtime.spawn(async move {
+        while let Some(first) = queue.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            let (writes, replies): (Vec<Write>, Vec<_>) = batch.into_iter().unzip();
+            let actions: Vec<&'static str> = writes.iter().map(Write::action).collect();
+            match commit(&inner, writes).await {
+                Ok(records) => {
+                    for (reply, record) in replies.into_iter().zip(records) {
+                        let _ = reply.send(Ok(record));
+                    }
+                }
+                Err(e) => {
+                    for (reply, action) in replies.into_iter().zip(actions) {
+                        let _ = reply.send(Err(again(&e, action)));
+                    }
+                }
+            }
+        }
+    });
+    send
+}
+
+/// The batch's error, for each of its writers.
+fn again(e: &StoreError, action: &'static str) -> StoreError {
+    match e {
+        StoreError::Unreachable { location, problem } => StoreError::Unreachable {
+            location: location.clone(),
+            problem: problem.clone(),
+        },
+        StoreError::Database {
+            location, problem, ..
+        } => StoreError::Database {
+            location: location.clone(),
+            action,
+            problem: problem.clone(),
+        },
+        other => StoreError::Database {
+            location: String::new(),
+            action,
+            problem: other.to_string(),
+        },
+    }
+}
+
+/// Applies `writes` in one transaction under the write lock, and commits.
+async fn commit(inner: &Inner, writes: Vec<Write>) -> Result<Vec<AuditRecord>, StoreError> {
+    let error = inner.error("committing the audit log");
+    let mut conn = inner.conn().await?;
+    let tx = conn.transaction().await.map_err(&error)?;
+    let head = lock_and_head(&*tx, inner).await?;
+    let mut chain = Chain::after(head);
+    let mut records = Vec::with_capacity(writes.len());
+    for write in writes {
+        records.push(apply(&*tx, inner, &mut chain, write).await?);
+    }
+    chain.insert(&*tx, inner).await?;
+    tx.commit().await.map_err(&error)?;
+    Ok(records)
+}
+
+/// Takes the store's write lock inside `tx` and reads the chain's head: `(seq,
+/// hash)` of the last record, if any.
+pub(super) async fn lock_and_head(
+    tx: &impl GenericClient,
+    inner: &Inner,
+) -> Result<Option<(i64, String)>, StoreError> {
+    let error = inner.error("taking the store's write lock");
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+        .await
+        .map_err(&error)?;
+    let head = tx
+        .query_opt("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", &[])
+        .await
+        .map_err(&error)?;
+    Ok(head.map(|row| {
+        (
+            row.get(0),
+            row.get::<_, Option<String>>(1).unwrap_or_default(),
+        )
+    }))
+}
+
+/// Records sealed in this transaction and not yet inserted.
+pub(super) struct Chain {
+    seq: u64,
+    hash: String,
+    seqs: Vec<i64>,
+    texts: Vec<String>,
+}
+
+impl Chain {
+    pub(super) fn after(head: Option<(i64, String)>) -> Self {
+        let (seq, hash) = head.unwrap_or((0, GENESIS_HASH.to_owned()));
+        Self {
+            seq: u64::try_from(seq).unwrap_or_default(),
+            hash,
+            seqs: Vec::new(),
+            texts: Vec::new(),
+        }
+    }
+
+    /// Seals `entry` as the next record.
+    pub(super) fn push(&mut self, entry: AuditEntry) -> AuditRecord {
+        self.seq += 1;
+        let record = AuditRecord::seal(self.seq, &self.hash, entry);
+        self.hash = record.hash.clone();
+        self.seqs
+            .push(i64::try_from(record.seq).unwrap_or(i64::MAX));
+        self.texts.push(record.to_canonical_json());
+        record
+    }
+
+    /// Inserts every record sealed so far, in one statement.
+    pub(super) async fn insert(
+        self,
+        tx: &impl GenericClient,
+        inner: &Inner,
+    ) -> Result<(), StoreError> {
+        if self.seqs.is_empty() {
+            return Ok(());
+        }
+        tx.execute(
+            "INSERT INTO audit (seq, record) SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[])",
+            &[&self.seqs, &self.texts],
+        )
+        .await
+        .map_err(inner.error("appending to the audit log"))?;
+        Ok(())
+    }
+}
+
+async fn apply(
+    tx: &impl GenericClient,
+    inner: &Inner,
+    chain: &mut Chain,
+    write: Write,
+) -> Result<AuditRecord, StoreError> {
+    match write {
+        Write::Append(entry) => Ok(chain.push(entry)),
+        Write::Complete(c) => {
+            write_state(tx, inner, &c.session, &c.writes).await?;
+            if c.release_turn {
+                release_turn(tx, inner, &c.session, &c.completion.run_id).await?;
+            }
+            if c.in_history {
+                let (tool, ok, time) = completed_call(&c.completion);
+                record_call(tx, inner, &c.session, tool, ok, time).await?;
+            }
+            if let Some(intent) = c.intent {
+                chain.push(intent);
+            }
+            Ok(chain.push(c.completion))
+        }
+    }
+}
+
+/// Upserts state keys inside an open transaction.
+pub(super) async fn write_state(
+    tx: &impl GenericClient,
+    inner: &Inner,
+    session: &str,
+    writes: &[(String, serde_json::Value)],
+) -> Result<(), StoreError> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    // Later writes of a key win, as in one SQLite batch: keep each key's last.
+    let mut last = std::collections::BTreeMap::new();
+    for (key, value) in writes {
+        last.insert(key.as_str(), value.to_string());
+    }
+    let (keys, values): (Vec<&str>, Vec<String>) = last.into_iter().unzip();
+    tx.execute(
+        "INSERT INTO state (session, key, value)
+         SELECT $1, k, v FROM UNNEST($2::TEXT[], $3::TEXT[]) AS w (k, v)
+         ON CONFLICT (session, key) DO UPDATE SET value = excluded.value, updated_at = now()",
+        &[&session, &keys, &values],
+    )
+    .await
+    .map_err(inner.error("writing state"))?;
+    Ok(())
+}
+
+/// Appends a call to a session's history inside an open transaction.
+pub(super) async fn record_call(
+    tx: &impl GenericClient,
+    inner: &Inner,
+    session: &str,
+    tool: &str,
+    ok: bool,
+    time: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO calls (session, seq, tool, ok, time)
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM calls WHERE session = $1), $2, $3, $4)",
+        &[&session, &tool, &ok, &time],
+    )
+    .await
+    .map_err(inner.error("recording a call"))?;
+    Ok(())
+}
+
+/// Releases `session`'s turn if `run_id` still holds it.
+pub(super) async fn release_turn(
+    tx: &impl GenericClient,
+    inner: &Inner,
+    session: &str,
+    run_id: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "DELETE FROM turns WHERE session = $1 AND run_id = $2",
+        &[&session, &run_id],
+    )
+    .await
+    .map_err(inner.error("releasing a conversation's turn"))?;
+    Ok(())
+}
+
+impl super::PostgresStore {
+    /// Commits `write` with whatever else is queued, and waits for it.
+    pub(super) fn commit_write(&self, write: Write) -> Result<AuditRecord, StoreError> {
+        let (reply, wait) = oneshot::channel();
+        if self.writes.send((write, reply)).is_err() {
+            return Err(self.inner.stopped());
+        }
+        // A plain blocking wait: the writer runs on the store's own runtime.
+        futures::executor::block_on(wait).unwrap_or_else(|_| Err(self.inner.stopped()))
+    }
+}
