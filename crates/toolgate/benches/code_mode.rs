@@ -11,6 +11,11 @@
 //!   `max_calls`); `cold/one_call` is the same run starting its worker when it
 //!   begins (as `toolgate code run` does);
 //! - `gate/direct`: one `Gate::call` of the same tool (in-memory store);
+//! - `cpu/gate_direct`, `cpu/one_call` and `cpu/100_calls`: `gate/direct` and
+//!   the runs of `worker/…`, timed in CPU
+//!   time instead of wall-clock time — this process's (the gate, the runtime,
+//!   starting workers) and its finished workers' — which a busy machine does not
+//!   stretch the way it stretches a pipe's round trips;
 //! - `pause/run_to_pending`: a whole run of a program whose second call needs
 //!   approval, up to its pause: the program in a warm worker, its snapshot, the
 //!   sealed row written to a SQLite store on disk;
@@ -168,6 +173,19 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    c.bench_function("cpu/gate_direct", |b| {
+        b.iter_custom(|iters| {
+            let before = cpu_time();
+            runtime.block_on(async {
+                for _ in 0..iters {
+                    let call = ToolCall::new("c1", "lookup_order", json!({"order_id": "A-1001"}));
+                    std::hint::black_box(gate.call("s", call, &principal).await);
+                }
+            });
+            cpu_time().saturating_sub(before)
+        })
+    });
+
     let worker = || WorkerCommand::program(env!("CARGO_BIN_EXE_toolgate-code-worker"));
     let cold = CodeMode::new(worker());
     let mode = CodeMode::new(worker()).warm();
@@ -182,6 +200,19 @@ fn bench(c: &mut Criterion) {
                 let run = mode.run(&gate, "s", &principal, &code).await;
                 assert!(run.is_ok(), "{run:?}");
                 std::hint::black_box(run)
+            })
+        });
+    }
+    for (name, calls) in [("cpu/one_call", 1), ("cpu/100_calls", 100)] {
+        let code = program(calls);
+        c.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let before = cpu_time();
+                for _ in 0..iters {
+                    let run = runtime.block_on(mode.run(&gate, "s", &principal, &code));
+                    assert!(run.is_ok(), "{run:?}");
+                }
+                cpu_time().saturating_sub(before)
             })
         });
     }
@@ -225,6 +256,21 @@ fn bench(c: &mut Criterion) {
             total
         })
     });
+}
+
+/// CPU time used so far by this process and by its children that have exited
+/// and been waited for (each run waits for its worker).
+fn cpu_time() -> Duration {
+    let used = |who| {
+        // SAFETY: getrusage writes the struct it is given and nothing else.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut usage) };
+        let time = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        time(usage.ru_utime) + time(usage.ru_stime)
+    };
+    used(libc::RUSAGE_SELF) + used(libc::RUSAGE_CHILDREN)
 }
 
 criterion_group! {
