@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{SearchIndex, SearchRequest};
+use super::{Fusion, Scorer, SearchIndex, SearchRequest};
 use crate::ToolDescriptor;
 use crate::ToolSource;
 use crate::wire::{ImportError, ImportFormat, import_tools};
@@ -177,6 +177,18 @@ impl EvalReport {
     pub fn misses(&self) -> impl Iterator<Item = &QueryOutcome> {
         self.outcomes.iter().filter(|o| !o.all_in_top_5())
     }
+
+    /// recall@5 over the queries whose id starts with `prefix` (a BFCL category
+    /// such as `parallel_multiple_`); `None` when there are none.
+    pub fn recall_at_5_of(&self, prefix: &str) -> Option<f64> {
+        let of: Vec<&QueryOutcome> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.id.starts_with(prefix))
+            .collect();
+        let hits = of.iter().filter(|o| o.all_in_top_5()).count();
+        (!of.is_empty()).then(|| hits as f64 / of.len() as f64)
+    }
 }
 
 /// Checks that every expected tool is in `index`.
@@ -194,7 +206,17 @@ pub fn check_queries(index: &SearchIndex, queries: &[EvalQuery]) -> Result<(), E
 
 /// Runs every query, untimed.
 pub fn evaluate(index: &SearchIndex, queries: &[EvalQuery]) -> EvalReport {
-    run(index, queries, None)
+    run(index, queries, None, None)
+}
+
+/// Runs every query with `scorer`'s ranking fused in by `fusion`, untimed.
+pub fn evaluate_with(
+    index: &SearchIndex,
+    queries: &[EvalQuery],
+    scorer: &dyn Scorer,
+    fusion: Fusion,
+) -> EvalReport {
+    run(index, queries, Some((scorer, fusion)), None)
 }
 
 /// Runs every query, timing each with `clock`, which returns the time since any
@@ -204,18 +226,33 @@ pub fn evaluate_timed(
     queries: &[EvalQuery],
     mut clock: impl FnMut() -> Duration,
 ) -> EvalReport {
-    run(index, queries, Some(&mut clock))
+    run(index, queries, None, Some(&mut clock))
+}
+
+/// [`evaluate_timed`] with `scorer` fused in by `fusion`, when given.
+pub fn evaluate_timed_with(
+    index: &SearchIndex,
+    queries: &[EvalQuery],
+    scorer: Option<(&dyn Scorer, Fusion)>,
+    mut clock: impl FnMut() -> Duration,
+) -> EvalReport {
+    run(index, queries, scorer, Some(&mut clock))
 }
 
 fn run(
     index: &SearchIndex,
     queries: &[EvalQuery],
+    scorer: Option<(&dyn Scorer, Fusion)>,
     mut clock: Option<&mut dyn FnMut() -> Duration>,
 ) -> EvalReport {
     let mut outcomes = Vec::with_capacity(queries.len());
     for q in queries {
         let started = clock.as_mut().map(|c| c());
-        let hits = index.search(&SearchRequest::new(&q.query).k(EVAL_DEPTH));
+        let mut request = SearchRequest::new(&q.query).k(EVAL_DEPTH);
+        if let Some((scorer, fusion)) = scorer {
+            request = request.scorer(scorer).fusion(fusion);
+        }
+        let hits = index.search(&request);
         let latency = started.and_then(|s| clock.as_mut().map(|c| c().saturating_sub(s)));
         let ranks = q
             .expected

@@ -30,6 +30,7 @@
 
 mod builtin;
 mod clauses;
+mod embed_text;
 pub mod eval;
 mod fields;
 mod fusion;
@@ -42,8 +43,9 @@ pub use builtin::{
     MAX_SEARCH_K, SEARCH_TOOLS, SearchToolsInput, found_tool_names, found_tools,
     search_tools_descriptor,
 };
+pub use embed_text::embedding_text;
 pub use fields::{FIELD_COUNT, Field, FieldWeights};
-pub use fusion::{RRF_K, Scorer};
+pub use fusion::{DEFAULT_LEXICAL_WEIGHT, Fusion, RRF_K, Scorer};
 pub use index::SearchIndex;
 pub use listed::ListedTools;
 pub use query::{Exclusion, Filter, Hit, SearchRequest};

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::SearchIndex;
 use super::clauses::clauses;
-use super::fusion::{Scorer, fuse};
+use super::fusion::{Fusion, SIMILAR_DEPTH, Scorer, fuse, fuse_scores};
 use super::index::QueryTerm;
 use super::tokenize::for_each_term;
 
@@ -64,6 +64,8 @@ pub struct SearchRequest<'a> {
     pub include_excluded: bool,
     /// A second ranking to fuse with the lexical one.
     pub scorer: Option<&'a dyn Scorer>,
+    /// How the scorer's opinion is fused (default: by rank).
+    pub fusion: Fusion,
 }
 
 impl<'a> SearchRequest<'a> {
@@ -77,6 +79,7 @@ impl<'a> SearchRequest<'a> {
             filter: None,
             include_excluded: false,
             scorer: None,
+            fusion: Fusion::Ranks,
         }
     }
 
@@ -99,6 +102,19 @@ impl<'a> SearchRequest<'a> {
         self.scorer = Some(scorer);
         self
     }
+
+    pub fn fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = fusion;
+        self
+    }
+
+    /// The scorer and lexical weight when scores are fused.
+    fn score_fusion(&self) -> Option<(&'a dyn Scorer, f32)> {
+        match (self.scorer, self.fusion) {
+            (Some(scorer), Fusion::Scores { lexical }) => Some((scorer, lexical.clamp(0.0, 1.0))),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for SearchRequest<'_> {
@@ -109,6 +125,7 @@ impl std::fmt::Debug for SearchRequest<'_> {
             .field("filter", &self.filter.is_some())
             .field("include_excluded", &self.include_excluded)
             .field("scorer", &self.scorer.is_some())
+            .field("fusion", &self.fusion)
             .finish()
     }
 }
@@ -119,7 +136,8 @@ pub struct Hit {
     pub name: String,
     /// Higher is better. BM25F's score; for a request of several parts, the
     /// tool's gain in the ranking that makes room for every part (on BM25F's
-    /// scale); with a [`Scorer`], the fused reciprocal-rank score instead.
+    /// scale); with a [`Scorer`], the fused score instead (reciprocal-rank, or
+    /// with [`Fusion::Scores`] the weighted sum of BM25F over the best and similarity).
     pub score: f64,
     /// The query terms (as the tokenizer makes them, and pairs of neighbouring
     /// terms, written `"refund order"`) that the tool holds, in query order.
@@ -136,14 +154,16 @@ impl SearchIndex {
     /// ("... in Paris, then convert 30 USD to EUR") is also searched part by part,
     /// and the first `k` hits make room for each part's best tool.
     pub fn search(&self, request: &SearchRequest<'_>) -> Vec<Hit> {
-        if request.k == 0 {
+        if request.k == 0 || request.query.trim().is_empty() {
             return Vec::new();
         }
         let terms = self.query_terms(request.query);
-        let mut scored = self.score_text(request.query, &terms);
-        let depth = match request.scorer {
-            Some(_) => FUSION_DEPTH.max(request.k * 4),
-            None => request.k,
+        let (mut scored, fused_scores) = self.relevance(request.query, &terms, request);
+        let by_rank = request.scorer.is_some() && !fused_scores;
+        let depth = if by_rank {
+            FUSION_DEPTH.max(request.k * 4)
+        } else {
+            request.k
         };
         let parts = self.parts(request.query);
         let mut ranked = if parts.len() > 1 {
@@ -151,7 +171,7 @@ impl SearchIndex {
         } else {
             self.best(&mut scored, depth, request)
         };
-        if let Some(scorer) = request.scorer {
+        if let Some(scorer) = request.scorer.filter(|_| by_rank) {
             let mut fused = fuse(self, &ranked, &scorer.rank(request.query, depth));
             ranked = self.best(&mut fused, request.k, request);
         }
@@ -168,6 +188,24 @@ impl SearchIndex {
                 }
             })
             .collect()
+    }
+
+    /// How well each tool fits `text`: [`Self::score_text`], fused with the request's
+    /// scorer's similarities when it fuses scores; and whether it did.
+    fn relevance(
+        &self,
+        text: &str,
+        terms: &[QueryTerm],
+        request: &SearchRequest<'_>,
+    ) -> (Vec<(u32, f32)>, bool) {
+        let lexical = self.score_text(text, terms);
+        let Some((scorer, weight)) = request.score_fusion() else {
+            return (lexical, false);
+        };
+        match scorer.similarities(text, SIMILAR_DEPTH) {
+            Some(similar) => (fuse_scores(self, &lexical, &similar, weight), true),
+            None => (lexical, false),
+        }
     }
 
     /// BM25F scores of `text`'s `terms`, with tools `text` names outright raised.
@@ -309,7 +347,7 @@ impl SearchIndex {
         let mut part_rels: Vec<Vec<f32>> = Vec::with_capacity(parts.len());
         let mut weights: Vec<f32> = Vec::with_capacity(parts.len());
         for part in parts {
-            let mut scored = self.score_text(part, &self.query_terms(part));
+            let (mut scored, _) = self.relevance(part, &self.query_terms(part), request);
             let best = self.best(&mut scored, PART_CANDIDATES, request);
             let Some(&(_, best_part)) = best.first() else {
                 continue;

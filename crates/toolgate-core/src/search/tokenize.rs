@@ -84,6 +84,21 @@ pub(crate) fn for_each_term(text: &str, mut f: impl FnMut(String)) {
     }
 }
 
+/// The words of an identifier (`github.create_issue`, `getUserName`), lower case and
+/// joined by spaces, none left out or stemmed: how a name reads as a phrase.
+pub(crate) fn identifier_words(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for run in name.split(|c: char| !c.is_alphanumeric()) {
+        for word in split_identifier(run) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&lowercase(word));
+        }
+    }
+    out
+}
+
 fn lowercase(word: &str) -> String {
     if word.is_ascii() {
         word.to_ascii_lowercase()
