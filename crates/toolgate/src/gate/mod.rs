@@ -513,6 +513,7 @@ impl Gate {
         let limited = match self.limiter.admit(principal, &call.name) {
             Ok(permit) => permit,
             Err(refused) => {
+                crate::telemetry::rate_limited(&call.name, &principal.id);
                 let outcome = Outcome::RateLimited {
                     limit: refused.limit,
                     retry_after_ms: u64::try_from(refused.retry_after.as_millis())
@@ -691,6 +692,9 @@ impl Gate {
 
     /// Records a call that did not run, and returns its outcome.
     fn refuse(&self, mut entry: AuditEntry, status: &str, outcome: Outcome) -> Outcome {
+        // A tool the catalog has has an effect; any other name counts as unknown.
+        let known = entry.effect.is_some();
+        crate::telemetry::call_outcome(&entry.tool, known, status, &entry.principal);
         entry.outcome = Some(status.to_owned());
         entry.message = Some(audit_message(&outcome));
         match self.store.append(entry) {

@@ -299,6 +299,7 @@ impl Server {
             let wait_until = match after {
                 AfterFailure::Restart(wait) => {
                     let attempt = self.failures();
+                    crate::telemetry::upstream_restart(&self.config.name);
                     self.set_state(ServerState::Restarting { reason, attempt });
                     Instant::now() + wait
                 }
