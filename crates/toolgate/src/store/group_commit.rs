@@ -125,7 +125,9 @@ impl SqliteStore {
         let batch = std::mem::take(&mut *lock(&self.queue.pending));
         let (writes, slots): (Vec<Write>, Vec<Slot>) = batch.into_iter().unzip();
         let actions: Vec<&'static str> = writes.iter().map(Write::action).collect();
-        let written = writes.iter().map(Write::records).sum();
+        let written: usize = writes.iter().map(Write::records).sum();
+        let _span =
+            tracing::info_span!("toolgate.store.commit", toolgate.records = written).entered();
         let began = std::time::Instant::now();
         match commit(&mut conn, writes) {
             Ok(records) => {
