@@ -229,7 +229,7 @@ impl HttpRuntime {
                 otel.kind = "client",
                 http.request.method = %method,
                 server.address = url.host_str().unwrap_or_default(),
-                url.path = url.path(),
+                url.path = %secrets.mask(url.path()),
                 http.response.status_code = tracing::field::Empty,
                 toolgate.tool = tool,
             );
