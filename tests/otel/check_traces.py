@@ -1,8 +1,9 @@
-"""Checks the spans `toolgate serve` exports over OTLP/HTTP for calls through an
-HTTP binding and an upstream MCP server.
+"""Checks the spans `toolgate serve` exports over OTLP (HTTP/protobuf, or gRPC
+with `--protocol grpc`) for calls through an HTTP binding and an upstream MCP
+server.
 
 A receiver on loopback decodes each export with the official protobuf
-definitions (PyPI `opentelemetry-proto`); an HTTP server on loopback plays the
+definitions (PyPI `opentelemetry-proto`, and `grpcio` for gRPC); an HTTP server on loopback plays the
 API the binding calls and keeps the `traceparent` each request carries. Two
 stateless calls go through `toolgate serve --http`: one with its trace context
 in `_meta` (SEP-414), one in the HTTP `traceparent` header. The check asserts
@@ -26,6 +27,10 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from concurrent import futures
+
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -38,6 +43,28 @@ traceparents = []
 lock = threading.Lock()
 
 
+def record(request):
+    with lock:
+        for rs in request.resource_spans:
+            resources.append({kv.key: value(kv.value) for kv in rs.resource.attributes})
+            for ss in rs.scope_spans:
+                spans.extend(ss.spans)
+
+
+class GrpcReceiver(trace_service_pb2_grpc.TraceServiceServicer):
+    def Export(self, request, context):
+        record(request)
+        return ExportTraceServiceResponse()
+
+
+def grpc_receiver():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(GrpcReceiver(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
 class Receiver(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
@@ -47,11 +74,7 @@ class Receiver(BaseHTTPRequestHandler):
             return
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
-        with lock:
-            for rs in request.resource_spans:
-                resources.append({kv.key: value(kv.value) for kv in rs.resource.attributes})
-                for ss in rs.scope_spans:
-                    spans.extend(ss.spans)
+        record(request)
         answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("content-type", "application/x-protobuf")
@@ -137,10 +160,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--toolgate", required=True)
     parser.add_argument("--fixture", required=True)
+    parser.add_argument("--protocol", choices=["http/protobuf", "grpc"], default="http/protobuf")
     args = parser.parse_args()
     args.fixture = os.path.abspath(args.fixture)
 
-    receiver = serve(Receiver)
+    if args.protocol == "grpc":
+        _grpc_server, port = grpc_receiver()
+    else:
+        port = serve(Receiver).server_port
     api = serve(Api)
     work = tempfile.mkdtemp(prefix="otel-check-")
     spec = os.path.join(work, "toolgate.yaml")
@@ -167,8 +194,8 @@ tools:
     env = {
         **os.environ,
         "TOOLGATE_STATE_DIR": os.path.join(work, "state"),
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_port}",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": args.protocol,
         "OTEL_SERVICE_NAME": "toolgate-trace-check",
         "OTEL_BSP_SCHEDULE_DELAY": "100",
     }
@@ -227,10 +254,10 @@ tools:
         nonlocal passed, failed
         if ok:
             passed += 1
-            print(f"ok   {name}")
+            print(f"ok   [{args.protocol}] {name}")
         else:
             failed += 1
-            print(f"FAIL {name} {detail}")
+            print(f"FAIL [{args.protocol}] {name} {detail}")
 
     check("the HTTP-bound call ran", not order.get("isError"), order)
     check("the upstream call ran", not echo.get("isError"), echo)
