@@ -170,9 +170,18 @@ impl MetricsEndpoint {
 
 /// `router` with the metrics endpoint beside its routes, when there is one: a
 /// request for it passes whatever layers are added to the result afterwards
-/// (the credential check and the `Host` guard of the MCP endpoint).
-pub(crate) fn route_beside(router: Router, endpoint: Option<&MetricsEndpoint>) -> Router {
+/// (the credential check and the `Host` guard of the MCP endpoint). An MCP
+/// endpoint at [`METRICS_PATH`] keeps its path, and metrics are not served.
+pub(crate) fn route_beside(
+    router: Router,
+    mcp_path: &str,
+    endpoint: Option<&MetricsEndpoint>,
+) -> Router {
     match endpoint {
+        Some(_) if mcp_path == METRICS_PATH => {
+            tracing::warn!("the MCP endpoint is at {METRICS_PATH}, so metrics are not served there");
+            router
+        }
         Some(endpoint) => router.merge(endpoint.router()),
         None => router,
     }

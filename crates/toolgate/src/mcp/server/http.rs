@@ -170,7 +170,7 @@ pub(crate) fn router(
         .route_service(path, service)
         .layer(middleware::from_fn(super::too_many::answer))
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
-    let router = crate::telemetry::route_beside(router, metrics.as_ref());
+    let router = crate::telemetry::route_beside(router, path, metrics.as_ref());
     let router = if access.requires_token() {
         router.layer(middleware::from_fn_with_state(access.clone(), authenticate))
     } else {
