@@ -179,7 +179,9 @@ pub(crate) fn route_beside(
 ) -> Router {
     match endpoint {
         Some(_) if mcp_path == METRICS_PATH => {
-            tracing::warn!("the MCP endpoint is at {METRICS_PATH}, so metrics are not served there");
+            tracing::warn!(
+                "the MCP endpoint is at {METRICS_PATH}, so metrics are not served there"
+            );
             router
         }
         Some(endpoint) => router.merge(endpoint.router()),
