@@ -31,6 +31,16 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Write log lines as text or as JSON (one object a line, with the trace
+    /// id); their levels come from RUST_LOG (default `warn`).
+    #[arg(long, value_name = "FORMAT", global = true)]
+    log_format: Option<LogFormatArg>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
 }
 
 /// Options shared by every command that reads a spec file.
@@ -335,6 +345,19 @@ fn main() -> ExitCode {
         return toolgate::code_mode::worker_main();
     }
     let cli = Cli::parse();
+    // Log lines, and spans over OTLP when the OTEL_* variables ask; flushed
+    // when the command ends.
+    let format = cli.log_format.map(|f| match f {
+        LogFormatArg::Text => toolgate::telemetry::LogFormat::Text,
+        LogFormatArg::Json => toolgate::telemetry::LogFormat::Json,
+    });
+    let _telemetry = match toolgate::telemetry::init(format) {
+        Ok(guard) => guard,
+        Err(e) => {
+            tellln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Check {
             spec,

@@ -17,8 +17,10 @@ use toolgate::mcp::server::{
 };
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
+use toolgate::telemetry::{METRICS_PATH, MetricsEndpoint, serve_metrics};
 use toolgate::{
-    DynTool, Gate, PinStore, SearchTools, ServedStore, ToolError, resolve_state_dir, spec_catalog,
+    DynTool, Gate, GateStore, PinStore, SearchTools, ServedStore, ToolError, resolve_state_dir,
+    spec_catalog,
 };
 
 use crate::commands::{CommandResult, load, open_chosen, principal, store_choice};
@@ -82,6 +84,11 @@ pub struct ServeArgs {
     /// times that plus 64 KiB.
     #[arg(long, value_name = "BYTES", value_parser = crate::commands::parse_max_argument_bytes)]
     max_argument_bytes: Option<u64>,
+    /// Serve Prometheus metrics: at /metrics beside the MCP endpoint, behind
+    /// the same credential; or, given ADDR, at http://ADDR/metrics alone, with
+    /// no credential (bind it where only the scraper reaches).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, requires = "http")]
+    metrics: Option<Option<SocketAddr>>,
 }
 
 pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> CommandResult {
@@ -208,6 +215,41 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             upstreams.peer(ns)
         });
     }
+    let metrics = match args.metrics {
+        None => None,
+        Some(at) => {
+            if at.is_none() && args.path == METRICS_PATH {
+                return Err(format!(
+                    "the MCP endpoint is at {METRICS_PATH}, where --metrics would serve too: move it with --path, or give --metrics an address of its own"
+                ));
+            }
+            let store: Arc<dyn GateStore> = store.clone();
+            let mut endpoint = MetricsEndpoint::install()
+                .map_err(|e| e.to_string())?
+                .store(store);
+            if let Some(upstreams) = &upstreams {
+                endpoint = endpoint.upstreams(upstreams.clone());
+            }
+            match at {
+                None => builder = builder.metrics(endpoint),
+                Some(addr) => {
+                    let listener = runtime
+                        .block_on(tokio::net::TcpListener::bind(addr))
+                        .map_err(|e| format!("cannot listen on {addr} for --metrics: {e}"))?;
+                    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+                    tellln!("toolgate: metrics at http://{bound}{METRICS_PATH}");
+                    runtime.spawn(async move {
+                        let served =
+                            serve_metrics(listener, endpoint, std::future::pending()).await;
+                        if let Err(e) = served {
+                            tellln!("warning: the metrics endpoint stopped: {e}");
+                        }
+                    });
+                }
+            }
+            Some(at)
+        }
+    };
     let server = builder.build();
     if let Some(upstreams) = &upstreams {
         let _guard = runtime.enter();
@@ -241,6 +283,12 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                     SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
                     SocketAddr::V4(v4) => v4.ip().to_string(),
                 };
+                if metrics == Some(None) {
+                    tellln!(
+                        "toolgate: metrics at http://{host}:{}{METRICS_PATH}",
+                        bound.port()
+                    );
+                }
                 tellln!(
                     "toolgate: serving {tools} at http://{host}:{}{} ({}Ctrl-C stops)",
                     bound.port(),

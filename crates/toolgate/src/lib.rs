@@ -56,6 +56,7 @@ mod search_tool;
 mod spec_file;
 mod spec_tool;
 mod store;
+pub mod telemetry;
 
 pub use gate::{
     ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,

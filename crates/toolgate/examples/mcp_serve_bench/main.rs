@@ -22,6 +22,10 @@
 //! target/release/examples/mcp_serve_bench --toolgate target/release/toolgate
 //! ```
 //!
+//! `--telemetry` measures only `toolgate serve` with telemetry off beside the
+//! same server with `--metrics` (scraped every second) and its spans exported
+//! over OTLP/HTTP to a sink on loopback.
+//!
 //! Options: `--clients N` (concurrent clients, default 8), `--seconds S` (per
 //! round, default 5), `--rounds R` (rounds of every lifecycle and server, taken
 //! in turn; the summary is their median; default 3), `--lifecycle session` or
@@ -206,19 +210,52 @@ fn spawn(mut command: Command) -> (Child, String) {
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("the server starts");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    // The URL is on the line that says what is served (a shared store's line
-    // comes before it).
-    let url = loop {
-        let mut line = String::new();
+    let mut line = String::new();
+    // The line saying where it serves (`serve --metrics` first says where
+    // its metrics are).
+    while !line.contains("serving") {
+        line.clear();
         if stderr.read_line(&mut line).unwrap() == 0 {
-            panic!("the server stopped before it said its URL");
+            panic!("the server ended before it said where it serves");
         }
-        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-            break url.to_owned();
-        }
-    };
+    }
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
     std::thread::spawn(move || for _ in stderr.lines() {});
     (child, url)
+}
+
+/// An OTLP/HTTP receiver on loopback that takes every export and keeps
+/// nothing, for the cost of exporting without a collector's own cost.
+async fn otlp_sink() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(|body: axum::body::Bytes| async move {
+            drop(body);
+            (
+                [("content-type", "application/x-protobuf")],
+                Vec::<u8>::new(),
+            )
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// Scrapes `url` every second, as a Prometheus would (more often than most).
+async fn scrape_every_second(url: String) {
+    let client = reqwest::Client::new();
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if let Ok(response) = client.get(&url).send().await {
+            let _ = response.bytes().await;
+        }
+    }
 }
 
 /// How the simulated clients talk to the server.
@@ -527,6 +564,28 @@ async fn main() {
         ("serve, OAuth+limit", token),
     ]) {
         servers.push((name, url.clone(), child.id(), Some(token)));
+    }
+    // `--telemetry`: the same `toolgate serve` with telemetry off (no
+    // metrics, nothing exported) beside one with `--metrics`, scraped every
+    // second, and its spans exported over OTLP/HTTP to a sink on loopback.
+    if args.iter().any(|a| a == "--telemetry") {
+        let sink = otlp_sink().await;
+        let mut command = Command::new(&toolgate);
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "--metrics", "-f"])
+            .arg(&spec)
+            .arg("--state-dir")
+            .arg(dir.path().join("telemetry-state"))
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{sink}"))
+            .env("OTEL_SERVICE_NAME", "mcp_serve_bench");
+        let (child, url) = spawn(command);
+        tokio::spawn(scrape_every_second(url.replace("/mcp", "/metrics")));
+        let off = servers.swap_remove(2);
+        servers = vec![
+            (off.0, off.1, off.2, off.3),
+            ("serve, telemetry on", url, child.id(), None),
+        ];
+        started.push((child, String::new()));
     }
 
     println!(

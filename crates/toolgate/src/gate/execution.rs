@@ -15,6 +15,7 @@ use toolgate_core::spec::template;
 use toolgate_core::{
     AuditEntry, DynTool, RecordKind, SanitizeOptions, ToolCtx, sanitize_output, sanitize_value,
 };
+use tracing::Instrument;
 
 use super::run::{RunEnd, RunLimits, run};
 use super::{Clock, Entry, Outcome, audit_message, tool_error};
@@ -23,6 +24,8 @@ use crate::store::GateStore;
 
 /// A call admitted, authorized and recorded, ready to run.
 pub(super) struct Execution {
+    /// The call's `execute_tool` span, where its end is recorded.
+    pub span: tracing::Span,
     pub tool: Arc<dyn DynTool>,
     pub entry: Arc<Entry>,
     pub store: Arc<dyn GateStore>,
@@ -59,6 +62,7 @@ impl Execution {
     /// audit status it was recorded with (`ok`, `error`, `timeout`, `cancelled`).
     pub async fn run(self, cancel: &CancellationToken) -> (Outcome, &'static str) {
         let name = self.audit.tool.clone();
+        let executing = tracing::info_span!(parent: &self.span, "toolgate.execute");
         let (end, attempts) = run(
             self.tool.as_ref(),
             &self.ctx,
@@ -66,6 +70,7 @@ impl Execution {
             self.limits,
             cancel,
         )
+        .instrument(executing)
         .await;
         let (status, outcome) = match end {
             RunEnd::Done(Ok(value)) => ("ok", self.finish_ok(value)),
@@ -116,6 +121,12 @@ impl Execution {
         entry.duration_ms =
             Some(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
         entry.attempts = Some(attempts);
+        super::trace_end(
+            &self.span,
+            &entry,
+            if outcome.is_ok() { "ok" } else { status },
+            Some(attempts),
+        );
         let recorded = if self.admitted.governed() {
             self.store.complete_turn(&self.session, &writes, entry)
         } else {
@@ -124,6 +135,9 @@ impl Execution {
         };
         drop(self.slot);
         drop(self.limited);
+        let counted = if outcome.is_ok() { "ok" } else { status };
+        crate::telemetry::call_outcome(&name, true, counted, &self.ctx.principal().id);
+        crate::telemetry::call_duration(&name, counted, self.started.elapsed());
         match recorded {
             Ok(_) => (outcome, status),
             Err(e) => (

@@ -32,6 +32,7 @@ use toolgate_core::{
     AuditEntry, Catalog, CatalogError, Decision, Effect, MAX_NAME_LEN, Policy, Principal,
     RecordKind, ToolCtx, ToolError, audit_arguments, clip_text, content_hash, json_len,
 };
+use tracing::Instrument;
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
 pub use authenticated::Authenticated;
@@ -360,6 +361,10 @@ impl Gate {
 
     /// [`Gate::call_with`] that runs the call as a background task when its tool
     /// runs in the background or `as_task` says so, its future wrapped in `scope`.
+    ///
+    /// The call is one `execute_tool {tool}` span, named and attributed by the
+    /// OpenTelemetry GenAI conventions for tool execution, with toolgate's own
+    /// attributes under `toolgate.`; its stages that take time are its children.
     pub async fn call_launching(
         &self,
         session: &str,
@@ -369,12 +374,37 @@ impl Gate {
         as_task: bool,
         scope: Option<TaskScope>,
     ) -> Outcome {
+        let name = clip_text(&call.name, MAX_NAME_LEN);
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = tracing::field::Empty,
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+            gen_ai.tool.call.id = %clip_text(&call.id, MAX_NAME_LEN),
+            gen_ai.tool.type = "function",
+            toolgate.principal = %principal.id,
+            toolgate.session = session,
+            toolgate.effect = tracing::field::Empty,
+            toolgate.decision = tracing::field::Empty,
+            toolgate.outcome = tracing::field::Empty,
+            toolgate.attempts = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            span.record("otel.name", format!("execute_tool {name}"));
+        }
         // A call's future holds every stage's state (kilobytes); boxed, the
         // futures of everything that awaits it stay small and are cheap to move.
-        Box::pin(self.call_unboxed(session, call, principal, cancel, as_task, scope)).await
+        Box::pin(
+            self.call_in_span(session, call, principal, cancel, as_task, scope)
+                .instrument(span),
+        )
+        .await
     }
 
-    async fn call_unboxed(
+    async fn call_in_span(
         &self,
         session: &str,
         call: ToolCall,
@@ -527,6 +557,7 @@ impl Gate {
         let limited = match self.limiter.admit(principal, &call.name) {
             Ok(permit) => permit,
             Err(refused) => {
+                crate::telemetry::rate_limited(&call.name, &principal.id);
                 let outcome = Outcome::RateLimited {
                     limit: refused.limit,
                     retry_after_ms: u64::try_from(refused.retry_after.as_millis())
@@ -612,6 +643,7 @@ impl Gate {
             }
         }
         let execution = Execution {
+            span: tracing::Span::current(),
             tool,
             entry: tool_entry.clone(),
             store: self.store.clone(),
@@ -705,6 +737,10 @@ impl Gate {
 
     /// Records a call that did not run, and returns its outcome.
     fn refuse(&self, mut entry: AuditEntry, status: &str, outcome: Outcome) -> Outcome {
+        // A tool the catalog has has an effect; any other name counts as unknown.
+        let known = entry.effect.is_some();
+        crate::telemetry::call_outcome(&entry.tool, known, status, &entry.principal);
+        trace_end(&tracing::Span::current(), &entry, status, None);
         entry.outcome = Some(status.to_owned());
         entry.message = Some(audit_message(&outcome));
         match self.store.append(entry) {
@@ -712,6 +748,35 @@ impl Gate {
             Err(e) => store_failure("the audit log", e),
         }
     }
+}
+
+/// Records how the call ended on its `execute_tool` span.
+pub(crate) fn trace_end(
+    span: &tracing::Span,
+    entry: &AuditEntry,
+    status: &str,
+    attempts: Option<u32>,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("toolgate.outcome", status);
+    if let Some(effect) = entry.effect {
+        span.record("toolgate.effect", effect.as_str());
+    }
+    if let Some(decision) = entry.decision {
+        span.record("toolgate.decision", decision.as_str());
+    }
+    if let Some(attempts) = attempts {
+        span.record("toolgate.attempts", i64::from(attempts));
+    }
+    match status {
+        "ok" => span.record("otel.status_code", "ok"),
+        "pending_approval" | "started" => span,
+        _ => span
+            .record("otel.status_code", "error")
+            .record("error.type", status),
+    };
 }
 
 /// An outcome's message as the audit log keeps it: cut when long.

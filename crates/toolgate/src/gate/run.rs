@@ -8,6 +8,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{DynTool, Retry, ToolCtx, ToolError};
+use tracing::Instrument;
 
 /// Limits on one execution.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +48,10 @@ pub async fn run(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let call = AssertUnwindSafe(tool.call(ctx, arguments.clone())).catch_unwind();
+        let span = tracing::info_span!("toolgate.attempt", toolgate.attempt = i64::from(attempt));
+        let call = AssertUnwindSafe(tool.call(ctx, arguments.clone()))
+            .catch_unwind()
+            .instrument(span);
         let end = tokio::select! {
             biased;
             _ = cancel.cancelled() => RunEnd::Cancelled,

@@ -18,6 +18,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use serde_json::Value;
 use toolgate_core::spec::{HttpBinding, HttpMethod, NetworkPolicy, NetworkSection, ToolSpec};
 use toolgate_core::{ToolCtx, ToolError, redact_headers};
+use tracing::Instrument;
 use url::Url;
 
 use super::request::{EnvLookup, Prepared, prepare};
@@ -220,11 +221,28 @@ impl HttpRuntime {
                 }
                 request = request.body(bytes.clone());
             }
+            // The client span of the request (the HTTP conventions: no query
+            // string, which may hold a secret), its trace context sent on.
+            let span = tracing::info_span!(
+                "http.client",
+                otel.name = %method,
+                otel.kind = "client",
+                http.request.method = %method,
+                server.address = url.host_str().unwrap_or_default(),
+                url.path = %secrets.mask(url.path()),
+                http.response.status_code = tracing::field::Empty,
+                toolgate.tool = tool,
+            );
+            for (name, value) in crate::telemetry::trace_fields(&span) {
+                request = request.header(name, value);
+            }
             let mut response = request
                 .send()
+                .instrument(span.clone())
                 .await
                 .map_err(|e| send_error(&e, &host, connect_timeout))?;
             let status = response.status();
+            span.record("http.response.status_code", i64::from(status.as_u16()));
             tracing::debug!(
                 tool,
                 status = status.as_u16(),

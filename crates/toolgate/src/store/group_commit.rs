@@ -54,6 +54,14 @@ impl Write {
         }
     }
 
+    /// How many audit records it writes: a read's completion brings its intent.
+    fn records(&self) -> usize {
+        match self {
+            Write::Append(_) => 1,
+            Write::Complete(c) => 1 + usize::from(c.intent.is_some()),
+        }
+    }
+
     /// Applies the write inside an open IMMEDIATE transaction (which holds the write
     /// lock, so the audit chain's head cannot move meanwhile).
     fn apply(self, tx: &Connection) -> rusqlite::Result<AuditRecord> {
@@ -117,8 +125,13 @@ impl SqliteStore {
         let batch = std::mem::take(&mut *lock(&self.queue.pending));
         let (writes, slots): (Vec<Write>, Vec<Slot>) = batch.into_iter().unzip();
         let actions: Vec<&'static str> = writes.iter().map(Write::action).collect();
+        let written: usize = writes.iter().map(Write::records).sum();
+        let _span =
+            tracing::info_span!("toolgate.store.commit", toolgate.records = written).entered();
+        let began = std::time::Instant::now();
         match commit(&mut conn, writes) {
             Ok(records) => {
+                crate::telemetry::store_commit(written, began.elapsed());
                 for (slot, record) in slots.iter().zip(records) {
                     *lock(slot) = Some(Ok(record));
                 }

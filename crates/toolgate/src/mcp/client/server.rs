@@ -23,6 +23,7 @@ use tokio::sync::{Notify, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::spec::UpstreamRevision;
 use toolgate_core::{ToolCtx, ToolError, content_hash};
+use tracing::Instrument;
 
 use super::breaker::{AfterFailure, Breaker, RestartPolicy};
 use super::config::{Scrubber, ServerConfig, Transport};
@@ -299,6 +300,7 @@ impl Server {
             let wait_until = match after {
                 AfterFailure::Restart(wait) => {
                     let attempt = self.failures();
+                    crate::telemetry::upstream_restart(&self.config.name);
                     self.set_state(ServerState::Restarting { reason, attempt });
                     Instant::now() + wait
                 }
@@ -754,8 +756,29 @@ impl Server {
                 .min(deadline.saturating_duration_since(Instant::now())),
             None => self.config.call_timeout,
         };
+        // The client span of the upstream call; its trace context rides in
+        // `_meta` (SEP-414), where the upstream server can pick it up.
+        let span = tracing::info_span!(
+            "tools/call",
+            otel.name = tracing::field::Empty,
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = remote,
+            toolgate.upstream = %self.config.name,
+        );
+        if !span.is_disabled() {
+            span.record("otel.name", format!("tools/call {remote}"));
+            let fields = crate::telemetry::trace_fields(&span);
+            if !fields.is_empty() {
+                let meta = params.meta.get_or_insert_with(Default::default);
+                for (key, value) in fields {
+                    meta.insert(key, Value::String(value));
+                }
+            }
+        }
+        let sent = tokio::time::timeout(limit, self.send_call(&peer, params)).instrument(span);
         let answer = tokio::select! {
-            answer = tokio::time::timeout(limit, self.send_call(&peer, params)) => answer,
+            answer = sent => answer,
             _ = ctx.cancellation().cancelled() => {
                 return Err(ToolError::permanent("the call was cancelled; the server was told to stop it"));
             }

@@ -160,6 +160,7 @@ pub(crate) fn router(
         .disable_allowed_hosts()
         .disable_allowed_origins();
     let capped = shared.http_sessions.clone();
+    let metrics = shared.metrics.clone();
     let service = StreamableHttpService::new(
         move || Ok(Session::new(shared.clone())),
         capped.clone(),
@@ -169,6 +170,7 @@ pub(crate) fn router(
         .route_service(path, service)
         .layer(middleware::from_fn(super::too_many::answer))
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
+    let router = crate::telemetry::route_beside(router, path, metrics.as_ref());
     let router = if access.requires_token() {
         router.layer(middleware::from_fn_with_state(access.clone(), authenticate))
     } else {

@@ -231,6 +231,8 @@ pub(crate) struct Shared {
     /// Code mode: `run_code` and the always-loaded tools instead of the catalog.
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
+    /// `/metrics` beside the MCP endpoint, when asked for.
+    metrics: Option<crate::telemetry::MetricsEndpoint>,
 }
 
 impl Shared {
@@ -297,6 +299,7 @@ pub struct McpServerBuilder {
     options: ServeOptions,
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
+    metrics: Option<crate::telemetry::MetricsEndpoint>,
 }
 
 impl McpServerBuilder {
@@ -358,6 +361,13 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serve `/metrics` beside the MCP endpoint over HTTP, behind the same
+    /// credential and `Host` check.
+    pub fn metrics(mut self, endpoint: crate::telemetry::MetricsEndpoint) -> Self {
+        self.metrics = Some(endpoint);
+        self
+    }
+
     /// Offer code mode: `tools/list` shows `run_code`, whose description carries
     /// the stubs of the tools the caller's principal may call in its conversation,
     /// and the `always_loaded` tools; a call of `run_code` runs the program with
@@ -401,6 +411,7 @@ impl McpServerBuilder {
                 inflight: Arc::default(),
                 #[cfg(feature = "code-mode")]
                 code: self.code,
+                metrics: self.metrics,
             }),
         }
     }
@@ -425,6 +436,7 @@ impl McpServer {
             options: ServeOptions::default(),
             #[cfg(feature = "code-mode")]
             code: None,
+            metrics: None,
         }
     }
 

@@ -23,6 +23,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::search::{SEARCH_TOOLS, found_tool_names};
 use toolgate_core::{Principal, ToolDescriptor};
+use tracing::Instrument;
 
 use super::Shared;
 use super::approval::{self, Answer};
@@ -302,6 +303,10 @@ impl Session {
             shared.options.approval_timeout,
             shared.inflight.cancellation(),
         )
+        .instrument(tracing::info_span!(
+            "toolgate.approval.wait",
+            toolgate.approval_id = approval_id
+        ))
         .await;
         let by = toolgate_core::Answerer::new(who, "elicitation");
         approval::record(gate, approval_id, &answer, &by);
@@ -440,6 +445,42 @@ impl Session {
         let tool = gate.catalog().get(&name).ok().map(|t| t.as_ref());
         Ok(call_result(&outcome, tool).into())
     }
+}
+
+/// The server span of one `tools/call` (the OpenTelemetry MCP conventions),
+/// parented by the trace context its client sent: in `_meta` (SEP-414), else
+/// in the HTTP request's `traceparent` header.
+fn request_span(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> tracing::Span {
+    let name = toolgate_core::clip_text(&request.name, toolgate_core::MAX_NAME_LEN);
+    let span = tracing::info_span!(
+        "tools/call",
+        otel.name = tracing::field::Empty,
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.tool.name = %name,
+        gen_ai.operation.name = "execute_tool",
+        jsonrpc.request.id = %context.id,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    span.record("otel.name", format!("tools/call {name}"));
+    let headers = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .map(|parts| &parts.headers);
+    let in_meta = context.meta.get_traceparent().is_some();
+    crate::telemetry::follow_remote_parent(&span, |field| {
+        if in_meta {
+            context.meta.get(field)?.as_str().map(str::to_owned)
+        } else {
+            headers?.get(field)?.to_str().ok().map(str::to_owned)
+        }
+    });
+    span
 }
 
 /// The reason an approval is asked for, as the approvals store has it.
@@ -631,6 +672,7 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let span = request_span(&request, &context);
         let caller = self.caller(&context)?;
         let session = self.conversation(&context, &caller.principal)?;
         // Boxed: rmcp moves the handler's future several times before it runs.
@@ -648,6 +690,7 @@ impl ServerHandler for Session {
             }
             self.call(request, context).await
         });
+        let served = served.instrument(span);
         match caller.authenticated.clone() {
             Some(authenticated) => authenticated.scope(served).await,
             None => served.await,

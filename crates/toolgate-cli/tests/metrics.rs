@@ -1,0 +1,277 @@
+//! `toolgate serve --http --metrics`: Prometheus metrics of a real `toolgate`
+//! process, scraped over loopback after calls made by the official SDK's client.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+const SPEC: &str = r#"
+tools:
+  - name: lookup
+    description: Look a record up.
+    effect: read
+    parameters:
+      type: object
+      properties:
+        id: {type: string}
+      required: [id]
+      additionalProperties: false
+    response: {found: true}
+  - name: wire_money
+    description: Send money somewhere.
+    effect: external
+    parameters: {type: object}
+    response: {sent: true}
+"#;
+
+const TOKEN: &str = "tg-test-4f0c2a9d8b7e6f5a4c3d2e1f0a9b8c7d";
+
+/// A running `toolgate serve --http 127.0.0.1:0 ARGS`, killed when dropped.
+struct Served {
+    child: Child,
+    /// The MCP endpoint.
+    url: String,
+    /// Where `--metrics` said it serves, when it said so.
+    metrics: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("TOOLGATE_STATE_DIR")
+        .env("TG_TEST_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url_in = |line: &str| {
+        line.split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned()
+    };
+    let mut metrics = None;
+    let url = loop {
+        let line = lines.next().expect("serve says where it serves").unwrap();
+        if line.contains("metrics at") {
+            metrics = Some(url_in(&line));
+        } else if line.contains("serving") {
+            break url_in(&line);
+        }
+    };
+    Served {
+        child,
+        url,
+        metrics,
+        _dir: dir,
+    }
+}
+
+async fn client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+async fn scrape(url: &str, token: Option<&str>) -> (u16, String, String) {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, kind, response.text().await.unwrap())
+}
+
+/// The value of the sample of `name` whose labels include every one of `labels`.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter(|line| {
+            line.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .find(|line| {
+            labels
+                .iter()
+                .all(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+}
+
+/// Calls that end every way a caller sees: two that run, one with bad
+/// arguments, one to a name no tool has, one that waits for approval.
+async fn make_calls(client: &RunningService<RoleClient, ()>) {
+    for id in ["a", "b"] {
+        let ran = client.call_tool(call("lookup", json!({"id": id}))).await;
+        assert_eq!(ran.unwrap().is_error, Some(false));
+    }
+    let invalid = client.call_tool(call("lookup", json!({}))).await.unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(
+        client
+            .call_tool(call("no_such_tool", json!({})))
+            .await
+            .is_err()
+    );
+    let pending = client
+        .call_tool(call("wire_money", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(pending.is_error, Some(true));
+}
+
+#[tokio::test]
+async fn metrics_beside_the_mcp_endpoint_count_calls_by_tool_outcome_and_principal() {
+    let served = serve(&["--metrics"]);
+    let at = served
+        .metrics
+        .clone()
+        .expect("serve says where metrics are");
+    assert!(at.ends_with("/metrics"), "{at}");
+    let client = client(&served.url, None).await;
+    make_calls(&client).await;
+    let (status, kind, text) = scrape(&at, None).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+
+    let calls = |tool, outcome| {
+        sample(
+            &text,
+            "toolgate_calls_total",
+            &[
+                ("tool", tool),
+                ("outcome", outcome),
+                ("principal", "operator"),
+            ],
+        )
+    };
+    assert_eq!(calls("lookup", "ok"), Some(2.0), "{text}");
+    assert_eq!(calls("lookup", "invalid"), Some(1.0), "{text}");
+    assert_eq!(calls("(unknown)", "unknown_tool"), Some(1.0), "{text}");
+    assert_eq!(calls("wire_money", "pending_approval"), Some(1.0), "{text}");
+    assert!(
+        text.contains("# TYPE toolgate_calls_total counter"),
+        "{text}"
+    );
+
+    let ran = [("tool", "lookup"), ("outcome", "ok")];
+    assert_eq!(
+        sample(&text, "toolgate_call_duration_seconds_count", &ran),
+        Some(2.0),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE toolgate_call_duration_seconds histogram"));
+    let all = [("tool", "lookup"), ("outcome", "ok"), ("le", "+Inf")];
+    assert_eq!(
+        sample(&text, "toolgate_call_duration_seconds_bucket", &all),
+        Some(2.0)
+    );
+    let commits = sample(&text, "toolgate_store_commit_duration_seconds_count", &[]);
+    assert!(commits.is_some_and(|n| n >= 1.0), "{text}");
+    // Five calls: each refusal one record, each read its intent and completion.
+    let records = sample(&text, "toolgate_audit_records_total", &[]);
+    assert!(records.is_some_and(|n| n >= 7.0), "{text}");
+    assert_eq!(sample(&text, "toolgate_approvals_pending", &[]), Some(1.0));
+    let age = sample(&text, "toolgate_approval_oldest_age_seconds", &[]);
+    assert!(age.is_some_and(|age| (0.0..60.0).contains(&age)), "{text}");
+    // No label holds a session or call id.
+    assert!(!text.contains("session"), "{text}");
+    assert!(!text.contains("mcp-"), "{text}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn metrics_beside_the_mcp_endpoint_take_its_credential() {
+    let served = serve(&["--metrics", "--token-env", "TG_TEST_TOKEN"]);
+    let at = served.metrics.clone().unwrap();
+    let (status, _, _) = scrape(&at, None).await;
+    assert_eq!(status, 401);
+    let (status, _, _) = scrape(&at, Some("not-the-token")).await;
+    assert_eq!(status, 401);
+    let (status, _, text) = scrape(&at, Some(TOKEN)).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("toolgate_"), "{text}");
+}
+
+#[tokio::test]
+async fn metrics_on_an_address_of_their_own_are_served_there_alone() {
+    let served = serve(&["--metrics", "127.0.0.1:0"]);
+    let at = served.metrics.clone().unwrap();
+    assert!(!at.starts_with(served.url.trim_end_matches("/mcp")), "{at}");
+    let client = client(&served.url, None).await;
+    make_calls(&client).await;
+    let (status, _, text) = scrape(&at, None).await;
+    assert_eq!(status, 200);
+    let ok = [("tool", "lookup"), ("outcome", "ok")];
+    assert_eq!(
+        sample(&text, "toolgate_calls_total", &ok),
+        Some(2.0),
+        "{text}"
+    );
+    // The MCP endpoint does not serve metrics then.
+    let beside = served.url.replace("/mcp", "/metrics");
+    let (status, _, _) = scrape(&beside, None).await;
+    assert_eq!(status, 404);
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn metrics_where_the_mcp_endpoint_is_are_refused_saying_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--path",
+            "/metrics",
+            "--metrics",
+        ])
+        .current_dir(dir.path())
+        .env_remove("TOOLGATE_STATE_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--path"), "{stderr}");
+}

@@ -1,0 +1,199 @@
+//! The process's `tracing` subscriber: log lines on stderr (text or JSON, at
+//! the levels `RUST_LOG` names) and, when the standard `OTEL_EXPORTER_OTLP_*`
+//! variables ask for it, the gate's spans exported over OTLP.
+//!
+//! Nothing is exported unless an OTLP endpoint or protocol is set. Spans go
+//! through the SDK's batch processor: a call only puts its finished span in a
+//! bounded queue (dropped when full), and a background thread exports them, so
+//! an exporter that is slow or down never holds a call up.
+
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing::Level;
+use tracing_subscriber::filter::{EnvFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, Registry};
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// For a person at a terminal.
+    #[default]
+    Text,
+    /// One JSON object a line, with the trace and span ids of the span it is in.
+    Json,
+}
+
+/// Why telemetry cannot be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    #[error(
+        "`{variable}` is `{value}`; toolgate exports traces as `http/protobuf` or `grpc`: set one of those, or unset it"
+    )]
+    Protocol {
+        variable: &'static str,
+        value: String,
+    },
+    #[error("the OTLP exporter cannot be built: {0}; check the OTEL_EXPORTER_OTLP_* variables")]
+    Exporter(String),
+    #[error(
+        "`RUST_LOG` is not a filter toolgate can read ({0}); write it as e.g. `warn,toolgate=debug`"
+    )]
+    Filter(String),
+    #[error("the tracing subscriber is already set in this process")]
+    AlreadySet,
+}
+
+/// Keeps telemetry running; dropping it flushes and stops the exporter.
+#[must_use = "dropping the guard stops exporting"]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+    /// The runtime the gRPC exporter's connections live on.
+    _runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl TelemetryGuard {
+    /// Whether spans are exported.
+    pub fn exporting(&self) -> bool {
+        self.provider.is_some()
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take() {
+            let _ = provider.shutdown_with_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+const ENDPOINTS: [&str; 4] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+];
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Sets the process's subscriber: log lines when `log` is given or `RUST_LOG`
+/// is set (else none, as before), and OTLP export when the environment asks.
+pub fn init(log: Option<LogFormat>) -> Result<TelemetryGuard, TelemetryError> {
+    let filter = match var("RUST_LOG") {
+        Some(filter) => Some(
+            EnvFilter::builder()
+                .parse(filter)
+                .map_err(|e| TelemetryError::Filter(e.to_string()))?,
+        ),
+        None => log.map(|_| EnvFilter::new("warn")),
+    };
+    let logs = filter.map(|filter| {
+        let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        match log.unwrap_or_default() {
+            LogFormat::Text => lines.boxed(),
+            LogFormat::Json => super::json_log::layer().boxed(),
+        }
+        .with_filter(filter)
+    });
+    let (provider, runtime) = match exporter()? {
+        Some((provider, runtime)) => (Some(provider), runtime),
+        None => (None, None),
+    };
+    // Trace ids in JSON log lines need spans recorded, exported or not.
+    let recorder = match (&provider, log) {
+        (Some(provider), _) => Some(provider.clone()),
+        (None, Some(LogFormat::Json)) => Some(SdkTracerProvider::builder().build()),
+        (None, _) => None,
+    };
+    let spans = recorder.map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("toolgate"))
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_filter(Targets::new().with_target("toolgate", Level::INFO))
+    });
+    Registry::default()
+        .with(logs)
+        .with(spans)
+        .try_init()
+        .map_err(|_| TelemetryError::AlreadySet)?;
+    Ok(TelemetryGuard {
+        provider,
+        _runtime: runtime,
+    })
+}
+
+type Exporting = (SdkTracerProvider, Option<tokio::runtime::Runtime>);
+
+/// The tracer provider exporting over OTLP, when the environment names an
+/// endpoint or a protocol (and OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none
+/// do not turn it off).
+fn exporter() -> Result<Option<Exporting>, TelemetryError> {
+    if !ENDPOINTS.iter().any(|name| var(name).is_some())
+        || var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
+    {
+        return Ok(None);
+    }
+    let (variable, protocol) = match var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
+        Some(p) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", p),
+        None => (
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            var("OTEL_EXPORTER_OTLP_PROTOCOL").unwrap_or_else(|| "http/protobuf".into()),
+        ),
+    };
+    use opentelemetry_otlp::{SpanExporter, WithExportConfig as _};
+    let built = |e: opentelemetry_otlp::ExporterBuildError| TelemetryError::Exporter(e.to_string());
+    let (exporter, runtime) = match protocol.trim() {
+        "http/protobuf" => {
+            let exporter = SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .build()
+                .map_err(built)?;
+            (exporter, None)
+        }
+        "grpc" => {
+            // tonic's connections run on a runtime of their own, so that
+            // exporting takes nothing from the runtime serving calls.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("toolgate-otlp")
+                .enable_all()
+                .build()
+                .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+            let exporter = {
+                let _entered = runtime.enter();
+                SpanExporter::builder()
+                    .with_tonic()
+                    .build()
+                    .map_err(built)?
+            };
+            (exporter, Some(runtime))
+        }
+        other => {
+            return Err(TelemetryError::Protocol {
+                variable,
+                value: other.to_owned(),
+            });
+        }
+    };
+    let mut resource = Resource::builder();
+    if var("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("toolgate");
+    }
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource.build())
+        .build();
+    Ok(Some((provider, runtime)))
+}

@@ -1,0 +1,293 @@
+//! `/metrics`: what the gate recorded, in the Prometheus text format (0.0.4).
+//!
+//! One Prometheus recorder per process ([`MetricsEndpoint::install`]) takes what
+//! the gate's recording points (`record.rs`) count; gauges that describe a state
+//! rather than events (approvals waiting, upstream servers, quarantined tools)
+//! are read when a scrape comes, so they cost nothing between scrapes. The
+//! endpoint is served beside the MCP endpoint, behind the same credential
+//! ([`McpServerBuilder::metrics`](crate::mcp::server::McpServerBuilder::metrics)),
+//! or on an address of its own ([`serve_metrics`]).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use metrics::Unit;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use super::record::*;
+use crate::GateStore;
+use crate::mcp::client::{ServerState, Upstreams};
+use crate::store::ApprovalStatus;
+
+/// The path the endpoint is served at.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// The content type of the Prometheus text format.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// How often histograms' recent samples are folded in when nothing scrapes, so
+/// that what waits for a scrape stays small.
+const UPKEEP: Duration = Duration::from_secs(5);
+
+/// Latency buckets of calls, in seconds: a mock answers in well under a
+/// millisecond, an HTTP API in tens to hundreds, a slow tool in seconds.
+const CALL_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0,
+];
+
+/// Latency buckets of store commits, in seconds (an fsync'd SQLite commit takes
+/// from tens of microseconds to tens of milliseconds).
+const COMMIT_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+
+/// The states an upstream server's `toolgate_upstream_state` has a series for.
+const UPSTREAM_STATES: [&str; 6] = [
+    "starting",
+    "ready",
+    "restarting",
+    "unavailable",
+    "misconfigured",
+    "stopped",
+];
+
+/// The process's one recorder, once installed.
+static RECORDER: Mutex<Option<PrometheusHandle>> = Mutex::new(None);
+
+/// Why metrics cannot be recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetricsError {
+    /// Another `metrics` recorder holds the process (an embedding program's own).
+    #[error(
+        "cannot record metrics: {0}; a program that installs its own `metrics` recorder renders toolgate's metrics itself"
+    )]
+    Install(String),
+}
+
+type Sampler = Arc<dyn Fn() + Send + Sync>;
+
+/// Renders the process's metrics for a scrape, after reading the gauges of the
+/// store and upstream servers it was given.
+#[derive(Clone)]
+pub struct MetricsEndpoint {
+    handle: PrometheusHandle,
+    samplers: Vec<Sampler>,
+}
+
+impl std::fmt::Debug for MetricsEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsEndpoint")
+            .field("samplers", &self.samplers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetricsEndpoint {
+    /// Installs the Prometheus recorder (once per process; later calls share it)
+    /// and returns an endpoint rendering it. Until this is called, the gate's
+    /// recording points do nothing.
+    pub fn install() -> Result<Self, MetricsError> {
+        let mut installed = RECORDER.lock().unwrap_or_else(PoisonError::into_inner);
+        let handle = match &*installed {
+            Some(handle) => handle.clone(),
+            None => {
+                let handle = PrometheusBuilder::new()
+                    .set_buckets_for_metric(Matcher::Full(CALL_DURATION.into()), CALL_BUCKETS)
+                    .and_then(|b| {
+                        b.set_buckets_for_metric(
+                            Matcher::Full(COMMIT_DURATION.into()),
+                            COMMIT_BUCKETS,
+                        )
+                    })
+                    .and_then(|b| b.install_recorder())
+                    .map_err(|e| MetricsError::Install(e.to_string()))?;
+                describe();
+                let upkeep = handle.clone();
+                std::thread::Builder::new()
+                    .name("toolgate-metrics".into())
+                    .spawn(move || {
+                        loop {
+                            std::thread::sleep(UPKEEP);
+                            upkeep.run_upkeep();
+                        }
+                    })
+                    .map_err(|e| MetricsError::Install(e.to_string()))?;
+                *installed = Some(handle.clone());
+                handle
+            }
+        };
+        Ok(MetricsEndpoint {
+            handle,
+            samplers: Vec::new(),
+        })
+    }
+
+    /// Also report the approvals waiting in `store`, and the age of the oldest.
+    pub fn store(mut self, store: Arc<dyn GateStore>) -> Self {
+        self.samplers
+            .push(Arc::new(move || sample_approvals(&*store)));
+        self
+    }
+
+    /// Also report the state of each upstream server and its quarantined tools.
+    pub fn upstreams(mut self, upstreams: Arc<Upstreams>) -> Self {
+        self.samplers
+            .push(Arc::new(move || sample_upstreams(&upstreams)));
+        self
+    }
+
+    /// The metrics as a scrape gets them, in the Prometheus text format.
+    pub fn render(&self) -> String {
+        for sample in &self.samplers {
+            sample();
+        }
+        self.handle.render()
+    }
+
+    /// The endpoint as a router serving [`METRICS_PATH`].
+    fn router(&self) -> Router {
+        let endpoint = self.clone();
+        Router::new().route(
+            METRICS_PATH,
+            axum::routing::get(move || {
+                let endpoint = endpoint.clone();
+                async move {
+                    // Reading the store's approvals may touch the disk.
+                    match tokio::task::spawn_blocking(move || endpoint.render()).await {
+                        Ok(text) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], text).into_response(),
+                        Err(_) => axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+                    }
+                }
+            }),
+        )
+    }
+}
+
+/// `router` with the metrics endpoint beside its routes, when there is one: a
+/// request for it passes whatever layers are added to the result afterwards
+/// (the credential check and the `Host` guard of the MCP endpoint). An MCP
+/// endpoint at [`METRICS_PATH`] keeps its path, and metrics are not served.
+pub(crate) fn route_beside(
+    router: Router,
+    mcp_path: &str,
+    endpoint: Option<&MetricsEndpoint>,
+) -> Router {
+    match endpoint {
+        Some(_) if mcp_path == METRICS_PATH => {
+            tracing::warn!(
+                "the MCP endpoint is at {METRICS_PATH}, so metrics are not served there"
+            );
+            router
+        }
+        Some(endpoint) => router.merge(endpoint.router()),
+        None => router,
+    }
+}
+
+/// Serves the metrics endpoint alone on `listener` (`serve --metrics ADDR`),
+/// until `shutdown` resolves. It takes no credential: bind it where only the
+/// scraper reaches.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    endpoint: MetricsEndpoint,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, endpoint.router())
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The HELP and unit of every metric, once the recorder is in place.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        CALLS,
+        Unit::Count,
+        "Calls through the gate, by tool, outcome (the audit log's status) and principal."
+    );
+    describe_histogram!(
+        CALL_DURATION,
+        Unit::Seconds,
+        "Time from a call's arrival to its recorded completion, for calls that ran."
+    );
+    describe_histogram!(
+        COMMIT_DURATION,
+        Unit::Seconds,
+        "Time of one store transaction (a group commit of audit records and state)."
+    );
+    describe_counter!(AUDIT_RECORDS, Unit::Count, "Audit records written.");
+    describe_counter!(
+        RATE_LIMITED,
+        Unit::Count,
+        "Calls a rate limit refused, by tool and principal."
+    );
+    describe_counter!(
+        UPSTREAM_RESTARTS,
+        Unit::Count,
+        "Restarts of upstream MCP servers after a failure."
+    );
+    describe_gauge!(APPROVALS_PENDING, "Approvals waiting for an answer.");
+    describe_gauge!(
+        APPROVAL_OLDEST_AGE,
+        Unit::Seconds,
+        "Age of the oldest approval waiting (0 when none waits)."
+    );
+    describe_gauge!(
+        UPSTREAM_UP,
+        "1 when the upstream MCP server is ready, else 0."
+    );
+    describe_gauge!(
+        UPSTREAM_STATE,
+        "1 for the state the upstream MCP server is in (unavailable: its circuit is open), 0 for the others."
+    );
+    describe_gauge!(
+        QUARANTINED_TOOLS,
+        "Tools of the upstream MCP server withheld until their change is reviewed."
+    );
+}
+
+fn sample_approvals(store: &dyn GateStore) {
+    let Ok(approvals) = store.list(false) else {
+        return;
+    };
+    let now = SystemTime::now();
+    let pending = approvals
+        .iter()
+        .filter(|a| a.status == ApprovalStatus::Pending);
+    let (count, oldest) = pending.fold((0u64, None::<SystemTime>), |(n, oldest), a| {
+        let created = humantime::parse_rfc3339_weak(&a.created_at).ok();
+        let oldest = match (oldest, created) {
+            (Some(o), Some(c)) => Some(o.min(c)),
+            (o, c) => o.or(c),
+        };
+        (n + 1, oldest)
+    });
+    let age = oldest
+        .and_then(|t| now.duration_since(t).ok())
+        .unwrap_or_default();
+    metrics::gauge!(APPROVALS_PENDING).set(count as f64);
+    metrics::gauge!(APPROVAL_OLDEST_AGE).set(age.as_secs_f64());
+}
+
+fn sample_upstreams(upstreams: &Upstreams) {
+    for status in upstreams.status() {
+        let now = status.state.as_str();
+        for state in UPSTREAM_STATES {
+            metrics::gauge!(UPSTREAM_STATE, "server" => status.namespace.clone(), "state" => state)
+                .set(if state == now { 1.0 } else { 0.0 });
+        }
+        let up = matches!(status.state, ServerState::Ready);
+        metrics::gauge!(UPSTREAM_UP, "server" => status.namespace.clone()).set(if up {
+            1.0
+        } else {
+            0.0
+        });
+        metrics::gauge!(QUARANTINED_TOOLS, "server" => status.namespace.clone())
+            .set(status.quarantined.len() as f64);
+    }
+}

@@ -1,0 +1,64 @@
+//! The recording points of the gate's metrics, by name, so that every name and
+//! label set is declared in one place (and described in `metrics.rs`).
+//!
+//! Labels are bounded: tools are catalog names (a call to a name no tool has is
+//! counted as `(unknown)`), principals are declared ids, outcomes are the audit
+//! log's statuses. No session or call id is ever a label.
+
+use std::time::Duration;
+
+pub(crate) const CALLS: &str = "toolgate_calls_total";
+pub(crate) const CALL_DURATION: &str = "toolgate_call_duration_seconds";
+pub(crate) const COMMIT_DURATION: &str = "toolgate_store_commit_duration_seconds";
+pub(crate) const AUDIT_RECORDS: &str = "toolgate_audit_records_total";
+pub(crate) const RATE_LIMITED: &str = "toolgate_rate_limited_total";
+pub(crate) const UPSTREAM_RESTARTS: &str = "toolgate_upstream_restarts_total";
+pub(crate) const APPROVALS_PENDING: &str = "toolgate_approvals_pending";
+pub(crate) const APPROVAL_OLDEST_AGE: &str = "toolgate_approval_oldest_age_seconds";
+pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
+pub(crate) const UPSTREAM_STATE: &str = "toolgate_upstream_state";
+pub(crate) const QUARANTINED_TOOLS: &str = "toolgate_quarantined_tools";
+
+/// The tool label of a call to a name that is not in the catalog.
+pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
+
+/// A call came to `outcome` (an audit status: `ok`, `denied`, `invalid`, ...).
+#[inline]
+pub(crate) fn call_outcome(tool: &str, known: bool, outcome: &str, principal: &str) {
+    let tool = if known { tool } else { UNKNOWN_TOOL };
+    metrics::counter!(
+        CALLS,
+        "tool" => tool.to_owned(),
+        "outcome" => outcome.to_owned(),
+        "principal" => principal.to_owned()
+    )
+    .increment(1);
+}
+
+/// A call that ran took `elapsed` from its arrival to its recorded completion.
+#[inline]
+pub(crate) fn call_duration(tool: &str, outcome: &str, elapsed: Duration) {
+    metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome.to_owned())
+        .record(elapsed.as_secs_f64());
+}
+
+/// One transaction of the store committed `records` audit records in `elapsed`.
+#[inline]
+pub(crate) fn store_commit(records: usize, elapsed: Duration) {
+    metrics::histogram!(COMMIT_DURATION).record(elapsed.as_secs_f64());
+    metrics::counter!(AUDIT_RECORDS).increment(records as u64);
+}
+
+/// A rate limit refused a call.
+#[inline]
+pub(crate) fn rate_limited(tool: &str, principal: &str) {
+    metrics::counter!(RATE_LIMITED, "tool" => tool.to_owned(), "principal" => principal.to_owned())
+        .increment(1);
+}
+
+/// An upstream MCP server failed and is being started again.
+#[cfg(feature = "mcp")]
+#[inline]
+pub(crate) fn upstream_restart(server: &str) {
+    metrics::counter!(UPSTREAM_RESTARTS, "server" => server.to_owned()).increment(1);
+}
