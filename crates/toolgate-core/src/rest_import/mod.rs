@@ -19,6 +19,7 @@ mod binding;
 mod document;
 mod operations;
 mod refs;
+mod returns;
 mod schema;
 mod security;
 mod select;
@@ -70,6 +71,8 @@ pub enum NoteKind {
     Recursion,
     /// `readOnly`/`writeOnly` properties left out.
     ReadWrite,
+    /// Return value schemas cut to their shape.
+    Returns,
     /// Authentication read from the environment.
     Security,
     /// The server URL.
@@ -88,6 +91,7 @@ impl NoteKind {
             NoteKind::Reference => "references not followed",
             NoteKind::Recursion => "recursive schemas",
             NoteKind::ReadWrite => "read-only and write-only fields",
+            NoteKind::Returns => "return values",
             NoteKind::Security => "authentication",
             NoteKind::Server => "server",
             NoteKind::Effect => "effects",
@@ -200,6 +204,7 @@ pub fn import_openapi(
     let mut left_out = Vec::new();
     let mut used = HashSet::new();
     let count = operations.len();
+    let mut cut_returns = 0;
     for op in operations {
         let label = match &op.id {
             Some(id) => format!("{} ({id})", op.label()),
@@ -280,8 +285,11 @@ pub fn import_openapi(
             let out = converter.convert(schema, base);
             converter.finish(out)
         });
-        let returns = returns.map(|(schema, n)| {
+        let returns = returns.map(|(mut schema, n)| {
             schema_notes(&n, "return value", &mut note);
+            if returns::cut_returns(&mut schema) {
+                cut_returns += 1;
+            }
             schema
         });
         let mut effect = select::method_effect(op.method);
@@ -315,6 +323,16 @@ pub fn import_openapi(
             tags: op.tags.clone(),
             always_loaded: false,
             timeout: None,
+        });
+    }
+    if cut_returns > 0 {
+        notes.push(RestNote {
+            kind: NoteKind::Returns,
+            tool: None,
+            message: format!(
+                "the return values of {cut_returns} tools keep {} level(s) of properties, deeper ones only their types: the model reads their shape (the whole response still reaches it)",
+                returns::RETURNS_DEPTH
+            ),
         });
     }
     for message in security.used.into_values() {

@@ -161,15 +161,20 @@ fn a_name_taken_by_a_path_parameter_is_given_its_location() {
 fn swagger_2_reads_into_the_same_model() {
     let imported = import("pets.json", &RestImportOptions::default());
     let find = tool(&imported, "findPets");
+    let add = tool(&imported, "addPet");
     assert_eq!(
         find.parameters.as_ref().unwrap()["properties"]["tags"],
         json!({"type": "array", "items": {"type": "string"}})
     );
     assert_eq!(
-        find.returns.as_ref().unwrap()["items"]["properties"]["name"]["examples"],
+        find.returns.as_ref().unwrap()["items"]["properties"]["name"],
+        json!({"type": "string"}),
+        "a return value keeps its fields' types"
+    );
+    assert_eq!(
+        add.parameters.as_ref().unwrap()["properties"]["name"]["examples"],
         json!(["Rex"])
     );
-    let add = tool(&imported, "addPet");
     assert_eq!(
         add.parameters.as_ref().unwrap(),
         &json!({"type": "object", "properties": {

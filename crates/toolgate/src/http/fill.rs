@@ -53,8 +53,8 @@ pub(crate) fn as_text(value: &Value) -> String {
 }
 
 /// `s` with each placeholder replaced by `encode` of its text; a list is its items'
-/// texts, each encoded, joined by `,` (OpenAPI's `simple` style for paths and
-/// headers).
+/// texts, each encoded, joined by `,`, and an object its keys and values the same
+/// way (`k,v,k,v`: OpenAPI's `simple` style for paths and headers).
 pub(crate) fn fill(
     s: &str,
     args: &Value,
@@ -69,6 +69,13 @@ pub(crate) fn fill(
             Value::Array(items) => {
                 let items: Vec<String> = items.iter().map(|v| encode(&as_text(v))).collect();
                 out.push_str(&items.join(","));
+            }
+            Value::Object(members) => {
+                let members: Vec<String> = members
+                    .iter()
+                    .flat_map(|(k, v)| [encode(k), encode(&as_text(v))])
+                    .collect();
+                out.push_str(&members.join(","));
             }
             value => out.push_str(&encode(&as_text(&value))),
         }
