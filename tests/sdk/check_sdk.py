@@ -522,12 +522,32 @@ def default_corpus() -> Path:
     return repo_copy if repo_copy.exists() or not shared.exists() else shared
 
 
+def check_specs(tg: Toolgate, specs: list[Path]) -> int:
+    """Renders each spec file (an imported OpenAPI description, say) for every
+    target and validates every declaration against the SDK types."""
+    report = Report()
+    for spec in specs:
+        loaded = yaml.load(spec.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        canonical = [t["name"] for t in loaded.get("tools") or []]
+        for target in TARGETS:
+            print(f"note  {spec.name}:", end=" ", flush=True)
+            check_render(report, tg, spec, target, [], canonical)
+    print(f"{report.passed} passed, {report.failed} failed")
+    return 1 if report.failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--toolgate", type=Path, default=REPO / "target" / "debug" / "toolgate")
     parser.add_argument("--corpus", type=Path, default=None, help="BFCL functions.jsonl")
     parser.add_argument("--keep", type=Path, default=None, help="write the spec and inputs here and keep them")
+    parser.add_argument(
+        "--spec", type=Path, action="append", default=[],
+        help="only render this spec file for every target and validate it (repeatable)",
+    )
     args = parser.parse_args()
+    if args.spec:
+        return check_specs(Toolgate(args.toolgate.resolve()), args.spec)
 
     corpus = args.corpus or default_corpus()
     tg = Toolgate(args.toolgate.resolve())

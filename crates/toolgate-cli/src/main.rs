@@ -11,6 +11,7 @@ mod code_commands;
 mod commands;
 mod flow_commands;
 mod keys_commands;
+mod openapi_commands;
 mod pins_commands;
 mod policy_commands;
 mod search_commands;
@@ -150,13 +151,16 @@ enum Command {
         #[command(flatten)]
         spec: SpecArgs,
     },
-    /// Turn a foreign tool list into a spec file (printed as YAML).
+    /// Turn a foreign tool list, or an HTTP API's OpenAPI description, into a spec
+    /// file (printed as YAML).
     Import {
-        /// The format: openai-chat, openai-responses, anthropic, gemini, mcp, bfcl.
+        /// The format: openapi (OpenAPI 3.1, 3.0, Swagger 2.0), openai-chat, openai-responses, anthropic, gemini, mcp, bfcl.
         #[arg(long = "from", value_name = "FORMAT")]
-        from: toolgate::wire::ImportFormat,
+        from: wire_commands::ImportFrom,
         /// The file to import, or `-` for standard input.
         input: String,
+        #[command(flatten)]
+        openapi: openapi_commands::OpenApiArgs,
     },
     /// Read the audit log, check it for tampering, list calls left without a completion.
     Audit {
@@ -426,7 +430,11 @@ fn main() -> ExitCode {
             spec,
         } => search_commands::search(&spec, &query, k, caller.as_deref(), all),
         Command::Eval { action } => search_commands::eval(action),
-        Command::Import { from, input } => wire_commands::import(from, &input),
+        Command::Import {
+            from,
+            input,
+            openapi,
+        } => wire_commands::import(from, &input, &openapi),
         Command::Digest { caller, spec } => commands::digest(&spec, caller.as_deref()),
         Command::Audit {
             action,

@@ -212,7 +212,41 @@ fn read_input(input: &str) -> Result<String, String> {
     }
 }
 
-pub fn import(from: wire::ImportFormat, input: &str) -> CommandResult {
+/// What `import --from` reads: an OpenAPI description, or a tool list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportFrom {
+    OpenApi,
+    Tools(wire::ImportFormat),
+}
+
+impl std::str::FromStr for ImportFrom {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "openapi" {
+            return Ok(ImportFrom::OpenApi);
+        }
+        s.parse().map(ImportFrom::Tools).map_err(|_| {
+            format!(
+                "unknown import format `{s}`: expected one of openapi, openai-chat, openai-responses, anthropic, gemini, mcp, bfcl"
+            )
+        })
+    }
+}
+
+pub fn import(
+    from: ImportFrom,
+    input: &str,
+    openapi: &crate::openapi_commands::OpenApiArgs,
+) -> CommandResult {
+    let from = match from {
+        ImportFrom::OpenApi => return crate::openapi_commands::import(input, openapi),
+        ImportFrom::Tools(_) if openapi.any() => {
+            return Err(
+                "--tags, --include, --exclude, --server, --effects, --include-deprecated and --output are for `--from openapi`".into(),
+            );
+        }
+        ImportFrom::Tools(from) => from,
+    };
     let text = read_input(input)?;
     let imported = wire::import_tools(from, &text).map_err(|e| e.to_string())?;
     for note in &imported.notes {

@@ -23,6 +23,7 @@ mod name;
 mod policy;
 mod principal;
 mod redact;
+pub mod rest_import;
 mod sanitize;
 mod schema_text;
 pub mod search;

@@ -37,8 +37,8 @@ pub use mcp_servers::{
     expand_env, is_namespace,
 };
 pub use model::{
-    BindingKind, DEFAULT_SPEC_EFFECT, HttpBinding, HttpMethod, McpBinding, McpServerRef, SpecFile,
-    StateKey, StateType, ToolSpec,
+    BindingKind, DEFAULT_SPEC_EFFECT, HttpBinding, HttpMethod, McpBinding, McpServerRef,
+    QueryStyle, QueryValue, SpecFile, StateKey, StateType, StyledQuery, ToolSpec,
 };
 pub use network::{
     AddressClass, AllowEntry, AllowTarget, IpCidr, NetworkPolicy, NetworkRefusal, NetworkSection,

@@ -205,14 +205,30 @@ pub struct HttpBinding {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
     /// Query parameters, percent-encoded; values may also reference `${env.NAME}`.
+    /// A value that is one placeholder reading nothing is left out; one reading a
+    /// list repeats the key. `{value, style, explode}` serializes lists and objects
+    /// as OpenAPI's query styles do.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub query: IndexMap<String, String>,
+    pub query: IndexMap<String, QueryValue>,
+    /// Cookies, sent in one `Cookie` header (a secret); values may reference
+    /// `${env.NAME}`, and one that is a placeholder reading nothing is left out.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub cookies: IndexMap<String, String>,
     /// The request body; without it, POST, PUT and PATCH send the arguments as JSON.
+    /// A member whose value is one `{args.NAME}` the call leaves out is left out.
     /// Strings may reference `${env.NAME}`; those values and any under a secret key
     /// (`password`, `api_key`, ...) are masked as secrets, and such a body is never
     /// sent to another origin on a redirect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
+    /// The body's media type (default `application/json`): `application/x-www-form-urlencoded`
+    /// and `multipart/form-data` send an object body's members as form fields, a
+    /// `text/...` type sends a string body as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Send no body, even for POST, PUT and PATCH.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_body: bool,
     /// The largest response body read, in bytes (default 1 MiB); a longer body is cut there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
@@ -231,6 +247,8 @@ pub enum HttpMethod {
     Put,
     Patch,
     Delete,
+    Head,
+    Options,
 }
 
 impl HttpMethod {
@@ -241,7 +259,101 @@ impl HttpMethod {
             HttpMethod::Put => "PUT",
             HttpMethod::Patch => "PATCH",
             HttpMethod::Delete => "DELETE",
+            HttpMethod::Head => "HEAD",
+            HttpMethod::Options => "OPTIONS",
         }
+    }
+}
+
+/// A `query:` value: a template, or a template with the style that serializes a
+/// list or an object (OpenAPI's `style` and `explode`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum QueryValue {
+    /// `"{args.q}"`: a list repeats the key (`tag=a&tag=b`).
+    Template(String),
+    /// `{value: "{args.tags}", explode: false}`: `tag=a,b`.
+    Styled(StyledQuery),
+}
+
+impl QueryValue {
+    /// The template the value is filled from.
+    pub fn template(&self) -> &str {
+        match self {
+            QueryValue::Template(t) => t,
+            QueryValue::Styled(s) => &s.value,
+        }
+    }
+
+    pub fn template_mut(&mut self) -> &mut String {
+        match self {
+            QueryValue::Template(t) => t,
+            QueryValue::Styled(s) => &mut s.value,
+        }
+    }
+
+    /// The style and explode flag (form, exploded, for a plain template).
+    pub fn style(&self) -> (QueryStyle, bool) {
+        match self {
+            QueryValue::Template(_) => (QueryStyle::Form, true),
+            QueryValue::Styled(s) => (s.style, s.explode),
+        }
+    }
+}
+
+impl From<&str> for QueryValue {
+    fn from(template: &str) -> Self {
+        QueryValue::Template(template.to_owned())
+    }
+}
+
+impl From<String> for QueryValue {
+    fn from(template: String) -> Self {
+        QueryValue::Template(template)
+    }
+}
+
+/// A query value with its serialization spelled out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StyledQuery {
+    /// The template, as a plain `query:` value.
+    pub value: String,
+    /// How a list or object is written (default `form`).
+    #[serde(default, skip_serializing_if = "QueryStyle::is_form")]
+    pub style: QueryStyle,
+    /// `true` (the default) gives a list item or object member a pair of its own
+    /// (`tag=a&tag=b`, `x=1&y=2`); `false` joins them into one value (`tag=a,b`).
+    #[serde(default = "explode_default", skip_serializing_if = "is_true")]
+    pub explode: bool,
+}
+
+fn explode_default() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// OpenAPI's query parameter styles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum QueryStyle {
+    /// `tag=a&tag=b`, or `tag=a,b` unexploded; an object `x=1&y=2`, or `point=x,1,y,2`.
+    #[default]
+    Form,
+    /// `tag=a%20b` (a list, unexploded).
+    SpaceDelimited,
+    /// `tag=a|b` (a list, unexploded).
+    PipeDelimited,
+    /// `filter[x]=1&filter[y]=2` (an object).
+    DeepObject,
+}
+
+impl QueryStyle {
+    fn is_form(&self) -> bool {
+        *self == QueryStyle::Form
     }
 }
 

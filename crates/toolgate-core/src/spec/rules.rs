@@ -195,6 +195,13 @@ impl Rules<'_> {
             self.url(&format!("{at}/http/url"), &http.url);
             self.reachable(&format!("{at}/http/url"), &http.url);
             self.secret_header_arguments(at, tool);
+            if http.no_body && http.body.is_some() {
+                self.error(
+                    &format!("{at}/http/no_body"),
+                    "`no_body: true` and a `body` contradict each other".into(),
+                    Some("remove one of them".into()),
+                );
+            }
         }
         if let Some(timeout) = &tool.timeout
             && humantime::parse_duration(timeout).is_err()
@@ -382,13 +389,22 @@ impl Rules<'_> {
         }
         if let Some(http) = &tool.http {
             strings.push((format!("{at}/http/url"), http.url.as_str()));
-            for (section, map) in [("headers", &http.headers), ("query", &http.query)] {
+            for (section, map) in [("headers", &http.headers), ("cookies", &http.cookies)] {
                 for (key, value) in map {
                     strings.push((
                         format!("{at}/http/{section}/{}", pointer_segment(key)),
                         value.as_str(),
                     ));
                 }
+            }
+            for (key, value) in &http.query {
+                let path = format!("{at}/http/query/{}", pointer_segment(key));
+                strings.push(match value {
+                    crate::spec::QueryValue::Template(t) => (path, t.as_str()),
+                    crate::spec::QueryValue::Styled(s) => {
+                        (format!("{path}/value"), s.value.as_str())
+                    }
+                });
             }
             if let Some(body) = &http.body {
                 strings_in(body, format!("{at}/http/body"), &mut strings);

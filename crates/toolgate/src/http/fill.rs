@@ -12,8 +12,8 @@
 //! never from text an argument supplies (arguments are filled between references).
 
 use serde_json::{Map, Value};
-use toolgate_core::spec::env_references;
 use toolgate_core::spec::template::{Placeholder, Scope, placeholders};
+use toolgate_core::spec::{QueryStyle, QueryValue, env_references};
 use url::Url;
 
 /// Why a URL could not be built. `Input` is the model's to fix; `Spec` and `Env`
@@ -52,7 +52,9 @@ pub(crate) fn as_text(value: &Value) -> String {
     }
 }
 
-/// `s` with each placeholder replaced by `encode` of its text.
+/// `s` with each placeholder replaced by `encode` of its text; a list is its items'
+/// texts, each encoded, joined by `,`, and an object its keys and values the same
+/// way (`k,v,k,v`: OpenAPI's `simple` style for paths and headers).
 pub(crate) fn fill(
     s: &str,
     args: &Value,
@@ -63,7 +65,20 @@ pub(crate) fn fill(
     let mut last = 0;
     for p in placeholders(s) {
         out.push_str(&s[last..p.range.start]);
-        out.push_str(&encode(&as_text(&lookup(&p, args, state))));
+        match lookup(&p, args, state) {
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(|v| encode(&as_text(v))).collect();
+                out.push_str(&items.join(","));
+            }
+            Value::Object(members) => {
+                let members: Vec<String> = members
+                    .iter()
+                    .flat_map(|(k, v)| [encode(k), encode(&as_text(v))])
+                    .collect();
+                out.push_str(&members.join(","));
+            }
+            value => out.push_str(&encode(&as_text(&value))),
+        }
         last = p.range.end;
     }
     out.push_str(&s[last..]);
@@ -154,11 +169,11 @@ fn split_origin(template: &str) -> Result<(&str, &str), UrlProblem> {
 /// Builds the request URL: the template's origin, its path and query with
 /// placeholders and `${env.NAME}` filled and encoded, then the `query:` entries. A
 /// query entry whose value is one placeholder reading `null` is left out; one
-/// reading a list is repeated for each item. Values read from the environment are
-/// pushed onto `read`, to be masked as secrets.
+/// reading a list or an object is written in the entry's style ([`styled`]).
+/// Values read from the environment are pushed onto `read`, to be masked as secrets.
 pub fn build_url<'q>(
     template: &str,
-    query: impl IntoIterator<Item = (&'q String, &'q String)>,
+    query: impl IntoIterator<Item = (&'q String, &'q QueryValue)>,
     args: &Value,
     state: &Map<String, Value>,
     env: Env<'_>,
@@ -223,15 +238,18 @@ pub fn build_url<'q>(
         }
     }
     for (key, value) in query {
-        let key = encode_component(key);
-        match lone(value, args, state) {
+        let template = value.template();
+        match lone(template, args, state) {
             Some(Value::Null) => {}
-            Some(Value::Array(items)) => items
-                .iter()
-                .for_each(|v| add(&key, &encode_component(&as_text(v)))),
+            Some(found @ (Value::Array(_) | Value::Object(_))) => {
+                let (style, explode) = value.style();
+                for (k, v) in styled(key, &found, style, explode) {
+                    add(&k, &v);
+                }
+            }
             _ => add(
-                &key,
-                &fill_env(value, args, state, encode_component, env, read).map_err(missing)?,
+                &encode_component(key),
+                &fill_env(template, args, state, encode_component, env, read).map_err(missing)?,
             ),
         }
     }
@@ -257,17 +275,65 @@ pub fn build_url<'q>(
     Ok(url)
 }
 
+/// The encoded pairs a list or an object makes under `key` in a query style:
+/// form exploded repeats the key for each item (an object's members become pairs
+/// of their own), unexploded joins them with `,` (`k,v,...` for an object);
+/// `spaceDelimited` and `pipeDelimited` join a list with a space or `|`;
+/// `deepObject` writes `key[member]=value`. `null` items are left out.
+pub(crate) fn styled(
+    key: &str,
+    value: &Value,
+    style: QueryStyle,
+    explode: bool,
+) -> Vec<(String, String)> {
+    let enc = |v: &Value| encode_component(&as_text(v));
+    let ekey = encode_component(key);
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().filter(|v| !v.is_null()).map(enc).collect();
+            let delimiter = match style {
+                QueryStyle::SpaceDelimited => "%20",
+                QueryStyle::PipeDelimited => "%7C",
+                _ => ",",
+            };
+            if explode && matches!(style, QueryStyle::Form | QueryStyle::DeepObject) {
+                items.into_iter().map(|v| (ekey.clone(), v)).collect()
+            } else {
+                vec![(ekey, items.join(delimiter))]
+            }
+        }
+        Value::Object(members) => {
+            let members = members.iter().filter(|(_, v)| !v.is_null());
+            match (style, explode) {
+                (QueryStyle::DeepObject, _) => members
+                    .map(|(k, v)| (encode_component(&format!("{key}[{k}]")), enc(v)))
+                    .collect(),
+                (QueryStyle::Form, true) => members
+                    .map(|(k, v)| (encode_component(k), enc(v)))
+                    .collect(),
+                _ => {
+                    let joined: Vec<String> = members
+                        .flat_map(|(k, v)| [encode_component(k), enc(v)])
+                        .collect();
+                    vec![(ekey, joined.join(","))]
+                }
+            }
+        }
+        other => vec![(ekey, enc(other))],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
 
-    const NO_QUERY: [(String, String); 0] = [];
+    const NO_QUERY: [(String, QueryValue); 0] = [];
 
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, QueryValue)> {
         list.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), QueryValue::from(*v)))
             .collect()
     }
 
@@ -277,7 +343,7 @@ mod tests {
 
     fn build_url<'q>(
         template: &str,
-        query: impl IntoIterator<Item = (&'q String, &'q String)>,
+        query: impl IntoIterator<Item = (&'q String, &'q QueryValue)>,
         args: &Value,
         state: &Map<String, Value>,
     ) -> Result<Url, UrlProblem> {
@@ -435,6 +501,68 @@ mod tests {
             build("ftp://h.example/x", json!({})),
             Err(UrlProblem::Spec(_))
         ));
+    }
+
+    #[test]
+    fn lists_and_objects_take_the_query_style_and_paths_join_lists_with_commas() {
+        let styled = |style: &str, explode: bool| {
+            let q: QueryValue = serde_json::from_value(
+                json!({"value": "{args.v}", "style": style, "explode": explode}),
+            )
+            .unwrap();
+            vec![("tag".to_owned(), q)]
+        };
+        let url = |query: Vec<(String, QueryValue)>, v: Value| {
+            build_url(
+                "https://h.example/s",
+                query.iter().map(|(k, v)| (k, v)),
+                &json!({"v": v}),
+                &Map::new(),
+            )
+            .unwrap()
+            .query()
+            .map(str::to_owned)
+        };
+        let list = json!(["a b", "c,d", null]);
+        assert_eq!(
+            url(styled("form", true), list.clone()).as_deref(),
+            Some("tag=a%20b&tag=c%2Cd")
+        );
+        assert_eq!(
+            url(styled("form", false), list.clone()).as_deref(),
+            Some("tag=a%20b,c%2Cd")
+        );
+        assert_eq!(
+            url(styled("spaceDelimited", false), list.clone()).as_deref(),
+            Some("tag=a%20b%20c%2Cd")
+        );
+        assert_eq!(
+            url(styled("pipeDelimited", false), list).as_deref(),
+            Some("tag=a%20b%7Cc%2Cd")
+        );
+        let object = json!({"x": 1, "y": "z"});
+        assert_eq!(
+            url(styled("form", true), object.clone()).as_deref(),
+            Some("x=1&y=z")
+        );
+        assert_eq!(
+            url(styled("form", false), object.clone()).as_deref(),
+            Some("tag=x,1,y,z")
+        );
+        assert_eq!(
+            url(styled("deepObject", true), object).as_deref(),
+            Some("tag%5Bx%5D=1&tag%5By%5D=z")
+        );
+        assert_eq!(
+            url(styled("form", false), json!("plain")).as_deref(),
+            Some("tag=plain")
+        );
+        let path = build(
+            "https://h.example/items/{args.ids}",
+            json!({"ids": ["a/b", 2]}),
+        )
+        .unwrap();
+        assert_eq!(path.path(), "/items/a%2Fb,2");
     }
 
     proptest! {

@@ -10,6 +10,8 @@
 //! same checked resolver (`resolver.rs`). [`sandbox`] loads someone else's spec file with
 //! its bindings outside an allow-list downgraded to mocks.
 
+#[cfg(feature = "http")]
+mod body;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod fill;
 #[cfg(feature = "http")]

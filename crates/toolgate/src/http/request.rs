@@ -13,6 +13,7 @@ use toolgate_core::spec::{HttpBinding, HttpMethod, env_references, template};
 use toolgate_core::{ToolError, is_secret_header, is_secret_key};
 use url::Url;
 
+use super::body::encode_body;
 use super::fill::{UrlProblem, build_url, fill_env, lookup};
 use super::secrets::Secrets;
 
@@ -26,8 +27,10 @@ pub struct Prepared {
     pub url: Url,
     /// Name, value, and whether the value is secret (dropped on a cross-origin redirect).
     pub headers: Vec<(String, String, bool)>,
-    /// A JSON body.
+    /// The body, encoded.
     pub body: Option<Vec<u8>>,
+    /// The body's `Content-Type` (JSON unless the binding says otherwise).
+    pub content_type: Option<String>,
     /// Whether the body carries credentials (a value from the environment, or one
     /// under a secret key): it is not sent again to another origin.
     pub body_has_secrets: bool,
@@ -78,8 +81,13 @@ pub fn prepare(
         }
         headers.push((name.clone(), value, secret));
     }
+    if let Some(cookie) = cookie_header(binding, args, state, env, &mut secrets)? {
+        secrets.add_header_value(&cookie);
+        headers.push(("Cookie".to_owned(), cookie, true));
+    }
     let mut body_has_secrets = false;
     let body = match (&binding.body, binding.method) {
+        _ if binding.no_body => None,
         (Some(body), _) => {
             let mut read = Vec::new();
             let body = render_body(body, args, state, env, &mut read)?;
@@ -95,18 +103,59 @@ pub fn prepare(
     if let Some(body) = &body {
         body_has_secrets |= secret_values(body, false, &mut secrets);
     }
-    let body = body
-        .map(|b| serde_json::to_vec(&b))
-        .transpose()
-        .map_err(|e| ToolError::permanent(format!("cannot write the request body: {e}")))?;
+    let (body, content_type) = match body {
+        Some(body) => {
+            let (bytes, content_type) = encode_body(&body, binding.content_type.as_deref())?;
+            (Some(bytes), Some(content_type))
+        }
+        None => (None, None),
+    };
     Ok(Prepared {
         method: binding.method,
         url,
         headers,
         body,
+        content_type,
         body_has_secrets,
         secrets,
     })
+}
+
+/// The `Cookie` header the binding's `cookies:` make, `None` when there are none.
+/// Every cookie value is a secret, as the whole header is.
+fn cookie_header(
+    binding: &HttpBinding,
+    args: &Value,
+    state: &Map<String, Value>,
+    env: &EnvLookup,
+    secrets: &mut Secrets,
+) -> Result<Option<String>, ToolError> {
+    let mut pairs = Vec::new();
+    for (name, template) in &binding.cookies {
+        let Some((value, _)) = header_value(&format!("Cookie {name}"), template, args, state, env)?
+        else {
+            continue;
+        };
+        secrets.add(&value);
+        pairs.push(format!("{name}={}", super::fill::encode_component(&value)));
+    }
+    Ok((!pairs.is_empty()).then(|| pairs.join("; ")))
+}
+
+/// Whether `template` is one `{args.NAME}` placeholder for an argument the call
+/// leaves out (a `null` passed is not left out).
+fn absent_argument(template: &Value, args: &Value) -> bool {
+    let Value::String(s) = template else {
+        return false;
+    };
+    match template::placeholders(s).as_slice() {
+        [only] if only.range == (0..s.len()) && only.scope == template::Scope::Args => only
+            .path
+            .iter()
+            .try_fold(args, |v, key| v.get(key))
+            .is_none(),
+        _ => false,
+    }
 }
 
 /// The body template filled: placeholders as [`template::render`] fills them, and
@@ -135,6 +184,7 @@ fn render_body(
         ),
         Value::Object(map) => Value::Object(
             map.iter()
+                .filter(|(_, v)| !absent_argument(v, args))
                 .map(|(k, v)| Ok((k.clone(), render_body(v, args, state, env, read)?)))
                 .collect::<Result<_, ToolError>>()?,
         ),
@@ -307,6 +357,60 @@ mod tests {
         let err = prepare(&b, &json!({}), &Map::new(), &env).unwrap_err();
         assert!(err.to_string().contains("`ABSENT`"), "{err}");
         assert!(!err.is_retryable());
+    }
+
+    #[test]
+    fn bodies_are_written_as_their_media_type_and_absent_arguments_leave_members_out() {
+        let prepared =
+            |b: Value, args: Value| prepare(&binding(b), &args, &Map::new(), &env).unwrap();
+        let body = json!({"name": "{args.name}", "tags": "{args.tags}", "note": "{args.note}"});
+        let p = prepared(
+            json!({"method": "POST", "url": "https://h.example/x", "body": body}),
+            json!({"name": "Rex", "note": null}),
+        );
+        assert_eq!(
+            p.body.as_deref(),
+            Some(&br#"{"name":"Rex","note":null}"#[..])
+        );
+        assert_eq!(p.content_type.as_deref(), Some("application/json"));
+        let p = prepared(
+            json!({"method": "POST", "url": "https://h.example/x", "body": body, "content_type": "application/x-www-form-urlencoded"}),
+            json!({"name": "Rex & co", "tags": ["a", "b"]}),
+        );
+        assert_eq!(
+            p.body.as_deref(),
+            Some(&b"name=Rex+%26+co&tags=a&tags=b"[..])
+        );
+        let p = prepared(
+            json!({"method": "POST", "url": "https://h.example/x", "body": body, "content_type": "multipart/form-data"}),
+            json!({"name": "Rex"}),
+        );
+        assert_eq!(
+            p.content_type.as_deref(),
+            Some("multipart/form-data; boundary=toolgate-boundary-00000000")
+        );
+        assert_eq!(
+            String::from_utf8(p.body.unwrap()).unwrap(),
+            "--toolgate-boundary-00000000\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nRex\r\n--toolgate-boundary-00000000--\r\n"
+        );
+        let p = prepared(
+            json!({"method": "PUT", "url": "https://h.example/x", "no_body": true}),
+            json!({"a": 1}),
+        );
+        assert_eq!(p.body, None);
+        let p = prepared(
+            json!({"url": "https://h.example/x", "cookies": {"session": "${env.TOKEN}", "lang": "{args.lang}", "theme": "{args.theme}"}}),
+            json!({"lang": "en gb"}),
+        );
+        assert_eq!(
+            p.headers,
+            [(
+                "Cookie".to_owned(),
+                "session=tok-secret-1; lang=en%20gb".to_owned(),
+                true
+            )]
+        );
+        assert_eq!(p.secrets.mask("tok-secret-1"), "[redacted]");
     }
 
     #[test]

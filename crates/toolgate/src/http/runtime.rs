@@ -175,6 +175,7 @@ impl HttpRuntime {
             mut url,
             mut headers,
             mut body,
+            content_type: body_type,
             body_has_secrets,
             secrets,
         } = prepared;
@@ -217,7 +218,10 @@ impl HttpRuntime {
             }
             if let Some(bytes) = &body {
                 if !has_content_type {
-                    request = request.header(CONTENT_TYPE, "application/json");
+                    request = request.header(
+                        CONTENT_TYPE,
+                        body_type.as_deref().unwrap_or("application/json"),
+                    );
                 }
                 request = request.body(bytes.clone());
             }
@@ -373,6 +377,8 @@ fn to_method(method: HttpMethod) -> reqwest::Method {
         HttpMethod::Put => reqwest::Method::PUT,
         HttpMethod::Patch => reqwest::Method::PATCH,
         HttpMethod::Delete => reqwest::Method::DELETE,
+        HttpMethod::Head => reqwest::Method::HEAD,
+        HttpMethod::Options => reqwest::Method::OPTIONS,
     }
 }
 

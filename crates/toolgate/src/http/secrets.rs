@@ -170,8 +170,12 @@ pub fn mask_binding(binding: &HttpBinding) -> HttpBinding {
     }
     for (key, value) in masked.query.iter_mut() {
         if is_secret_key(key) {
-            *value = mask_template_value(value);
+            let template = value.template_mut();
+            *template = mask_template_value(template);
         }
+    }
+    for value in masked.cookies.values_mut() {
+        *value = mask_template_value(value);
     }
     if let Some(body) = &binding.body {
         masked.body = Some(mask_body(body, false));
@@ -235,7 +239,7 @@ pub fn binding_summary(binding: &HttpBinding) -> String {
         let query: Vec<String> = masked
             .query
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={}", v.template()))
             .collect();
         line.push_str(&format!(" (query: {})", query.join(", ")));
     }

@@ -1,0 +1,150 @@
+//! An operation's `http:` binding: the server and path template, each parameter
+//! where the document puts it (query values in their `style` and `explode`), the
+//! body as its media type, and the credentials of its security requirement.
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+use super::arguments::{Arguments, Source};
+use super::operations::{Location, Operation, is_json};
+use super::security::Auth;
+use crate::spec::{HttpBinding, HttpMethod, QueryStyle, QueryValue, StyledQuery};
+
+/// The binding, and notes on what it sends in part only.
+pub(super) fn binding(
+    op: &Operation,
+    args: &Arguments,
+    server: &str,
+    auth: Auth,
+) -> (HttpBinding, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut path = op.path.clone();
+    let mut query = IndexMap::new();
+    let mut headers = IndexMap::new();
+    let mut cookies = IndexMap::new();
+    let mut body_fields = Map::new();
+    let mut whole_body = None;
+    for arg in &args.args {
+        let placeholder = format!("{{args.{}}}", arg.name);
+        match &arg.source {
+            Source::Param {
+                location,
+                name,
+                style,
+                explode,
+            } => match location {
+                Location::Path => {
+                    if let Some(style) = style.as_deref().filter(|s| *s != "simple") {
+                        notes.push(format!(
+                            "path parameter `{name}` is in `{style}` style, which toolgate sends as `simple`"
+                        ));
+                    }
+                    path = path.replace(&format!("{{{name}}}"), &placeholder);
+                }
+                Location::Query => {
+                    query.insert(
+                        name.clone(),
+                        query_value(placeholder, style.as_deref(), *explode, name, &mut notes),
+                    );
+                }
+                Location::Header => {
+                    headers.insert(name.clone(), placeholder);
+                }
+                Location::Cookie => {
+                    cookies.insert(name.clone(), placeholder);
+                }
+            },
+            Source::BodyProperty(field) => {
+                body_fields.insert(field.clone(), placeholder.into());
+            }
+            Source::Body => whole_body = Some(Value::String(placeholder)),
+        }
+    }
+    for (name, value) in auth.headers {
+        headers.insert(name, value);
+    }
+    for (name, value) in auth.query {
+        query.insert(name, QueryValue::Template(value));
+    }
+    for (name, value) in auth.cookies {
+        cookies.insert(name, value);
+    }
+    let method = match op.method {
+        "put" => HttpMethod::Put,
+        "post" => HttpMethod::Post,
+        "delete" => HttpMethod::Delete,
+        "patch" => HttpMethod::Patch,
+        "head" => HttpMethod::Head,
+        "options" => HttpMethod::Options,
+        _ => HttpMethod::Get,
+    };
+    let body = match (whole_body, body_fields.is_empty()) {
+        (Some(body), _) => Some(body),
+        (None, false) => Some(Value::Object(body_fields)),
+        (None, true) => None,
+    };
+    let writes = matches!(
+        method,
+        HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch
+    );
+    let media = args.media_type.as_deref();
+    let content_type = media
+        .filter(|m| *m != "application/json")
+        .map(str::to_owned);
+    // A body schema with no properties still sends a body (`{}`) when one is declared.
+    let body = match (body, media) {
+        (None, Some(m)) if is_json(m) => Some(Value::Object(Map::new())),
+        (body, _) => body,
+    };
+    let no_body = writes && body.is_none();
+    if !op.produces.is_empty() && !op.produces.iter().any(|m| is_json(m)) {
+        headers
+            .entry("Accept".into())
+            .or_insert_with(|| op.produces.join(", "));
+    }
+    let binding = HttpBinding {
+        method,
+        url: format!("{server}{path}"),
+        headers,
+        query,
+        cookies,
+        body,
+        content_type: content_type.filter(|_| !no_body),
+        no_body,
+        max_response_bytes: None,
+        max_redirects: None,
+    };
+    (binding, notes)
+}
+
+fn query_value(
+    placeholder: String,
+    style: Option<&str>,
+    explode: Option<bool>,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> QueryValue {
+    let style = match style.unwrap_or("form") {
+        "form" => QueryStyle::Form,
+        "spaceDelimited" => QueryStyle::SpaceDelimited,
+        "pipeDelimited" => QueryStyle::PipeDelimited,
+        "deepObject" => QueryStyle::DeepObject,
+        other => {
+            notes.push(format!(
+                "query parameter `{name}` is in `{other}` style, which toolgate sends as `form`"
+            ));
+            QueryStyle::Form
+        }
+    };
+    // OpenAPI: `explode` defaults to true for `form` only.
+    let explode = explode.unwrap_or(style == QueryStyle::Form);
+    if style == QueryStyle::Form && explode {
+        QueryValue::Template(placeholder)
+    } else {
+        QueryValue::Styled(StyledQuery {
+            value: placeholder,
+            style,
+            explode,
+        })
+    }
+}

@@ -1,0 +1,351 @@
+//! The import end to end, on small descriptions of each version.
+
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::*;
+
+/// Files by path, as a directory holding a description would.
+pub(super) struct Files(pub HashMap<String, String>);
+
+impl Sources for Files {
+    fn read(&self, path: &str) -> Result<String, String> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| "no such file".to_owned())
+    }
+}
+
+pub(super) fn fixtures() -> Files {
+    Files(HashMap::from([
+        (
+            "shop.yaml".to_owned(),
+            include_str!("../../tests/data/openapi/shop.yaml").to_owned(),
+        ),
+        (
+            "common.yaml".to_owned(),
+            include_str!("../../tests/data/openapi/common.yaml").to_owned(),
+        ),
+        (
+            "pets.json".to_owned(),
+            include_str!("../../tests/data/openapi/pets-2.0.json").to_owned(),
+        ),
+    ]))
+}
+
+pub(super) fn import(root: &str, options: &RestImportOptions) -> RestImported {
+    import_openapi(root, &fixtures(), options).unwrap()
+}
+
+fn tool<'a>(imported: &'a RestImported, name: &str) -> &'a ToolSpec {
+    imported
+        .spec
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+#[test]
+fn each_operation_is_one_tool_with_a_canonical_name_and_its_effect() {
+    let imported = import("shop.yaml", &RestImportOptions::default());
+    let names: Vec<(&str, Effect)> = imported
+        .spec
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.effect()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("orders.list", Effect::Read),
+            ("orders.create", Effect::Write),
+            ("orders.get", Effect::Read),
+            ("delete_orders_id", Effect::Destructive),
+            ("login", Effect::Write),
+        ]
+    );
+    let list = tool(&imported, "orders.list");
+    assert_eq!(list.description, "List orders.\n\nNewest first.");
+    assert_eq!(list.tags, ["orders"]);
+    assert_eq!(
+        imported
+            .left_out
+            .iter()
+            .map(|l| l.reason.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "deprecated (--include-deprecated imports it)",
+            "its request body is application/octet-stream, which toolgate does not send (it sends JSON, form-urlencoded, multipart form fields and text)"
+        ]
+    );
+}
+
+#[test]
+fn parameters_and_the_body_merge_into_one_schema() {
+    let imported = import("shop.yaml", &RestImportOptions::default());
+    let list = tool(&imported, "orders.list");
+    assert_eq!(
+        list.parameters.as_ref().unwrap(),
+        &json!({"type": "object", "properties": {
+            "status": {"type": "array", "items": {"type": "string", "enum": ["open", "shipped"]}, "description": "Only orders in these states."},
+            "limit": {"type": "integer", "default": 20, "minimum": 1, "maximum": 100},
+            "X-Trace-Id": {"type": "string"}}})
+    );
+    let create = tool(&imported, "orders.create");
+    let schema = create.parameters.as_ref().unwrap();
+    assert_eq!(
+        schema["required"],
+        json!(["item", "quantity"]),
+        "readOnly `id` left out"
+    );
+    assert!(schema["properties"].get("id").is_none());
+    assert_eq!(
+        schema["properties"]["note"]["type"],
+        json!(["string", "null"])
+    );
+    assert_eq!(
+        schema["$defs"]["Category"]["properties"]["parent"],
+        json!({"$ref": "#/$defs/Category"}),
+        "a recursive schema from a file beside the document is kept under $defs"
+    );
+    assert!(
+        create.returns.as_ref().unwrap()["properties"]
+            .get("id")
+            .is_some()
+    );
+    let login = tool(&imported, "login");
+    assert_eq!(
+        login.parameters.as_ref().unwrap()["properties"]["password"]["writeOnly"],
+        json!(true)
+    );
+    let meta = jsonschema::draft202012::meta::validator();
+    for t in &imported.spec.tools {
+        for schema in [&t.parameters, &t.returns].into_iter().flatten() {
+            assert!(meta.is_valid(schema), "{}: {schema}", t.name);
+            assert!(jsonschema::draft202012::new(schema).is_ok(), "{}", t.name);
+        }
+    }
+}
+
+#[test]
+fn a_name_taken_by_a_path_parameter_is_given_its_location() {
+    let files = Files(HashMap::from([(
+        "a.json".to_owned(),
+        json!({"openapi": "3.1.0", "info": {"title": "A", "version": "1"}, "servers": [{"url": "https://a.example"}], "paths": {"/things/{id}": {"put": {
+            "operationId": "put",
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+                           {"name": "id", "in": "query", "schema": {"type": "integer"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}, "a.b": {"type": "string"}}}}}},
+            "responses": {"200": {"description": "ok"}}}}}})
+        .to_string(),
+    )]));
+    let imported = import_openapi("a.json", &files, &RestImportOptions::default()).unwrap();
+    let schema = imported.spec.tools[0].parameters.clone().unwrap();
+    let names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["id", "query_id", "body_id", "a_b"]);
+    assert_eq!(schema["required"], json!(["id", "body_id"]));
+    let notes: Vec<&str> = imported
+        .notes
+        .iter()
+        .filter(|n| n.kind == NoteKind::Argument)
+        .map(|n| n.message.as_str())
+        .collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+}
+
+#[test]
+fn swagger_2_reads_into_the_same_model() {
+    let imported = import("pets.json", &RestImportOptions::default());
+    let find = tool(&imported, "findPets");
+    let add = tool(&imported, "addPet");
+    assert_eq!(
+        find.parameters.as_ref().unwrap()["properties"]["tags"],
+        json!({"type": "array", "items": {"type": "string"}})
+    );
+    assert_eq!(
+        find.returns.as_ref().unwrap()["items"]["properties"]["name"],
+        json!({"type": "string"}),
+        "a return value keeps its fields' types"
+    );
+    assert_eq!(
+        add.parameters.as_ref().unwrap()["properties"]["name"]["examples"],
+        json!(["Rex"])
+    );
+    assert_eq!(
+        add.parameters.as_ref().unwrap(),
+        &json!({"type": "object", "properties": {
+            "name": {"type": "string", "examples": ["Rex"]},
+            "tag": {"type": ["string", "null"]}}, "required": ["name"]})
+    );
+    let upload = tool(&imported, "uploadPhoto");
+    assert_eq!(
+        upload.parameters.as_ref().unwrap()["properties"]["file"],
+        json!({"type": "string", "format": "binary"})
+    );
+}
+
+#[test]
+fn tags_include_exclude_and_effects_select_and_override() {
+    let options = RestImportOptions {
+        tags: vec!["orders".into()],
+        exclude: vec!["DELETE /orders/*".parse().unwrap()],
+        effects: parse_effects("'orders/*': external\n'orders/get': read\n").unwrap(),
+        ..RestImportOptions::default()
+    };
+    let imported = import("shop.yaml", &options);
+    let names: Vec<(&str, Effect)> = imported
+        .spec
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.effect()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("orders.list", Effect::External),
+            ("orders.create", Effect::External),
+            ("orders.get", Effect::Read)
+        ]
+    );
+    let options = RestImportOptions {
+        include: vec!["/categories/*".parse().unwrap()],
+        include_deprecated: true,
+        ..RestImportOptions::default()
+    };
+    let imported = import("shop.yaml", &options);
+    assert_eq!(imported.spec.tools.len(), 1);
+    assert_eq!(imported.spec.tools[0].name, "categories.get");
+}
+
+#[test]
+fn bad_documents_are_clear_errors() {
+    let one = |text: &str| {
+        let files = Files(HashMap::from([("x.yaml".to_owned(), text.to_owned())]));
+        import_openapi("x.yaml", &files, &RestImportOptions::default())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(one("a: [1"), one("a: [1"));
+    assert!(
+        one("a: [1").starts_with("x.yaml is not JSON or YAML"),
+        "{}",
+        one("a: [1")
+    );
+    assert!(one("{\"tools\": []}").contains("neither an `openapi` nor a `swagger` field"));
+    assert!(one("openapi: 3.0.0\npaths: 3\n").contains("not a mapping"));
+    assert!(one("swagger: '1.2'\npaths: {}\n").contains("Swagger 2.0"));
+    let missing =
+        import_openapi("nope.yaml", &fixtures(), &RestImportOptions::default()).unwrap_err();
+    assert_eq!(missing.to_string(), "cannot read nope.yaml: no such file");
+}
+
+/// Every value at every place of a document, for mutation.
+fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match value {
+        Value::Object(map) => map.iter().for_each(|(k, v)| {
+            pointers(
+                v,
+                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                out,
+            )
+        }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| pointers(v, format!("{at}/{i}"), out)),
+        _ => {}
+    }
+}
+
+fn junk() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-z#/{}$.]{0,12}".prop_map(Value::from),
+        Just(json!({"$ref": "#"})),
+        Just(json!({"$ref": "#/paths"})),
+        Just(json!({"$ref": "common.yaml#/Nope"})),
+        Just(json!({"$ref": "../../etc/passwd"})),
+        Just(json!([{"$ref": "#/components/parameters/Trace"}])),
+        Just(
+            json!({"type": "object", "properties": {"a": {"$ref": "#/components/schemas/Order"}}})
+        ),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_mutated_document_imports_or_is_refused_but_never_panics(
+        picks in proptest::collection::vec((any::<prop::sample::Index>(), junk()), 1..6),
+        root in prop_oneof![Just("shop.yaml"), Just("pets.json")],
+    ) {
+        let files = fixtures();
+        let mut doc: Value = document::parse(root, &files.0[root]).unwrap();
+        for (index, junk) in picks {
+            let mut all = Vec::new();
+            pointers(&doc, String::new(), &mut all);
+            let at = index.get(&all).clone();
+            match doc.pointer_mut(&at) {
+                Some(slot) if !at.is_empty() => *slot = junk,
+                _ => {}
+            }
+        }
+        let mut files = files;
+        files.0.insert(root.to_owned(), doc.to_string());
+        if let Ok(imported) = import_openapi(root, &files, &RestImportOptions::default()) {
+            for t in &imported.spec.tools {
+                prop_assert!(crate::validate_name(&t.name).is_ok());
+            }
+            let _ = imported.summary();
+        }
+    }
+
+    #[test]
+    fn any_text_imports_or_is_refused_but_never_panics(text in "\\PC{0,200}") {
+        let files = Files(HashMap::from([("x".to_owned(), text)]));
+        let _ = import_openapi("x", &files, &RestImportOptions::default());
+    }
+}
+
+#[test]
+fn each_tool_is_bound_to_its_request() {
+    let imported = import("shop.yaml", &RestImportOptions::default());
+    insta::assert_json_snapshot!("shop_tools", imported.spec);
+    insta::assert_snapshot!("shop_summary", imported.summary().join("\n"));
+    let imported = import("pets.json", &RestImportOptions::default());
+    insta::assert_json_snapshot!("pets_tools", imported.spec);
+    insta::assert_snapshot!("pets_summary", imported.summary().join("\n"));
+}
+
+#[test]
+fn a_server_on_loopback_is_allowed_under_network() {
+    let options = RestImportOptions {
+        server: Some("http://127.0.0.1:4010".into()),
+        ..RestImportOptions::default()
+    };
+    let imported = import("shop.yaml", &options);
+    assert_eq!(imported.spec.network.allow, ["127.0.0.1:4010"]);
+    assert!(
+        imported.spec.tools[0]
+            .http
+            .as_ref()
+            .unwrap()
+            .url
+            .starts_with("http://127.0.0.1:4010/orders")
+    );
+    let checked = crate::spec::check(&serde_json::to_string(&imported.spec).unwrap());
+    let errors: Vec<_> = checked
+        .diagnostics
+        .iter()
+        .map(|d| d.message.clone())
+        .collect();
+    assert!(checked.is_ok(), "{errors:?}");
+}
