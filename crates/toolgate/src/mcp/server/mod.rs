@@ -46,7 +46,7 @@ mod http;
 mod inflight;
 mod input_required;
 mod offering;
-mod rebinding;
+pub(crate) mod rebinding;
 mod result;
 mod session;
 mod stateless;
@@ -234,6 +234,10 @@ pub(crate) struct Shared {
     /// Code mode: `run_code` and the always-loaded tools instead of the catalog.
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
+    /// The web console served beside the MCP endpoint; while it is, a call
+    /// waiting for an approver holds until one answers there (or anywhere).
+    #[cfg(feature = "console")]
+    pub(crate) console: Option<crate::console::Console>,
 }
 
 impl Shared {
@@ -296,9 +300,20 @@ pub struct McpServerBuilder {
     options: ServeOptions,
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
+    #[cfg(feature = "console")]
+    console: Option<crate::console::Console>,
 }
 
 impl McpServerBuilder {
+    /// Serve the web console beside the MCP endpoint over HTTP (at `/`); a call
+    /// that waits for an approver then holds, up to the approval timeout, until
+    /// someone answers it (in the console, or with `toolgate approvals`).
+    #[cfg(feature = "console")]
+    pub fn console(mut self, console: crate::console::Console) -> Self {
+        self.console = Some(console);
+        self
+    }
+
     /// Serve on behalf of `principal` (default: the operator) the requests that
     /// carry no credential naming another.
     pub fn principal(mut self, principal: Principal) -> Self {
@@ -400,6 +415,8 @@ impl McpServerBuilder {
                 inflight: Arc::default(),
                 #[cfg(feature = "code-mode")]
                 code: self.code,
+                #[cfg(feature = "console")]
+                console: self.console,
             }),
         }
     }
@@ -424,6 +441,8 @@ impl McpServer {
             options: ServeOptions::default(),
             #[cfg(feature = "code-mode")]
             code: None,
+            #[cfg(feature = "console")]
+            console: None,
         }
     }
 
