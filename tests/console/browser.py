@@ -57,6 +57,16 @@ tools:
         order_id: {type: string}
       required: [order_id]
     response: {order_id: "{{order_id}}", status: shipped}
+flow:
+  steps:
+    - id: look_up
+      instruction: Look up the order first.
+      allow: [lookup_order]
+      done: {called_ok: lookup_order}
+    - id: follow_up
+      after: [look_up]
+      instruction: Email the customer about their order.
+      allow: [send_email]
 """
 
 passed = 0
@@ -232,6 +242,8 @@ def run(driver, base, login, port, work):
     time.sleep(0.5)
 
     mcp = Mcp(port)
+    error, said = mcp.call("lookup_order", {"order_id": "ORD-1"})
+    check("a read runs at once", not error and "shipped" in said, said)
     started = time.monotonic()
     call, result = in_background(mcp.call, "send_email", {"to": "ada@example.com", "body": "Your refund"})
     row = wait_for(lambda: rows(driver), 5)
@@ -277,6 +289,18 @@ def run(driver, base, login, port, work):
           driver.execute_script("return typeof window.__pwned") == "undefined")
     driver.save_screenshot(os.path.join(SCREENS, "catalog.png"))
 
+    # Conversations: the MCP session's calls and its flow drawn as a graph.
+    driver.get(f"{base}/conversations")
+    links = driver.find_elements(By.CSS_SELECTOR, "#conversations a")
+    check("the MCP session is listed among the conversations", bool(links))
+    if links:
+        links[0].click()
+        svg = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#flow-graph svg"), 10)
+        check("the conversation's flow is drawn as a graph by the vendored Mermaid", bool(svg))
+        body = driver.find_element(By.TAG_NAME, "body").text
+        check("the conversation shows its calls", "lookup_order" in body and "send_email" in body, body[:500])
+    driver.save_screenshot(os.path.join(SCREENS, "conversations.png"))
+
     # The audit log: verify clean, then broken once a row is edited in the file.
     driver.get(f"{base}/audit")
     driver.save_screenshot(os.path.join(SCREENS, "audit.png"))
@@ -302,8 +326,14 @@ def run(driver, base, login, port, work):
     # A form on another site posting to the console: refused, the call still waits.
     call, result = in_background(mcp.call, "send_email", {"to": "cy@example.com"})
     driver.get(f"{base}/approvals")
-    row = wait_for(lambda: rows(driver), 5)
-    approval = row[0].get_attribute("id") if row else "ap-00000000"
+    def first_id():
+        try:
+            found = rows(driver)
+            return found[0].get_attribute("id") if found else None
+        except Exception:  # the live list swapped the row meanwhile: look again
+            return None
+
+    approval = wait_for(first_id, 5) or "ap-00000000"
     evil_port = free_port()
     page = (f"<html><body><form id=f method=post action='{base}/approvals/{approval}/approve'>"
             f"<input name=csrf value=guess></form>"

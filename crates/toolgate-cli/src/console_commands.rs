@@ -81,7 +81,7 @@ pub fn run(spec_args: &SpecArgs, state: &StateArgs, args: &ConsoleArgs) -> Comma
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         announce(&console, bound);
         console
-            .serve(listener, Arc::new(gate), &access, shutdown_signal())
+            .serve(listener, Arc::new(gate), access, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     })?;

@@ -1,7 +1,8 @@
 //! The console's static files, compiled into the binary so it works offline:
 //! htmx and its server-sent-events extension (vendored from npm `htmx.org`
-//! 2.0.11 and `htmx-ext-sse` 2.2.4, each under its licence beside it in
-//! `assets/`), and the console's own stylesheet.
+//! 2.0.11 and `htmx-ext-sse` 2.2.4), Mermaid for the flow graph (npm `mermaid`
+//! 11.12.1), each under its licence beside it in `assets/`, and the console's
+//! own stylesheet and script.
 
 use axum::Router;
 use axum::http::header;
@@ -23,6 +24,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("assets/htmx-ext-sse.min.js"),
     ),
     (
+        "/assets/mermaid.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/mermaid.min.js"),
+    ),
+    (
         "/assets/console.css",
         "text/css; charset=utf-8",
         include_bytes!("assets/console.css"),
@@ -39,7 +45,9 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
             "htmx (npm htmx.org 2.0.11)\n\n",
             include_str!("assets/htmx.LICENSE"),
             "\n\nhtmx-ext-sse (npm htmx-ext-sse 2.2.4)\n\n",
-            include_str!("assets/htmx-ext-sse.LICENSE")
+            include_str!("assets/htmx-ext-sse.LICENSE"),
+            "\n\nmermaid (npm mermaid 11.12.1)\n\n",
+            include_str!("assets/mermaid.LICENSE")
         )
         .as_bytes(),
     ),

@@ -96,13 +96,8 @@ pub(super) async fn page(
     let filter = query.filter();
     let store = gate.store().clone();
     let before = query.before;
-    let found = tokio::task::spawn_blocking(move || {
-        let records = store.query(&filter, before, PAGE)?;
-        let pending = store.pending()?;
-        Ok::<_, crate::StoreError>((records, pending))
-    })
-    .await;
-    let (records, pending) = match found {
+    let found = tokio::task::spawn_blocking(move || store.query(&filter, before, PAGE)).await;
+    let records = match found {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => {
             return error_page(
@@ -121,7 +116,7 @@ pub(super) async fn page(
     };
     let body = html! {
         (verify_form(&viewer))
-        @if !pending.is_empty() { (pending_calls(&viewer, &pending)) }
+        p { a href="/audit/pending" { "Calls left pending by a crash →" } }
         h2 { "Records" }
         (filters(&query))
         (table(&records))
@@ -196,6 +191,41 @@ fn status(entry: &AuditEntry) -> &str {
         .as_deref()
         .or(entry.decision.map(|d| d.as_str()))
         .unwrap_or("-")
+}
+
+/// `GET /audit/pending`: the calls a crash left pending, each with resolve.
+/// (Its own page: finding them reads the whole log.)
+pub(super) async fn pending(
+    State(app): State<App>,
+    Extension(viewer): Extension<Viewer>,
+) -> Response {
+    let store = app.gate().store().clone();
+    let pending = match tokio::task::spawn_blocking(move || store.pending()).await {
+        Ok(Ok(pending)) => pending,
+        Ok(Err(e)) => {
+            return error_page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(&viewer),
+                &e.to_string(),
+            );
+        }
+        Err(e) => {
+            return error_page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(&viewer),
+                &e.to_string(),
+            );
+        }
+    };
+    let body = html! {
+        @if pending.is_empty() {
+            p.muted { "No pending calls: every intent in the audit log has a completion." }
+        } @else {
+            (pending_calls(&viewer, &pending))
+        }
+        p { a href="/audit" { "← the log" } }
+    };
+    layout::page("Pending calls", Some(&viewer), Nav::Audit, body).into_response()
 }
 
 /// `GET /audit/{seq}`: one record, every field.

@@ -1,16 +1,19 @@
 //! The Catalog page: every tool the gate serves — effect, tier, source,
-//! binding, usage guidance and schemas — as the catalog holds it. Everything
+//! binding, usage guidance and schemas — as the catalog holds it, and for each
+//! model API the exact declaration it would receive with every change made to
+//! fit it (what `toolgate render --explain` prints). Everything
 //! here came from a spec file, a model or an upstream server, so all of it is
 //! shown as text.
 
 use axum::Extension;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use maud::html;
+use maud::{Markup, html};
 
 use super::layout::{self, Nav};
 use super::{App, Viewer};
-use toolgate_core::ToolSource;
+use toolgate_core::wire::{self, RenderOptions, Target};
+use toolgate_core::{ToolDescriptor, ToolSource};
 
 /// `GET /catalog`.
 pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Viewer>) -> Response {
@@ -46,6 +49,7 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
                             @if let Some(output) = &d.output_schema {
                                 details { summary { "output" } (layout::json(output)) }
                             }
+                            (declarations(d))
                         }
                     }
                 }
@@ -53,6 +57,30 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
         }
     };
     layout::page("Catalog", Some(&viewer), Nav::Catalog, body).into_response()
+}
+
+/// The tool as each model API would receive it, with the changes made to fit.
+fn declarations(tool: &ToolDescriptor) -> Markup {
+    html! {
+        @for target in Target::ALL {
+            @let rendered = wire::render(target, std::slice::from_ref(tool), &[], RenderOptions::default());
+            details.declaration {
+                summary {
+                    (target.to_string())
+                    @if !rendered.problems.is_empty() { " " span.bad { "refused" } }
+                    @else if !rendered.changes.is_empty() { " " span.tag { (rendered.changes.len()) " changed" } }
+                }
+                @for (kind, note) in rendered.problems.iter().map(|n| ("problem", n)).chain(rendered.changes.iter().map(|n| ("changed", n))) {
+                    p.muted {
+                        b { (kind) } ": "
+                        @if !note.path.is_empty() { "at " code { (note.path) } ": " }
+                        (note.message)
+                    }
+                }
+                @for declaration in &rendered.tools { (layout::json(declaration)) }
+            }
+        }
+    }
 }
 
 fn source(source: &ToolSource) -> String {

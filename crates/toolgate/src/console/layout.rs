@@ -11,6 +11,7 @@ pub(crate) enum Nav {
     Approvals,
     Audit,
     Catalog,
+    Conversations,
 }
 
 /// A whole page: `title`, the navigation (when someone is logged in) and `body`.
@@ -31,6 +32,7 @@ pub(crate) fn page(title: &str, viewer: Option<&Viewer>, nav: Nav, body: Markup)
                 script src="/assets/htmx.min.js" {}
                 script src="/assets/htmx-ext-sse.min.js" {}
                 script src="/assets/console.js" {}
+                @if nav == Nav::Conversations { script src="/assets/mermaid.min.js" {} }
             }
             body {
                 header.top {
@@ -40,6 +42,7 @@ pub(crate) fn page(title: &str, viewer: Option<&Viewer>, nav: Nav, body: Markup)
                             (link(Nav::Approvals, "/approvals", "Approvals"))
                             (link(Nav::Audit, "/audit", "Audit"))
                             (link(Nav::Catalog, "/catalog", "Catalog"))
+                            (link(Nav::Conversations, "/conversations", "Conversations"))
                         }
                     }
                     @if let Some(viewer) = viewer {

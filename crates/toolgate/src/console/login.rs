@@ -43,8 +43,8 @@ pub struct LoginToken {
 }
 
 impl LoginToken {
-    /// A new random token.
-    pub fn random() -> Result<Self, getrandom::Error> {
+    /// A new random token; fails only if the system's random source does.
+    pub fn random() -> std::io::Result<Self> {
         let shown = random_hex()?;
         Ok(LoginToken {
             digest: Sha256::digest(shown.as_bytes()).into(),
@@ -65,9 +65,10 @@ impl LoginToken {
 }
 
 /// 32 random bytes as 64 hex digits.
-fn random_hex() -> Result<String, getrandom::Error> {
+fn random_hex() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| std::io::Error::other(format!("the system's random source failed: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -97,7 +98,7 @@ pub(super) struct Sessions {
 
 impl Sessions {
     /// A new session for `viewer`; the cookie value that names it.
-    fn open(&self, who: String, how: &'static str) -> Result<String, getrandom::Error> {
+    fn open(&self, who: String, how: &'static str) -> std::io::Result<String> {
         let id = random_hex()?;
         let viewer = Viewer {
             who,

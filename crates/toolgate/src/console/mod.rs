@@ -20,6 +20,7 @@ mod approvals;
 mod assets;
 mod audit;
 mod catalog;
+mod conversations;
 mod layout;
 mod login;
 
@@ -107,12 +108,12 @@ impl Console {
         self,
         listener: tokio::net::TcpListener,
         gate: Arc<Gate>,
-        access: &HttpAccess,
+        access: HttpAccess,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let addr = listener.local_addr()?;
-        let router = self.routes(Arc::new(move || gate.clone()), access.clone());
         let guard = Guard::new(addr, access.allowed().clone());
+        let router = self.routes(Arc::new(move || gate.clone()), access);
         let router = router.layer(middleware::from_fn_with_state(guard, rebinding::check));
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
@@ -136,9 +137,11 @@ impl Console {
             .route("/approvals/{id}/deny", post(approvals::deny))
             .route("/audit", get(audit::page))
             .route("/audit/verify", post(audit::verify))
+            .route("/audit/pending", get(audit::pending))
             .route("/audit/{seq}", get(audit::record))
             .route("/audit/resolve/{run_id}", post(audit::resolve))
             .route("/catalog", get(catalog::page))
+            .route("/conversations", get(conversations::page))
             .route("/logout", post(login::logout))
             .layer(middleware::from_fn_with_state(app.clone(), require_session));
         Router::new()

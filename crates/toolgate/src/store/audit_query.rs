@@ -69,7 +69,8 @@ pub(super) const MIGRATION: &str = "
     CREATE INDEX audit_session ON audit (json_extract(record, '$.session'));
     CREATE INDEX audit_principal ON audit (json_extract(record, '$.principal'));
     CREATE INDEX audit_tool ON audit (json_extract(record, '$.tool'));
-    CREATE INDEX audit_outcome ON audit (json_extract(record, '$.outcome'));";
+    CREATE INDEX audit_outcome ON audit (json_extract(record, '$.outcome'));
+    CREATE INDEX audit_time ON audit (json_extract(record, '$.time'));";
 
 impl SqliteStore {
     /// [`AuditLog::query`](super::AuditLog::query) in SQL: only the conditions

@@ -6,3 +6,11 @@ document.addEventListener("htmx:configRequest", function (event) {
     event.detail.headers["X-CSRF-Token"] = meta.getAttribute("content");
   }
 });
+
+// The flow graph of the Conversations page, drawn by the vendored Mermaid.
+document.addEventListener("DOMContentLoaded", function () {
+  if (window.mermaid && document.querySelector("pre.mermaid")) {
+    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
+    window.mermaid.run({ querySelector: "pre.mermaid" });
+  }
+});
