@@ -9,6 +9,7 @@ mod approval_commands;
 mod audit_commands;
 mod code_commands;
 mod commands;
+mod console_commands;
 mod flow_commands;
 mod keys_commands;
 mod openapi_commands;
@@ -208,6 +209,15 @@ enum Command {
     Serve {
         #[command(flatten)]
         serve: serve_commands::ServeArgs,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Serve the web console alone (approvals, audit, catalog) over the state directory's store.
+    Console {
+        #[command(flatten)]
+        console: console_commands::ConsoleArgs,
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -479,6 +489,11 @@ fn main() -> ExitCode {
             state,
         } => task_commands::run(&spec, &state, caller.as_deref(), action),
         Command::Serve { serve, spec, state } => serve_commands::serve(&spec, &state, &serve),
+        Command::Console {
+            console,
+            spec,
+            state,
+        } => console_commands::run(&spec, &state, &console),
         Command::Test { path, junit, spec } => {
             flow_commands::test(&spec, path.as_deref(), junit.as_deref())
         }

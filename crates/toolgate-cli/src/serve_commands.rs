@@ -24,6 +24,7 @@ use toolgate::{
 };
 
 use crate::commands::{CommandResult, load, open_chosen, principal, store_choice};
+use crate::console_commands;
 use crate::{SpecArgs, StateArgs};
 
 /// Options of `toolgate serve`.
@@ -79,6 +80,10 @@ pub struct ServeArgs {
     /// How long an HTTP session may sit idle before it is closed.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration, requires = "http")]
     session_idle: Duration,
+    /// Also serve the web console at `/` (approvals, audit, catalog); on loopback
+    /// without `auth:`, log in with the one-time link printed at start.
+    #[arg(long, requires = "http")]
+    console: bool,
     /// The largest arguments a call may carry, in bytes (instead of the spec file's
     /// `limits.max_argument_bytes`; default 1 MiB). An MCP message may be four
     /// times that plus 64 KiB.
@@ -106,29 +111,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             HttpAccess::bearer(token).map_err(|e| format!("`{name}`: {e}"))?
         }
     };
-    let access = match &spec.auth.api_keys {
-        None => access,
-        Some(_) => {
-            let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
-            let path = key_file_path(&spec, &spec_args.file, &dir);
-            access.with_keys(ApiKeys::open(&path).map_err(|e| e.to_string())?)
-        }
-    };
-    let access = match &spec.auth.oauth {
-        None => access,
-        Some(section) => {
-            let base = spec_args
-                .file
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let principals = spec
-                .principals
-                .iter()
-                .map(|(id, p)| (id.clone(), p.clone()));
-            access.with_oauth(OAuth::new(section, principals, base).map_err(|e| e.to_string())?)
-        }
-    };
+    let access = with_spec_auth(access, &spec, spec_args, state)?;
     let access = args
         .allowed_hosts
         .iter()
@@ -250,6 +233,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             Some(at)
         }
     };
+    let console = match (args.console, http) {
+        (true, Some(addr)) => {
+            let console = console_commands::console(&spec, &access, addr)?;
+            builder = builder.console(console.clone());
+            Some(console)
+        }
+        _ => None,
+    };
     let server = builder.build();
     if let Some(upstreams) = &upstreams {
         let _guard = runtime.enter();
@@ -299,6 +290,9 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                         ""
                     }
                 );
+                if let Some(console) = &console {
+                    console_commands::announce(console, bound);
+                }
                 server
                     .serve_http(listener, &args.path, access, shutdown_signal())
                     .await
@@ -323,11 +317,47 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     Ok(ExitCode::SUCCESS)
 }
 
+/// `access` that also takes the credentials the spec's `auth:` declares: its
+/// API keys and OAuth access tokens.
+pub(crate) fn with_spec_auth(
+    access: HttpAccess,
+    spec: &SpecFile,
+    spec_args: &SpecArgs,
+    state: &StateArgs,
+) -> Result<HttpAccess, String> {
+    let access = match &spec.auth.api_keys {
+        None => access,
+        Some(_) => {
+            let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
+            let path = key_file_path(spec, &spec_args.file, &dir);
+            access.with_keys(ApiKeys::open(&path).map_err(|e| e.to_string())?)
+        }
+    };
+    match &spec.auth.oauth {
+        None => Ok(access),
+        Some(section) => {
+            let base = spec_args
+                .file
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let principals = spec
+                .principals
+                .iter()
+                .map(|(id, p)| (id.clone(), p.clone()));
+            Ok(
+                access
+                    .with_oauth(OAuth::new(section, principals, base).map_err(|e| e.to_string())?),
+            )
+        }
+    }
+}
+
 /// The gate `serve` runs calls through: the spec file's tools, the upstream servers'
 /// and, with `search`, `search_tools` over all of them; and the quarantined tools to
 /// withhold from `tools/list`. A gate that replaces the `previous` one takes turns
 /// with it in each conversation.
-fn served_gate(
+pub(crate) fn served_gate(
     spec: &SpecFile,
     file: &str,
     upstreams: Option<&Upstreams>,

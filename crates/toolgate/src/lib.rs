@@ -46,6 +46,8 @@ pub use toolgate_derive::Tool;
 pub mod auth;
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
+#[cfg(feature = "console")]
+pub mod console;
 pub mod flow;
 mod gate;
 mod http;
@@ -77,12 +79,12 @@ pub use spec_tool::spec_catalog_with_http;
 pub use spec_tool::{SpecTool, spec_catalog};
 pub use store::{ALLOW_SYMLINK_ENV, Admission, AdmissionCheck};
 pub use store::{
-    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditLog, CallHistory, GateStore,
-    Grant, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryGateStore,
-    MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError,
-    PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore, StateStore,
-    StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir, join_fields,
-    resolve_state_dir, state_dir_from_env,
+    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditFilter, AuditLog, CallHistory,
+    GateStore, Grant, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory,
+    MemoryGateStore, MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck,
+    PinError, PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore,
+    StateStore, StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir,
+    join_fields, resolve_state_dir, state_dir_from_env,
 };
 pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use store::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};

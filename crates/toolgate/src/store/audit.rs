@@ -19,7 +19,7 @@ use toolgate_core::{
 };
 
 use super::group_commit::Write;
-use super::{SqliteStore, StoreError};
+use super::{AuditFilter, SqliteStore, StoreError};
 
 /// An append-only, hash-chained record of every call the gate handled.
 ///
@@ -81,6 +81,22 @@ pub trait AuditLog: Send + Sync {
     /// Intents with no completion (after a crash), oldest first: write-effect calls
     /// here must never be re-run silently.
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError>;
+
+    /// Up to `limit` records that pass `filter`, newest first, all before record
+    /// `before` when given (the next page starts before the last one shown). This
+    /// default reads the whole log; a store with indexes answers from them.
+    fn query(
+        &self,
+        filter: &AuditFilter,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        let mut records = self.tail(usize::MAX)?;
+        records.retain(|r| before.is_none_or(|b| r.seq < b) && filter.matches(r));
+        records.reverse();
+        records.truncate(limit);
+        Ok(records)
+    }
 }
 
 const SELECT_HEAD: &str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
@@ -93,7 +109,11 @@ impl SqliteStore {
             .map_or_else(|| ":memory:".to_owned(), |p| p.display().to_string())
     }
 
-    fn parse_audit_record(&self, seq: i64, text: &str) -> Result<AuditRecord, StoreError> {
+    pub(super) fn parse_audit_record(
+        &self,
+        seq: i64,
+        text: &str,
+    ) -> Result<AuditRecord, StoreError> {
         serde_json::from_str(text).map_err(|source| StoreError::CorruptAuditRecord {
             location: self.audit_location(),
             seq: u64::try_from(seq).unwrap_or_default(),
@@ -217,6 +237,15 @@ impl AuditLog for SqliteStore {
             }
         }
         Ok(verifier.finish())
+    }
+
+    fn query(
+        &self,
+        filter: &AuditFilter,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        self.query_audit(filter, before, limit)
     }
 
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {

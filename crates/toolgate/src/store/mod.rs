@@ -13,6 +13,7 @@
 
 mod approvals;
 mod audit;
+mod audit_query;
 mod calls;
 mod checkpoint;
 mod code_runs;
@@ -39,6 +40,7 @@ pub use approvals::{
     Resolution,
 };
 pub use audit::{AuditLog, MemoryAuditLog};
+pub use audit_query::AuditFilter;
 pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
 pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use error::StoreError;

@@ -139,6 +139,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Step(super::approvals::add_answerers),
     // Version 9: code-mode programs paused at a call that waits for approval.
     Migration::Sql(super::code_runs::MIGRATION),
+    // Version 10: indexes of the audit record's fields the console filters on.
+    Migration::Sql(super::audit_query::MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.

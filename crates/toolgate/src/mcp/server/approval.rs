@@ -142,6 +142,40 @@ pub(crate) fn record(gate: &Gate, approval_id: &str, answer: &Answer, by: &Answe
     }
 }
 
+#[cfg(feature = "console")]
+/// How often a call held for an approver looks for the answer: the store is
+/// shared across processes and has no change notification.
+const ANSWER_POLL: Duration = Duration::from_millis(100);
+
+/// Waits until someone answers `approval_id` (in the console, or with `toolgate
+/// approvals` in another process), for at most `timeout`; `true` once it is
+/// decided, so the call is run again and takes the answer.
+#[cfg(feature = "console")]
+pub(crate) async fn wait_for_answer(
+    gate: &Gate,
+    approval_id: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let decided = ApprovalStore::get(gate.store().as_ref(), approval_id)
+            .ok()
+            .flatten()
+            .is_none_or(|a| a.status != crate::ApprovalStatus::Pending);
+        if decided {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(ANSWER_POLL) => {}
+            _ = cancel.cancelled() => return false,
+        }
+    }
+}
+
 /// What a call waiting for a person tells the model when nobody answered here.
 pub(crate) fn pending_message(approval_id: &str, reason: &str, why: Option<&str>) -> String {
     let why = why.map(|w| format!(" ({w})")).unwrap_or_default();

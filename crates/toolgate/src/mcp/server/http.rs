@@ -114,6 +114,35 @@ impl HttpAccess {
         })
     }
 
+    /// Who `presented` (an API key, the bearer token or an OAuth access token)
+    /// is; `Err` with why an access token was refused, or `None` for a credential
+    /// nobody issued. The console's login takes the same credentials as `/mcp`.
+    pub(crate) async fn identify(&self, presented: &str) -> Result<Identity, Option<Refusal>> {
+        let by_key = self.keys.as_ref().and_then(|keys| keys.verify(presented));
+        let by_token = || {
+            let token = self.token.as_ref()?;
+            same(&digest(presented.as_bytes()), token).then_some(Identity {
+                principal: None,
+                method: AuthMethod::BearerToken,
+                credential: None,
+                scopes: None,
+                claims: Default::default(),
+            })
+        };
+        match (by_key.or_else(by_token), &self.oauth) {
+            (Some(identity), _) => Ok(identity),
+            (None, Some(oauth)) if !presented.starts_with("tgk_") => {
+                oauth.verify(presented).await.map_err(Some)
+            }
+            (None, _) => Err(None),
+        }
+    }
+
+    /// The `Host` names and browser origins answered beyond the defaults.
+    pub(crate) fn allowed(&self) -> &Allowed {
+        &self.allowed
+    }
+
     /// Whether a request needs a credential (a token or an API key).
     pub fn requires_token(&self) -> bool {
         self.token.is_some() || self.keys.is_some() || self.oauth.is_some()
@@ -151,6 +180,8 @@ pub(crate) fn router(
     access: &HttpAccess,
     sessions: CancellationToken,
 ) -> Router {
+    #[cfg(feature = "console")]
+    let console = crate::console::routes_of(&shared);
     let largest = super::max_message_bytes(shared.offering().gate.max_argument_bytes());
     // `rebinding::check` guards every route, so the transport's own check of the
     // MCP route is off.
@@ -192,6 +223,8 @@ pub(crate) fn router(
         Some(cors) => router.layer(cors),
         None => router,
     };
+    #[cfg(feature = "console")]
+    let router = crate::console::mount(router, console, access);
     let guard = Guard::new(addr, access.allowed.clone());
     router.layer(middleware::from_fn_with_state(guard, rebinding::check))
 }
@@ -233,32 +266,13 @@ async fn authenticate(
     let mut refusal = None;
     let identity = match presented {
         None => None,
-        Some(presented) => {
-            let by_key = access.keys.as_ref().and_then(|keys| keys.verify(presented));
-            let by_token = || {
-                let token = access.token.as_ref()?;
-                same(&digest(presented.as_bytes()), token).then_some(Identity {
-                    principal: None,
-                    method: AuthMethod::BearerToken,
-                    credential: None,
-                    scopes: None,
-                    claims: Default::default(),
-                })
-            };
-            match (by_key.or_else(by_token), &access.oauth) {
-                (Some(identity), _) => Some(identity),
-                (None, Some(oauth)) if !presented.starts_with("tgk_") => {
-                    match oauth.verify(presented).await {
-                        Ok(identity) => Some(identity),
-                        Err(why) => {
-                            refusal = Some(why);
-                            None
-                        }
-                    }
-                }
-                (None, _) => None,
+        Some(presented) => match access.identify(presented).await {
+            Ok(identity) => Some(identity),
+            Err(why) => {
+                refusal = why;
+                None
             }
-        }
+        },
     };
     if let Some(identity) = identity {
         request.extensions_mut().insert(identity);

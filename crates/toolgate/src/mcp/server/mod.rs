@@ -46,7 +46,7 @@ mod http;
 mod inflight;
 mod input_required;
 mod offering;
-mod rebinding;
+pub(crate) mod rebinding;
 mod result;
 mod session;
 mod stateless;
@@ -233,6 +233,10 @@ pub(crate) struct Shared {
     code: Option<code_offer::CodeOffer>,
     /// `/metrics` beside the MCP endpoint, when asked for.
     metrics: Option<crate::telemetry::MetricsEndpoint>,
+    /// The web console served beside the MCP endpoint; while it is, a call
+    /// waiting for an approver holds until one answers there (or anywhere).
+    #[cfg(feature = "console")]
+    pub(crate) console: Option<crate::console::Console>,
 }
 
 impl Shared {
@@ -300,9 +304,20 @@ pub struct McpServerBuilder {
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
     metrics: Option<crate::telemetry::MetricsEndpoint>,
+    #[cfg(feature = "console")]
+    console: Option<crate::console::Console>,
 }
 
 impl McpServerBuilder {
+    /// Serve the web console beside the MCP endpoint over HTTP (at `/`); a call
+    /// that waits for an approver then holds, up to the approval timeout, until
+    /// someone answers it (in the console, or with `toolgate approvals`).
+    #[cfg(feature = "console")]
+    pub fn console(mut self, console: crate::console::Console) -> Self {
+        self.console = Some(console);
+        self
+    }
+
     /// Serve on behalf of `principal` (default: the operator) the requests that
     /// carry no credential naming another.
     pub fn principal(mut self, principal: Principal) -> Self {
@@ -412,6 +427,8 @@ impl McpServerBuilder {
                 #[cfg(feature = "code-mode")]
                 code: self.code,
                 metrics: self.metrics,
+                #[cfg(feature = "console")]
+                console: self.console,
             }),
         }
     }
@@ -437,6 +454,8 @@ impl McpServer {
             #[cfg(feature = "code-mode")]
             code: None,
             metrics: None,
+            #[cfg(feature = "console")]
+            console: None,
         }
     }
 

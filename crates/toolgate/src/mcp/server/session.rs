@@ -291,29 +291,43 @@ impl Session {
         reason: &str,
         who: &str,
     ) -> Option<String> {
-        if !downstream.supports_elicitation() {
-            return Some("the MCP client cannot ask its user".to_owned());
-        }
         let shared = &self.shared;
-        let answer = approval::ask(
-            &context.peer,
-            gate,
-            approval_id,
-            reason,
-            shared.options.approval_timeout,
-            shared.inflight.cancellation(),
-        )
-        .instrument(tracing::info_span!(
-            "toolgate.approval.wait",
-            toolgate.approval_id = approval_id
-        ))
-        .await;
-        let by = toolgate_core::Answerer::new(who, "elicitation");
-        approval::record(gate, approval_id, &answer, &by);
-        match answer {
-            Answer::None(why) => Some(why),
-            Answer::Approve | Answer::Deny => None,
+        let why = if !downstream.supports_elicitation() {
+            "the MCP client cannot ask its user".to_owned()
+        } else {
+            let answer = approval::ask(
+                &context.peer,
+                gate,
+                approval_id,
+                reason,
+                shared.options.approval_timeout,
+                shared.inflight.cancellation(),
+            )
+            .instrument(tracing::info_span!(
+                "toolgate.approval.wait",
+                toolgate.approval_id = approval_id
+            ))
+            .await;
+            let by = toolgate_core::Answerer::new(who, "elicitation");
+            approval::record(gate, approval_id, &answer, &by);
+            match answer {
+                Answer::None(why) => why,
+                Answer::Approve | Answer::Deny => return None,
+            }
+        };
+        #[cfg(feature = "console")]
+        if shared.console.is_some()
+            && approval::wait_for_answer(
+                gate,
+                approval_id,
+                shared.options.approval_timeout,
+                shared.inflight.cancellation(),
+            )
+            .await
+        {
+            return None;
         }
+        Some(why)
     }
 
     async fn call(

@@ -1,0 +1,343 @@
+//! The web console of `toolgate serve --http --console` and `toolgate console`,
+//! on a real `toolgate` process over loopback: logging in with the one-time
+//! link, answering a waiting MCP call, and what it refuses.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt, service::RunningService};
+use serde_json::{Value, json};
+
+/// One external tool (the default policy asks a person), whose description
+/// carries a script that must never run.
+const SPEC: &str = r#"
+tools:
+  - name: send_email
+    description: "Send an email <script>window.__pwned = 1</script> to a customer."
+    effect: external
+    parameters:
+      type: object
+      properties:
+        to: {type: string}
+      required: [to]
+    response: {sent: true}
+"#;
+
+/// A running `toolgate ARGS` with a console, killed when dropped.
+struct Served {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    login: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolgate ARGS` in a directory holding [`SPEC`], once it printed its login link.
+fn start(args: &[&str], dir: Option<tempfile::TempDir>) -> Served {
+    let dir = dir.unwrap_or_else(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
+        dir
+    });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("TOOLGATE_STATE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut login = None;
+    for _ in 0..4 {
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        if let Some(url) = line
+            .split_whitespace()
+            .find(|w| w.contains("/login?token="))
+        {
+            login = Some(url.to_owned());
+            break;
+        }
+    }
+    let login = login.expect("a login link on stderr");
+    let base = login.split("/login").next().unwrap().to_owned();
+    // Keep reading stderr so the process never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    Served {
+        child,
+        base,
+        login,
+        dir,
+    }
+}
+
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Opens the login link; the session cookie it sets.
+async fn log_in(served: &Served) -> String {
+    let response = browser().get(&served.login).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .expect("a session cookie")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+async fn get(served: &Served, path: &str, cookie: &str) -> (u16, String) {
+    let response = browser()
+        .get(format!("{}{path}", served.base))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+/// Posts `form` as the console's own page does (same origin).
+async fn post(served: &Served, path: &str, cookie: &str, form: &[(&str, &str)]) -> u16 {
+    browser()
+        .post(format!("{}{path}", served.base))
+        .header("cookie", cookie)
+        .header("origin", &served.base)
+        .header("sec-fetch-site", "same-origin")
+        .form(form)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The value of `name="csrf-token" content="..."` in a page.
+fn csrf(page: &str) -> String {
+    let at = page
+        .find(r#"name="csrf-token" content=""#)
+        .expect("a CSRF token");
+    let rest = &page[at + r#"name="csrf-token" content=""#.len()..];
+    rest[..rest.find('"').unwrap()].to_owned()
+}
+
+/// Waits until the Approvals page shows a waiting request; its id.
+async fn waiting_approval(served: &Served, cookie: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, page) = get(served, "/approvals/rows", cookie).await;
+        if let Some(at) = page.find(r#"id="ap-"#) {
+            let rest = &page[at + 4..];
+            return rest[..rest.find('"').unwrap()].to_owned();
+        }
+        assert!(Instant::now() < deadline, "no approval appeared: {page}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn mcp_client(served: &Served) -> RunningService<RoleClient, ()> {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", served.base));
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn serve_args() -> Vec<&'static str> {
+    vec!["serve", "--http", "127.0.0.1:0", "--console"]
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_approval_completes_once_approved_in_the_console() {
+    let served = start(&serve_args(), None);
+    let cookie = log_in(&served).await;
+    let client = mcp_client(&served).await;
+    let peer = client.peer().clone();
+    let waiting = tokio::spawn(async move {
+        peer.call_tool(call("send_email", json!({"to": "ada@example.com"})))
+            .await
+    });
+    let id = waiting_approval(&served, &cookie).await;
+    assert!(!waiting.is_finished(), "the call waits for the answer");
+    let (status, page) = get(&served, "/approvals", &cookie).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("ada@example.com"), "{page}");
+    let token = csrf(&page);
+    let path = format!("/approvals/{id}/approve");
+    assert_eq!(
+        post(&served, &path, &cookie, &[("csrf", &token)]).await,
+        303
+    );
+    let result = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the waiting call completes at once")
+        .unwrap()
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    assert!(text(&result).contains("sent"), "{}", text(&result));
+    // Approved once: the answer is used up, and answering again is refused.
+    assert_eq!(
+        post(&served, &path, &cookie, &[("csrf", &token)]).await,
+        409
+    );
+    let (_, rows) = get(&served, "/approvals/rows", &cookie).await;
+    assert!(rows.contains("Nothing is waiting"), "{rows}");
+    let (_, audit) = get(&served, "/audit?tool=send_email&outcome=ok", &cookie).await;
+    assert_eq!(audit.matches("<td>ok</td>").count(), 1, "{audit}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_denial_in_the_console_returns_its_reason_to_the_waiting_client() {
+    let served = start(&serve_args(), None);
+    let cookie = log_in(&served).await;
+    let client = mcp_client(&served).await;
+    let peer = client.peer().clone();
+    let waiting = tokio::spawn(async move {
+        peer.call_tool(call("send_email", json!({"to": "bob@example.com"})))
+            .await
+    });
+    let id = waiting_approval(&served, &cookie).await;
+    let (_, page) = get(&served, "/approvals", &cookie).await;
+    let form = [
+        ("csrf", csrf(&page)),
+        ("reason", "not to this customer".into()),
+    ];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let path = format!("/approvals/{id}/deny");
+    assert_eq!(post(&served, &path, &cookie, &form).await, 303);
+    let result = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the waiting call completes at once")
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("not to this customer"),
+        "{}",
+        text(&result)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_console_refuses_no_session_a_used_link_a_wrong_csrf_token_and_cross_site_writes() {
+    let served = start(&serve_args(), None);
+    let (status, page) = get(&served, "/approvals", "").await;
+    assert_eq!(status, 401);
+    assert!(page.contains("Log in"), "{page}");
+    let cookie = log_in(&served).await;
+    // The link logs in once.
+    let again = browser().get(&served.login).send().await.unwrap();
+    assert_eq!(again.status().as_u16(), 401);
+    let (status, page) = get(&served, "/approvals", &cookie).await;
+    assert_eq!(status, 200);
+    let token = csrf(&page);
+    // A form from another site, with the session cookie a lax browser would send.
+    let cross = browser()
+        .post(format!("{}/audit/verify", served.base))
+        .header("cookie", &cookie)
+        .header("origin", "http://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .form(&[("csrf", token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status().as_u16(), 403);
+    assert_eq!(
+        post(&served, "/audit/verify", &cookie, &[("csrf", "forged")]).await,
+        403
+    );
+    assert_eq!(
+        post(&served, "/audit/verify", &cookie, &[("csrf", &token)]).await,
+        200
+    );
+    assert_eq!(
+        post(&served, "/audit/verify", "", &[("csrf", &token)]).await,
+        401
+    );
+}
+
+#[tokio::test]
+async fn a_tool_description_carrying_a_script_is_shown_as_text() {
+    let served = start(&serve_args(), None);
+    let cookie = log_in(&served).await;
+    let (status, page) = get(&served, "/catalog", &cookie).await;
+    assert_eq!(status, 200);
+    assert!(!page.contains("<script>window"), "{page}");
+    assert!(
+        page.contains("&lt;script&gt;window.__pwned = 1&lt;/script&gt;"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn toolgate_console_alone_answers_an_approval_asked_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
+    let asked = support::toolgate(
+        dir.path(),
+        &["call", "send_email", r#"{"to": "cy@example.com"}"#],
+    );
+    assert!(
+        String::from_utf8_lossy(&asked.stdout).contains("ap-")
+            || String::from_utf8_lossy(&asked.stderr).contains("ap-"),
+        "{asked:?}"
+    );
+    let served = start(&["console", "--addr", "127.0.0.1:0"], Some(dir));
+    let cookie = log_in(&served).await;
+    let id = waiting_approval(&served, &cookie).await;
+    let (_, page) = get(&served, "/approvals", &cookie).await;
+    assert!(page.contains("cy@example.com"), "{page}");
+    let path = format!("/approvals/{id}/approve");
+    assert_eq!(
+        post(&served, &path, &cookie, &[("csrf", &csrf(&page))]).await,
+        303
+    );
+    let ran = support::toolgate(
+        served.dir.path(),
+        &["call", "send_email", r#"{"to": "cy@example.com"}"#],
+    );
+    assert!(ran.status.success(), "{ran:?}");
+    assert!(
+        String::from_utf8_lossy(&ran.stdout).contains("sent"),
+        "{ran:?}"
+    );
+}

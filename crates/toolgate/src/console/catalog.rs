@@ -1,0 +1,96 @@
+//! The Catalog page: every tool the gate serves — effect, tier, source,
+//! binding, usage guidance and schemas — as the catalog holds it, and for each
+//! model API the exact declaration it would receive with every change made to
+//! fit it (what `toolgate render --explain` prints). Everything
+//! here came from a spec file, a model or an upstream server, so all of it is
+//! shown as text.
+
+use axum::Extension;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+
+use super::layout::{self, Nav};
+use super::{App, Viewer};
+use toolgate_core::wire::{self, RenderOptions, Target};
+use toolgate_core::{ToolDescriptor, ToolSource};
+
+/// `GET /catalog`.
+pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Viewer>) -> Response {
+    let gate = app.gate();
+    let spec = &app.console.inner.spec;
+    let body = html! {
+        table #catalog {
+            thead { tr {
+                th { "Tool" } th { "Effect" } th { "Tier" } th { "Source" } th { "Binding" }
+                th { "Description and guidance" } th { "Schemas" }
+            } }
+            tbody {
+                @for tool in gate.catalog().iter() {
+                    @let d = tool.descriptor();
+                    @let binding = spec.tools.iter().find(|t| t.name == d.name).map(|t| t.binding_kind().as_str());
+                    tr id={ "tool-" (d.name) } {
+                        td { code { (d.name) } @if let Some(title) = &d.title { br; span.muted { (title) } } }
+                        td { (d.effect.as_str()) }
+                        td { (d.effect.tier().as_str()) }
+                        td { (source(&d.source)) }
+                        td { (binding.unwrap_or(match d.source { ToolSource::Mcp { .. } => "mcp", ToolSource::Builtin => "builtin", _ => "native" })) }
+                        td {
+                            p.description { (d.description) }
+                            @if let Some(when) = &d.usage.when_to_use { p { b { "When to use: " } (when) } }
+                            @if let Some(not) = &d.usage.when_not_to { p { b { "When not to: " } (not) } }
+                            @for pre in &d.usage.preconditions { p { b { "Before: " } (pre) } }
+                        }
+                        td {
+                            details {
+                                summary { "input" }
+                                (layout::json(&d.input_schema))
+                            }
+                            @if let Some(output) = &d.output_schema {
+                                details { summary { "output" } (layout::json(output)) }
+                            }
+                            (declarations(d))
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout::page("Catalog", Some(&viewer), Nav::Catalog, body).into_response()
+}
+
+/// The tool as each model API would receive it, with the changes made to fit.
+fn declarations(tool: &ToolDescriptor) -> Markup {
+    html! {
+        @for target in Target::ALL {
+            @let rendered = wire::render(target, std::slice::from_ref(tool), &[], RenderOptions::default());
+            details.declaration {
+                summary {
+                    (target.to_string())
+                    @if !rendered.problems.is_empty() { " " span.bad { "refused" } }
+                    @else if !rendered.changes.is_empty() { " " span.tag { (rendered.changes.len()) " changed" } }
+                }
+                @for (kind, note) in rendered.problems.iter().map(|n| ("problem", n)).chain(rendered.changes.iter().map(|n| ("changed", n))) {
+                    p.muted {
+                        b { (kind) } ": "
+                        @if !note.path.is_empty() { "at " code { (note.path) } ": " }
+                        (note.message)
+                    }
+                }
+                @for declaration in &rendered.tools { (layout::json(declaration)) }
+            }
+        }
+    }
+}
+
+fn source(source: &ToolSource) -> String {
+    match source {
+        ToolSource::Native { type_name } => match type_name {
+            Some(t) => format!("native ({t})"),
+            None => "native".to_owned(),
+        },
+        ToolSource::Spec { file } => format!("spec file {file}"),
+        ToolSource::Mcp { server } => format!("MCP server {server}"),
+        ToolSource::Builtin => "built in".to_owned(),
+    }
+}

@@ -1,0 +1,356 @@
+//! The web console: where the people who run toolgate answer approvals, read and
+//! verify the audit log, and see the catalog, from a browser.
+//!
+//! Pages are rendered on the server from the running gate (its store, catalog
+//! and policy: no second source of truth) with [`maud`], whose templates escape
+//! every value unless told otherwise, so a tool description or an argument
+//! carrying `<script>` shows as text. The only JavaScript is htmx and its
+//! server-sent-events extension, vendored under `assets/` and compiled into the
+//! binary; pages that only show data read the same without it.
+//!
+//! Every page needs a console session (see [`login`]); every state-changing
+//! request carries the session's CSRF token and must come from the console's
+//! own origin.
+//!
+//! `toolgate serve --http --console` mounts the console beside `/mcp`
+//! ([`McpServerBuilder::console`](crate::mcp::server::McpServerBuilder::console));
+//! [`Console::serve`] serves it alone.
+
+mod approvals;
+mod assets;
+mod audit;
+mod catalog;
+mod conversations;
+mod layout;
+mod login;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use toolgate_core::Approvers;
+use toolgate_core::spec::SpecFile;
+
+use crate::Gate;
+use crate::mcp::server::HttpAccess;
+use crate::mcp::server::rebinding::{self, Guard};
+
+pub use login::LoginToken;
+use login::{Sessions, Viewer};
+
+/// Where the console finds the gate it shows: the MCP server's current one (it is
+/// swapped when upstream tools change), or a fixed gate when served alone.
+type GateSource = Arc<dyn Fn() -> Arc<Gate> + Send + Sync>;
+
+/// The console of one gate: how to log in, and who may approve.
+#[derive(Clone)]
+pub struct Console {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The spec file the gate was built from: its principals say who may
+    /// approve (`approve:` grants), its tools their bindings.
+    spec: SpecFile,
+    /// The one-time login token of a console on loopback without `auth:`.
+    login: Option<LoginToken>,
+    sessions: Sessions,
+    /// Who answers approvals after logging in with the one-time token.
+    operator: String,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console")
+            .field("login", &self.inner.login.as_ref().map(|_| "<redacted>"))
+            .field("operator", &self.inner.operator)
+            .finish()
+    }
+}
+
+impl Console {
+    /// The console of a gate built from `spec`. With `login`, a browser logs in
+    /// by opening [`Console::login_url`] once; without it only with a credential
+    /// the spec's `auth:` takes (an API key, or a bearer token).
+    pub fn new(spec: &SpecFile, login: Option<LoginToken>) -> Self {
+        Console {
+            inner: Arc::new(Inner {
+                spec: spec.clone(),
+                login,
+                sessions: Sessions::default(),
+                operator: operator_name(),
+            }),
+        }
+    }
+
+    /// The URL that logs a browser in, once, for a console at `addr`; `None`
+    /// when the console takes only credentials.
+    pub fn login_url(&self, addr: SocketAddr) -> Option<String> {
+        let token = self.inner.login.as_ref()?;
+        let host = match addr {
+            SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+            SocketAddr::V4(v4) => v4.ip().to_string(),
+        };
+        Some(format!(
+            "http://{host}:{}/login?token={}",
+            addr.port(),
+            token.reveal()
+        ))
+    }
+
+    /// Serves the console alone (no MCP endpoint) on `listener` for `gate`,
+    /// with the same `Host`/`Origin` checks as `serve --http`, until `shutdown`.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        gate: Arc<Gate>,
+        access: HttpAccess,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let addr = listener.local_addr()?;
+        let guard = Guard::new(addr, access.allowed().clone());
+        let router = self.routes(Arc::new(move || gate.clone()), access);
+        let router = router.layer(middleware::from_fn_with_state(guard, rebinding::check));
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
+    /// The console's routes, every one behind a console session but the login
+    /// and the static assets.
+    fn routes(&self, gate: GateSource, access: HttpAccess) -> Router {
+        let app = App {
+            console: self.clone(),
+            gate,
+            access,
+        };
+        let protected = Router::new()
+            .route("/", get(|| async { Redirect::to("/approvals") }))
+            .route("/approvals", get(approvals::page))
+            .route("/approvals/rows", get(approvals::rows))
+            .route("/approvals/events", get(approvals::events))
+            .route("/approvals/{id}/approve", post(approvals::approve))
+            .route("/approvals/{id}/deny", post(approvals::deny))
+            .route("/audit", get(audit::page))
+            .route("/audit/verify", post(audit::verify))
+            .route("/audit/pending", get(audit::pending))
+            .route("/audit/{seq}", get(audit::record))
+            .route("/audit/resolve/{run_id}", post(audit::resolve))
+            .route("/catalog", get(catalog::page))
+            .route("/conversations", get(conversations::page))
+            .route("/logout", post(login::logout))
+            .layer(middleware::from_fn_with_state(app.clone(), require_session));
+        Router::new()
+            .route("/login", get(login::page).post(login::with_credential))
+            .merge(assets::routes())
+            .merge(protected)
+            .layer(middleware::from_fn(login::same_origin_writes))
+            .layer(middleware::from_fn(security_headers))
+            .with_state(app)
+    }
+
+    fn approvers(&self) -> Approvers<'_> {
+        let spec = &self.inner.spec;
+        Approvers::new(&spec.principals, spec.policy.self_approve)
+    }
+}
+
+/// What every console handler gets.
+#[derive(Clone)]
+pub(crate) struct App {
+    console: Console,
+    gate: GateSource,
+    access: HttpAccess,
+}
+
+impl App {
+    fn gate(&self) -> Arc<Gate> {
+        (self.gate)()
+    }
+}
+
+/// The console's routes for the MCP server `shared`, if it serves a console.
+pub(crate) fn routes_of(shared: &Arc<crate::mcp::server::Shared>) -> Option<ConsoleRoutes> {
+    let console = shared.console.clone()?;
+    let shared = shared.clone();
+    let gate: GateSource = Arc::new(move || shared.offering().gate.clone());
+    Some(ConsoleRoutes { console, gate })
+}
+
+/// A console waiting to be mounted on the MCP server's router.
+pub(crate) struct ConsoleRoutes {
+    console: Console,
+    gate: GateSource,
+}
+
+/// `router` with the console's routes beside the MCP endpoint, outside its
+/// bearer-token check (the console has its own sessions).
+pub(crate) fn mount(router: Router, console: Option<ConsoleRoutes>, access: &HttpAccess) -> Router {
+    match console {
+        Some(c) => router.merge(c.console.routes(c.gate, access.clone())),
+        None => router,
+    }
+}
+
+/// Lets a request with a live console session through, with its [`Viewer`];
+/// answers anything else with the login page (401).
+async fn require_session(State(app): State<App>, mut request: Request, next: Next) -> Response {
+    match app.console.inner.sessions.of(request.headers()) {
+        Some(viewer) => {
+            request.extensions_mut().insert(viewer);
+            next.run(request).await
+        }
+        None => login::refused(&app, request.method()),
+    }
+}
+
+/// No framing by other sites, no scripts but the console's own, no sniffing.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    let set = |headers: &mut axum::http::HeaderMap, name: &'static str, value: &'static str| {
+        headers.insert(name, axum::http::HeaderValue::from_static(value));
+    };
+    set(
+        headers,
+        "content-security-policy",
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    );
+    set(headers, "x-content-type-options", "nosniff");
+    // Not `no-referrer`: with it a browser sends `Origin: null` on the console's
+    // own form posts, which the origin check must refuse.
+    set(headers, "referrer-policy", "same-origin");
+    set(headers, "cache-control", "no-store");
+    response
+}
+
+/// Who answers after logging in with the one-time token: the OS user, as with
+/// `toolgate approvals` (else `operator`).
+fn operator_name() -> String {
+    ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "operator".to_owned())
+}
+
+/// A console error page's response.
+fn error_page(status: axum::http::StatusCode, viewer: Option<&Viewer>, message: &str) -> Response {
+    (
+        status,
+        layout::page(
+            "Error",
+            viewer,
+            layout::Nav::None,
+            maud::html! {
+                p.error { (message) }
+            },
+        ),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use axum::Extension;
+    use axum::extract::State;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{ApprovalRequest, MemoryGateStore};
+
+    /// A tool whose description, and a call whose arguments, carry markup.
+    const SPEC: &str = r#"
+tools:
+  - name: send_email
+    description: "Send an email <script>alert('description')</script> to a customer."
+    effect: external
+    usage:
+      when_to_use: "When <b onmouseover=alert(1)>asked</b>."
+    parameters:
+      type: object
+      properties:
+        to: {type: string, description: "<img src=x onerror=alert(2)>"}
+      required: [to]
+"#;
+
+    fn app() -> App {
+        let checked = toolgate_core::spec::check(SPEC);
+        let spec = checked.spec.expect("the test spec is valid");
+        let catalog = crate::spec_catalog(&spec, "toolgate.yaml", &crate::Catalog::new())
+            .expect("the catalog builds");
+        let gate = Arc::new(
+            Gate::builder(catalog)
+                .spec(&spec)
+                .store(Arc::new(MemoryGateStore::default()))
+                .build(),
+        );
+        App {
+            console: Console::new(&spec, None),
+            gate: Arc::new(move || gate.clone()),
+            access: HttpAccess::open(),
+        }
+    }
+
+    fn viewer() -> Viewer {
+        Viewer {
+            who: "operator".into(),
+            how: "login link",
+            csrf: "csrf-for-tests".into(),
+        }
+    }
+
+    async fn body(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the body is read");
+        String::from_utf8(bytes.to_vec()).expect("pages are UTF-8")
+    }
+
+    #[tokio::test]
+    async fn a_tool_description_carrying_markup_renders_as_text() {
+        let page = body(catalog::page(State(app()), Extension(viewer())).await).await;
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert!(!page.contains("<b onmouseover"), "{page}");
+        assert!(!page.contains("<img src=x"), "{page}");
+        insta::assert_snapshot!(page);
+    }
+
+    #[tokio::test]
+    async fn arguments_carrying_a_script_render_as_text_on_the_approvals_page() {
+        let app = app();
+        let request = ApprovalRequest::new(
+            "s-1",
+            "send_email",
+            json!({"to": "<script>alert('argument')</script>"}),
+            "support_bot",
+            "external tools ask <i>a person</i>",
+        );
+        app.gate()
+            .store()
+            .resolve(&request, SystemTime::UNIX_EPOCH)
+            .expect("the request is opened");
+        let page = body(approvals::page(State(app), Extension(viewer())).await).await;
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert!(!page.contains("<i>a person"), "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert('argument')&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(
+            page.contains(r#"name="csrf" value="csrf-for-tests""#),
+            "{page}"
+        );
+        let id = page
+            .split("id=\"ap-")
+            .nth(1)
+            .and_then(|rest| rest.get(..8))
+            .expect("the request's row");
+        insta::assert_snapshot!(page.replace(id, "XXXXXXXX"));
+    }
+}
