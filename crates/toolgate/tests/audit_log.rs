@@ -387,9 +387,14 @@ fn a_row_that_is_not_json_is_reported_not_a_panic() {
     let (_dir, path, store) = store();
     fill(&store, 2);
     let conn = raw(&path);
-    // The table's CHECK keeps non-JSON out; an intruder can switch it off.
+    // The table's CHECK and the indexes that read its JSON keep non-JSON out;
+    // an intruder can switch the one off and drop the others.
     conn.pragma_update(None, "ignore_check_constraints", true)
         .unwrap();
+    for field in ["session", "principal", "tool", "outcome", "time"] {
+        conn.execute(&format!("DROP INDEX IF EXISTS audit_{field}"), [])
+            .unwrap();
+    }
     conn.execute("UPDATE audit SET record = 'not json {' WHERE seq = 2", [])
         .unwrap();
 

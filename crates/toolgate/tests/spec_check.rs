@@ -228,7 +228,7 @@ fn a_bad_http_method_lists_the_valid_methods() {
         &source,
         "`method` cannot be `FETCH`",
         "FETCH",
-        "use one of `GET`, `POST`, `PUT`, `PATCH`, `DELETE`",
+        "use one of `GET`, `POST`, `PUT`, `PATCH`, `DELETE`, `HEAD`, `OPTIONS`",
     );
     insta::assert_snapshot!(source.render_diagnostics());
 }

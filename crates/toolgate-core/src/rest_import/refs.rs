@@ -83,7 +83,7 @@ impl<'s> Resolver<'s> {
                 )
             })?)
         };
-        let pointer = percent_decode(fragment);
+        let pointer = crate::wire::pointer::percent_decode(fragment);
         if !pointer.is_empty() && !pointer.starts_with('/') {
             return Err(format!(
                 "`{reference}` is not a JSON pointer (`#/components/...`); anchors are not supported"
@@ -156,34 +156,9 @@ fn join(base: &str, file: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// Decodes `%XX` escapes of a URI fragment, then reads it as a pointer.
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = text.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// The last segment of a pointer, unescaped: a name for what it points at.
 pub(super) fn last_segment(pointer: &str) -> String {
-    pointer
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .replace("~1", "/")
-        .replace("~0", "~")
+    crate::wire::pointer::unescape(pointer.rsplit('/').next().unwrap_or_default())
 }
 
 #[cfg(test)]

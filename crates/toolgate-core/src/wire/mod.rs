@@ -17,7 +17,7 @@ mod openai_chat;
 mod openai_responses;
 mod openapi;
 mod params;
-mod pointer;
+pub(crate) mod pointer;
 mod render;
 mod result;
 mod sse;

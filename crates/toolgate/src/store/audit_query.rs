@@ -66,11 +66,11 @@ const FIELDS: &[(&str, &str)] = &[
 /// index whatever the log's size (expression indexes: the record stays the one
 /// hashed column).
 pub(super) const MIGRATION: &str = "
-    CREATE INDEX audit_session ON audit (json_extract(record, '$.session'));
-    CREATE INDEX audit_principal ON audit (json_extract(record, '$.principal'));
-    CREATE INDEX audit_tool ON audit (json_extract(record, '$.tool'));
-    CREATE INDEX audit_outcome ON audit (json_extract(record, '$.outcome'));
-    CREATE INDEX audit_time ON audit (json_extract(record, '$.time'));";
+    CREATE INDEX IF NOT EXISTS audit_session ON audit (json_extract(record, '$.session'));
+    CREATE INDEX IF NOT EXISTS audit_principal ON audit (json_extract(record, '$.principal'));
+    CREATE INDEX IF NOT EXISTS audit_tool ON audit (json_extract(record, '$.tool'));
+    CREATE INDEX IF NOT EXISTS audit_outcome ON audit (json_extract(record, '$.outcome'));
+    CREATE INDEX IF NOT EXISTS audit_time ON audit (json_extract(record, '$.time'));";
 
 impl SqliteStore {
     /// [`AuditLog::query`](super::AuditLog::query) in SQL: only the conditions
