@@ -201,6 +201,10 @@ impl fmt::Display for ServeReport {
     }
 }
 
+/// One principal's views of the catalog: each set of scopes it was seen with,
+/// and what it is offered with them.
+type Views = Vec<(Vec<String>, Arc<Offering>)>;
+
 /// What every session of one server shares.
 pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
@@ -212,7 +216,7 @@ pub(crate) struct Shared {
     principals: HashMap<String, Principal>,
     /// What the server offers principals other than `principal`, built on first use:
     /// by id, then by scopes (a token may narrow its principal's scopes).
-    offerings: RwLock<HashMap<String, Vec<(Vec<String>, Arc<Offering>)>>>,
+    offerings: RwLock<HashMap<String, Views>>,
     /// What each conversation lists (with search: `search_tools`, the
     /// always-loaded tools, and those a search in it found) and was last shown.
     conversations: Conversations,

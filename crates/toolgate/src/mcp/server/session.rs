@@ -57,9 +57,12 @@ pub(crate) struct Session {
     id: Arc<OnceLock<String>>,
     /// The credential that opened the session (its principal and credential
     /// name; `None` without one): no other may use it.
-    opened_by: Arc<OnceLock<Option<(Option<String>, Option<String>)>>>,
+    opened_by: Arc<OnceLock<Option<Opener>>>,
     log_level: LogLevel,
 }
+
+/// The principal and credential name of whoever opened a session.
+type Opener = (Option<String>, Option<String>);
 
 /// Who a request runs as, and what the server offers that principal.
 pub(crate) struct Caller {
