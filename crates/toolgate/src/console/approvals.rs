@@ -192,16 +192,9 @@ pub(super) async fn approve(
     };
     let gate = app.gate();
     let store = gate.store();
-    let asked = match ApprovalStore::get(store.as_ref(), &id) {
-        Ok(Some(asked)) => asked,
-        Ok(None) => return unknown(&viewer, &id),
-        Err(e) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
-        }
+    let asked = match asked(store.as_ref(), &viewer, &id) {
+        Ok(asked) => asked,
+        Err(page) => return page,
     };
     if let Err(why) = app.console.approvers().may_approve(
         &viewer.who,
@@ -238,16 +231,9 @@ pub(super) async fn deny(
     }
     let gate = app.gate();
     let store = gate.store();
-    let asked = match ApprovalStore::get(store.as_ref(), &id) {
-        Ok(Some(asked)) => asked,
-        Ok(None) => return unknown(&viewer, &id),
-        Err(e) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
-        }
+    let asked = match asked(store.as_ref(), &viewer, &id) {
+        Ok(asked) => asked,
+        Err(page) => return page,
     };
     if let Err(why) = app.console.approvers().may_deny(&viewer.who, &asked.tool) {
         let message = format!("{} is not denied: {why}", asked.id);
@@ -265,10 +251,22 @@ pub(super) async fn deny(
     }
 }
 
-fn unknown(viewer: &Viewer, id: &str) -> Response {
-    let message =
-        format!("there is no approval request {id}; it may have been answered and used already");
-    error_page(StatusCode::NOT_FOUND, Some(viewer), &message)
+/// The approval request `id`, or the page saying why it cannot be answered.
+fn asked(store: &dyn ApprovalStore, viewer: &Viewer, id: &str) -> Result<Approval, Response> {
+    match store.get(id) {
+        Ok(Some(asked)) => Ok(asked),
+        Ok(None) => {
+            let message = format!(
+                "there is no approval request {id}; it may have been answered and used already"
+            );
+            Err(error_page(StatusCode::NOT_FOUND, Some(viewer), &message))
+        }
+        Err(e) => Err(error_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(viewer),
+            &e.to_string(),
+        )),
+    }
 }
 
 /// A grant of `ttl` (one of the offered lengths, or any human duration up to a

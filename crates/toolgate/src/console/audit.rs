@@ -96,22 +96,11 @@ pub(super) async fn page(
     let filter = query.filter();
     let store = gate.store().clone();
     let before = query.before;
-    let found = tokio::task::spawn_blocking(move || store.query(&filter, before, PAGE)).await;
+    let found = off_the_runtime(move || store.query(&filter, before, PAGE)).await;
     let records = match found {
-        Ok(Ok(found)) => found,
-        Ok(Err(e)) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
-        }
-        Err(e) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
+        Ok(found) => found,
+        Err(message) => {
+            return error_page(StatusCode::INTERNAL_SERVER_ERROR, Some(&viewer), &message);
         }
     };
     let body = html! {
@@ -200,21 +189,10 @@ pub(super) async fn pending(
     Extension(viewer): Extension<Viewer>,
 ) -> Response {
     let store = app.gate().store().clone();
-    let pending = match tokio::task::spawn_blocking(move || store.pending()).await {
-        Ok(Ok(pending)) => pending,
-        Ok(Err(e)) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
-        }
-        Err(e) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
+    let pending = match off_the_runtime(move || store.pending()).await {
+        Ok(pending) => pending,
+        Err(message) => {
+            return error_page(StatusCode::INTERNAL_SERVER_ERROR, Some(&viewer), &message);
         }
     };
     let body = html! {
@@ -320,22 +298,11 @@ pub(super) async fn verify(
     };
     let store = app.gate().store().clone();
     let held = anchors.len();
-    let report = tokio::task::spawn_blocking(move || store.verify_anchored(&anchors)).await;
+    let report = off_the_runtime(move || store.verify_anchored(&anchors)).await;
     let report = match report {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
-        }
-        Err(e) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
+        Ok(report) => report,
+        Err(message) => {
+            return error_page(StatusCode::INTERNAL_SERVER_ERROR, Some(&viewer), &message);
         }
     };
     let body = html! {
@@ -477,5 +444,17 @@ pub(super) async fn resolve(
             Some(&viewer),
             &e.to_string(),
         ),
+    }
+}
+
+/// Runs a store read that may take a while (a whole log's walk) on a blocking
+/// thread; its error, or the thread's, as the page should say it.
+async fn off_the_runtime<T: Send + 'static>(
+    read: impl FnOnce() -> Result<T, crate::StoreError> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }

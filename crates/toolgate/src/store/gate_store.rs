@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use toolgate_core::{Anchor, AuditEntry, AuditRecord, VerifyReport};
 
 use super::calls::completed_call;
-use super::group_commit::{Completion, Write};
+use super::group_commit::{Write, ran};
 use super::turns::{
     Admission, AdmissionCheck, MemoryTurns, memory_turn, release_in_memory, standing_in_memory,
 };
@@ -146,15 +146,6 @@ impl GateStore for MemoryGateStore {
     }
 }
 
-/// Whether an operator's resolution says the call ran, and if so whether it
-/// succeeded (`cancelled`: it never ran).
-fn ran(completion: &AuditEntry) -> Option<bool> {
-    match completion.outcome.as_deref() {
-        Some("cancelled") => None,
-        outcome => Some(outcome == Some("ok")),
-    }
-}
-
 impl GateStore for SqliteStore {
     fn complete(
         &self,
@@ -163,14 +154,7 @@ impl GateStore for SqliteStore {
         intent: Option<AuditEntry>,
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        self.commit_write(Write::Complete(Completion {
-            session: session.to_owned(),
-            writes: writes.to_vec(),
-            intent,
-            completion,
-            release_turn: false,
-            in_history: true,
-        }))
+        self.commit_write(Write::complete(session, writes, intent, completion))
     }
 
     fn admit(
@@ -189,14 +173,7 @@ impl GateStore for SqliteStore {
         writes: &[(String, Value)],
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        self.commit_write(Write::Complete(Completion {
-            session: session.to_owned(),
-            writes: writes.to_vec(),
-            intent: None,
-            completion,
-            release_turn: true,
-            in_history: true,
-        }))
+        self.commit_write(Write::complete_turn(session, writes, completion))
     }
 
     fn resolve_run(
@@ -204,16 +181,7 @@ impl GateStore for SqliteStore {
         intent: &AuditRecord,
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        // The turn is released by the intent's run id, which the completion shares.
-        let in_history = ran(&completion).is_some();
-        self.commit_write(Write::Complete(Completion {
-            session: intent.entry.session.clone(),
-            writes: Vec::new(),
-            intent: None,
-            completion,
-            release_turn: true,
-            in_history,
-        }))
+        self.commit_write(Write::resolve_run(intent, completion))
     }
 }
 

@@ -47,6 +47,55 @@ pub(super) struct Completion {
 }
 
 impl Write {
+    /// A call's completion: its state writes, history and record, after `intent`
+    /// when that was not appended before the call ran.
+    pub(super) fn complete(
+        session: &str,
+        writes: &[(String, Value)],
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
+    ) -> Write {
+        Write::Complete(Completion {
+            session: session.to_owned(),
+            writes: writes.to_vec(),
+            intent,
+            completion,
+            release_turn: false,
+            in_history: true,
+        })
+    }
+
+    /// A governed call's completion, which also releases its session's turn.
+    pub(super) fn complete_turn(
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Write {
+        Write::Complete(Completion {
+            session: session.to_owned(),
+            writes: writes.to_vec(),
+            intent: None,
+            completion,
+            release_turn: true,
+            in_history: true,
+        })
+    }
+
+    /// The completion of a call a crash left pending (`intent`): it releases the
+    /// turn (by the run id the two records share) and goes into the history
+    /// unless it never ran.
+    pub(super) fn resolve_run(intent: &AuditRecord, completion: AuditEntry) -> Write {
+        let in_history = ran(&completion).is_some();
+        Write::Complete(Completion {
+            session: intent.entry.session.clone(),
+            writes: Vec::new(),
+            intent: None,
+            completion,
+            release_turn: true,
+            in_history,
+        })
+    }
+
     pub(super) fn action(&self) -> &'static str {
         match self {
             Write::Append(_) => "appending to the audit log",
@@ -256,5 +305,14 @@ mod tests {
             .map(|s| store.calls(&format!("s{s}")).unwrap().len())
             .sum();
         assert_eq!(history, 800);
+    }
+}
+
+/// Whether an operator's resolution says the call ran, and if so whether it
+/// succeeded (`cancelled`: it never ran).
+pub(super) fn ran(completion: &AuditEntry) -> Option<bool> {
+    match completion.outcome.as_deref() {
+        Some("cancelled") => None,
+        outcome => Some(outcome == Some("ok")),
     }
 }

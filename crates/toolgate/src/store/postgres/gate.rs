@@ -16,7 +16,7 @@ use toolgate_core::{
     Anchor, AuditEntry, AuditRecord, ChainBreak, ChainVerifier, Retry, VerifyReport,
 };
 
-use super::super::group_commit::{Completion, Write};
+use super::super::group_commit::Write;
 use super::super::turns::{Admission, AdmissionCheck};
 use super::super::{AuditLog, CallHistory, GateStore, RecordedCall, StateStore};
 use super::writer::{Chain, lock_and_head, record_call, write_state};
@@ -294,14 +294,7 @@ impl GateStore for PostgresStore {
         intent: Option<AuditEntry>,
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        self.commit_write(Write::Complete(Completion {
-            session: session.to_owned(),
-            writes: writes.to_vec(),
-            intent,
-            completion,
-            release_turn: false,
-            in_history: true,
-        }))
+        self.commit_write(Write::complete(session, writes, intent, completion))
     }
 
     fn admit(
@@ -358,14 +351,7 @@ impl GateStore for PostgresStore {
         writes: &[(String, Value)],
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        self.commit_write(Write::Complete(Completion {
-            session: session.to_owned(),
-            writes: writes.to_vec(),
-            intent: None,
-            completion,
-            release_turn: true,
-            in_history: true,
-        }))
+        self.commit_write(Write::complete_turn(session, writes, completion))
     }
 
     fn resolve_run(
@@ -373,15 +359,7 @@ impl GateStore for PostgresStore {
         intent: &AuditRecord,
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
-        let in_history = completion.outcome.as_deref() != Some("cancelled");
-        self.commit_write(Write::Complete(Completion {
-            session: intent.entry.session.clone(),
-            writes: Vec::new(),
-            intent: None,
-            completion,
-            release_turn: true,
-            in_history,
-        }))
+        self.commit_write(Write::resolve_run(intent, completion))
     }
 }
 
