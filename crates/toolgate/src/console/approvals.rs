@@ -194,7 +194,7 @@ pub(super) async fn approve(
     let store = gate.store();
     let asked = match asked(store.as_ref(), &viewer, &id) {
         Ok(asked) => asked,
-        Err(page) => return page,
+        Err(page) => return *page,
     };
     if let Err(why) = app.console.approvers().may_approve(
         &viewer.who,
@@ -233,7 +233,7 @@ pub(super) async fn deny(
     let store = gate.store();
     let asked = match asked(store.as_ref(), &viewer, &id) {
         Ok(asked) => asked,
-        Err(page) => return page,
+        Err(page) => return *page,
     };
     if let Err(why) = app.console.approvers().may_deny(&viewer.who, &asked.tool) {
         let message = format!("{} is not denied: {why}", asked.id);
@@ -252,20 +252,24 @@ pub(super) async fn deny(
 }
 
 /// The approval request `id`, or the page saying why it cannot be answered.
-fn asked(store: &dyn ApprovalStore, viewer: &Viewer, id: &str) -> Result<Approval, Response> {
+fn asked(store: &dyn ApprovalStore, viewer: &Viewer, id: &str) -> Result<Approval, Box<Response>> {
     match store.get(id) {
         Ok(Some(asked)) => Ok(asked),
         Ok(None) => {
             let message = format!(
                 "there is no approval request {id}; it may have been answered and used already"
             );
-            Err(error_page(StatusCode::NOT_FOUND, Some(viewer), &message))
+            Err(Box::new(error_page(
+                StatusCode::NOT_FOUND,
+                Some(viewer),
+                &message,
+            )))
         }
-        Err(e) => Err(error_page(
+        Err(e) => Err(Box::new(error_page(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(viewer),
             &e.to_string(),
-        )),
+        ))),
     }
 }
 

@@ -224,6 +224,15 @@ fn copy_error(error: &rusqlite::Error) -> rusqlite::Error {
     }
 }
 
+/// Whether an operator's resolution says the call ran, and if so whether it
+/// succeeded (`cancelled`: it never ran).
+pub(super) fn ran(completion: &AuditEntry) -> Option<bool> {
+    match completion.outcome.as_deref() {
+        Some("cancelled") => None,
+        outcome => Some(outcome == Some("ok")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -305,14 +314,5 @@ mod tests {
             .map(|s| store.calls(&format!("s{s}")).unwrap().len())
             .sum();
         assert_eq!(history, 800);
-    }
-}
-
-/// Whether an operator's resolution says the call ran, and if so whether it
-/// succeeded (`cancelled`: it never ran).
-pub(super) fn ran(completion: &AuditEntry) -> Option<bool> {
-    match completion.outcome.as_deref() {
-        Some("cancelled") => None,
-        outcome => Some(outcome == Some("ok")),
     }
 }
