@@ -465,6 +465,21 @@ async fn dunder_import_is_not_available() {
     failed(&run, "exception", "NameError");
 }
 
+#[test]
+fn a_worker_started_without_its_os_limits_refuses_to_run_anything() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate-code-worker"))
+        .env_remove("TOOLGATE_CODE_WORKER_LIMITS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no limits in TOOLGATE_CODE_WORKER_LIMITS"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn a_worker_that_cannot_start_is_an_error_not_a_panic() {
     let desk = desk();

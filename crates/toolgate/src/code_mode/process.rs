@@ -98,8 +98,8 @@ impl Workers {
             .take();
         let next = self.clone();
         let ahead = *limits;
-        // Forking a large process and waiting for its exec takes a while: off
-        // the runtime's threads.
+        // Starting a process and waiting for its exec takes a while: off the
+        // runtime's threads.
         tokio::task::spawn_blocking(move || {
             if let (Ok(child), Some(standby)) = (next.spawn(&ahead), &next.standby) {
                 *standby.lock().unwrap_or_else(PoisonError::into_inner) = Some(child);
@@ -122,21 +122,10 @@ impl Workers {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let memory = limits.max_memory_bytes;
-        // CPU seconds: the interpreter's own limit stops a busy program first;
-        // this backstop also catches time spent where the interpreter does not
-        // look (a parser on hostile input).
-        let cpu = limits.interpreter_time.as_secs() + 2;
-        // SAFETY: between fork and exec only async-signal-safe calls are made:
-        // setrlimit, with values computed before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                set_limit(libc::RLIMIT_AS, memory, memory)?;
-                set_limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
-                set_limit(libc::RLIMIT_CORE, 0, 0)?;
-                Ok(())
-            });
-        }
+        // No `pre_exec`: the worker sets its own limits from this variable before
+        // it reads anything, so std can `posix_spawn` it instead of forking the
+        // gateway, whose page tables a fork copies (milliseconds for a large one).
+        command.env(LIMITS_ENV, OsLimits::of(limits).to_string());
         command.spawn()
     }
 }
@@ -208,6 +197,52 @@ pub(super) fn why_died(
             format!(" ({detail})")
         }
     ))
+}
+
+/// The variable that carries a worker's OS limits, as `MEMORY_BYTES CPU_SECONDS`.
+pub(super) const LIMITS_ENV: &str = "TOOLGATE_CODE_WORKER_LIMITS";
+
+/// The OS limits a worker puts on itself before it reads a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OsLimits {
+    /// Address space, in bytes.
+    pub memory: u64,
+    /// CPU seconds: the interpreter's own limit stops a busy program first; this
+    /// backstop also catches time spent where the interpreter does not look (a
+    /// parser on hostile input).
+    pub cpu: u64,
+}
+
+impl OsLimits {
+    pub(super) fn of(limits: &CodeLimits) -> Self {
+        OsLimits {
+            memory: limits.max_memory_bytes,
+            cpu: limits.interpreter_time.as_secs() + 2,
+        }
+    }
+
+    /// The limits in [`LIMITS_ENV`]; `None` when it is missing or malformed.
+    pub(super) fn from_env() -> Option<Self> {
+        let value = std::env::var(LIMITS_ENV).ok()?;
+        let (memory, cpu) = value.split_once(' ')?;
+        Some(OsLimits {
+            memory: memory.parse().ok()?,
+            cpu: cpu.parse().ok()?,
+        })
+    }
+
+    /// Puts the limits on this process: address space, CPU time, no core file.
+    pub(super) fn apply(self) -> std::io::Result<()> {
+        set_limit(libc::RLIMIT_AS, self.memory, self.memory)?;
+        set_limit(libc::RLIMIT_CPU, self.cpu, self.cpu + 1)?;
+        set_limit(libc::RLIMIT_CORE, 0, 0)
+    }
+}
+
+impl std::fmt::Display for OsLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.memory, self.cpu)
+    }
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {

@@ -21,6 +21,7 @@ use monty_types::{
 };
 
 use super::convert::{to_json, to_python};
+use super::process::{LIMITS_ENV, OsLimits};
 use super::protocol::{
     BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, WorkerError, read_frame,
     write_frame,
@@ -38,6 +39,18 @@ const SCRIPT_NAME: &str = "program.py";
 /// when it is started with [`super::WORKER_ARG`] (the `toolgate` binary does), or
 /// a dedicated binary calls it from `main`.
 pub fn worker_main() -> ExitCode {
+    // Never run a program without its limits: the gate puts them in the
+    // environment, and a worker started any other way refuses.
+    let Some(limits) = OsLimits::from_env() else {
+        eprintln!(
+            "toolgate code worker: no limits in {LIMITS_ENV}; the gate starts this worker, it is not run by hand"
+        );
+        return ExitCode::from(2);
+    };
+    if let Err(error) = limits.apply() {
+        eprintln!("toolgate code worker: cannot set its OS limits: {error}");
+        return ExitCode::from(2);
+    }
     let thread = std::thread::Builder::new()
         .name("code-mode".into())
         .stack_size(INTERPRETER_STACK)
