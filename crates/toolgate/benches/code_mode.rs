@@ -10,9 +10,13 @@
 //!   from a program is `(100_calls − one_call) / 99` (100 is the default
 //!   `max_calls`); `cold/one_call` is the same run starting its worker when it
 //!   begins (as `toolgate code run` does);
+//! - `bare/one_call` and `bare/100_calls`: the same runs of a program that does
+//!   nothing but its calls, so `(bare/100_calls − bare/one_call) / 99 −
+//!   gate/direct` is what a call from a program adds to the call itself (the
+//!   20-line program's figure also counts the work it does between calls);
 //! - `gate/direct`: one `Gate::call` of the same tool (in-memory store);
-//! - `cpu/gate_direct`, `cpu/one_call` and `cpu/100_calls`: `gate/direct` and
-//!   the runs of `worker/…`, timed in CPU
+//! - `cpu/gate_direct`, `cpu/one_call`, `cpu/100_calls` and `cpu/bare_…`:
+//!   `gate/direct` and the runs of `worker/…` and `bare/…`, timed in CPU
 //!   time instead of wall-clock time — this process's (the gate, the runtime,
 //!   starting workers) and its finished workers' — which a busy machine does not
 //!   stretch the way it stretches a pipe's round trips;
@@ -104,6 +108,12 @@ fn program(calls: usize) -> String {
     format!("CALLS = {calls}\n{PROGRAM}")
 }
 
+/// Nothing but the calls: what a call costs a program, without the work a real
+/// program does between its calls.
+fn bare(calls: usize) -> String {
+    format!("for _ in range({calls}):\n    lookup_order(order_id=\"A-1001\")\n")
+}
+
 fn gate() -> Gate {
     gate_over(Arc::new(MemoryGateStore::default()))
 }
@@ -189,12 +199,13 @@ fn bench(c: &mut Criterion) {
     let worker = || WorkerCommand::program(env!("CARGO_BIN_EXE_toolgate-code-worker"));
     let cold = CodeMode::new(worker());
     let mode = CodeMode::new(worker()).warm();
-    for (name, mode, calls) in [
-        ("cold/one_call", &cold, 1),
-        ("worker/one_call", &mode, 1),
-        ("worker/100_calls", &mode, 100),
+    for (name, mode, code) in [
+        ("cold/one_call", &cold, program(1)),
+        ("worker/one_call", &mode, program(1)),
+        ("worker/100_calls", &mode, program(100)),
+        ("bare/one_call", &mode, bare(1)),
+        ("bare/100_calls", &mode, bare(100)),
     ] {
-        let code = program(calls);
         c.bench_function(name, |b| {
             b.to_async(&runtime).iter(|| async {
                 let run = mode.run(&gate, "s", &principal, &code).await;
@@ -203,8 +214,12 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
-    for (name, calls) in [("cpu/one_call", 1), ("cpu/100_calls", 100)] {
-        let code = program(calls);
+    for (name, code) in [
+        ("cpu/one_call", program(1)),
+        ("cpu/100_calls", program(100)),
+        ("cpu/bare_one_call", bare(1)),
+        ("cpu/bare_100_calls", bare(100)),
+    ] {
         c.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let before = cpu_time();
