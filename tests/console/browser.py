@@ -105,8 +105,9 @@ def free_port():
 class Mcp:
     """A streamable HTTP MCP client, as small as the protocol allows."""
 
-    def __init__(self, port):
+    def __init__(self, port, token=None):
         self.port = port
+        self.token = token
         self.session = None
         self.next_id = 0
         reply = self.request("initialize", {
@@ -125,6 +126,8 @@ class Mcp:
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
         }
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         if self.session:
             headers["Mcp-Session-Id"] = self.session
             headers["MCP-Protocol-Version"] = "2025-06-18"
@@ -384,6 +387,7 @@ def run(driver, base, login, port, work):
     check("the cross-site post approved nothing",
           bool(driver.find_elements(By.ID, approval)) and call.is_alive())
     quarantine(driver, base, work)
+    principals(driver)
 
 
 def quarantine(driver, base, work):
@@ -407,6 +411,83 @@ def quarantine(driver, base, work):
                           capture_output=True, text=True).stdout
     check("Accept in the Catalog pins the new definition, as `toolgate pins accept` does",
           bool(released) and "inner.ping  pinned" in pins, pins)
+
+
+PRINCIPALS = """\
+principals:
+  alice_bot: {ceiling: external, scopes: ["*"]}
+  bob_bot: {ceiling: external, scopes: ["*"]}
+  ops: {ceiling: read, approve: ["*"]}
+auth:
+  api_keys: {}
+tools:
+  - name: send_email
+    description: Send an email to a customer.
+    effect: external
+    parameters:
+      type: object
+      properties:
+        to: {type: string}
+      required: [to]
+    response: {sent: true}
+"""
+
+
+def principals(driver):
+    """A second server with API keys: a principal who is not an approver sees
+    only its own waiting calls; the approver sees both."""
+    work = tempfile.mkdtemp(prefix="console-principals-")
+    with open(os.path.join(work, "toolgate.yaml"), "w") as f:
+        f.write(PRINCIPALS)
+    env = dict(os.environ)
+    env.pop("TOOLGATE_STATE_DIR", None)
+    keys = {}
+    for who in ["alice_bot", "bob_bot", "ops"]:
+        keys[who] = subprocess.run([TOOLGATE, "keys", "add", who], cwd=work, env=env, check=True,
+                                   capture_output=True, text=True).stdout.strip()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [TOOLGATE, "serve", "--http", f"127.0.0.1:{port}", "--console"],
+        cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        def up():
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                conn.request("GET", "/login")
+                return conn.getresponse().status == 200
+            except OSError:
+                return False
+        wait_for(up, 20)
+        for who in ["alice_bot", "bob_bot"]:
+            in_background(lambda w=who: Mcp(port, keys[w]).call("send_email", {"to": f"{w}@example.com"}))
+
+        def log_in(who):
+            driver.get(f"{base}/login")
+            driver.find_element(By.ID, "credential").send_keys(keys[who])
+            driver.find_element(By.CSS_SELECTOR, "form[action='/login'] button").submit()
+            wait_for(lambda: driver.title.startswith("Approvals"), 5)
+
+        log_in("ops")
+        both = wait_for(lambda: len(rows(driver)) == 2 and rows(driver), 10)
+        text = " ".join(r.text for r in both or [])
+        check("an approver sees every principal's waiting calls",
+              "alice_bot@example.com" in text and "bob_bot@example.com" in text, text)
+        log_in("alice_bot")
+        mine = wait_for(lambda: rows(driver), 5)
+        text = " ".join(r.text for r in mine or [])
+        driver.save_screenshot(os.path.join(SCREENS, "approvals-one-principal.png"))
+        check("a principal who is not an approver sees only its own waiting calls",
+              "alice_bot@example.com" in text and "bob_bot" not in text, text)
+        driver.get(f"{base}/audit")
+        records = driver.find_element(By.TAG_NAME, "body").text
+        check("... and only its own audit records",
+              "alice_bot" in records and "bob_bot" not in records, records[:400])
+    finally:
+        server.kill()
+        server.wait()
 
 
 if __name__ == "__main__":

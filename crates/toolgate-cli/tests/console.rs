@@ -73,6 +73,12 @@ fn start(args: &[&str], dir: Option<tempfile::TempDir>) -> Served {
             login = Some(url.to_owned());
             break;
         }
+        // With `auth:` there is no link, only the address to log in at.
+        if line.contains("console at http://") {
+            let at = line.split_whitespace().find(|w| w.starts_with("http://"));
+            login = at.map(|a| a.trim_end_matches('/').to_owned());
+            break;
+        }
     }
     let login = login.expect("a login link on stderr");
     let base = login.split("/login").next().unwrap().to_owned();
@@ -430,4 +436,126 @@ async fn the_catalog_shows_upstream_health_and_a_quarantined_tool_s_diff_and_acc
         "{pins:?}"
     );
     client.cancel().await.unwrap();
+}
+
+/// Two callers' principals and an approver, each with an API key.
+const PRINCIPALS: &str = r#"
+principals:
+  alice_bot: {ceiling: external, scopes: ["*"]}
+  bob_bot: {ceiling: external, scopes: ["*"]}
+  ops: {ceiling: read, approve: ["*"]}
+auth:
+  api_keys: {}
+"#;
+
+/// Logs in with an API key; the session cookie.
+async fn log_in_with(served: &Served, key: &str) -> String {
+    let response = browser()
+        .post(format!("{}/login", served.base))
+        .header("origin", &served.base)
+        .form(&[("credential", key)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303, "{key}");
+    let cookie = response.headers().get("set-cookie").unwrap();
+    cookie
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+async fn keyed_client(served: &Served, key: &str) -> RunningService<RoleClient, ()> {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", served.base))
+        .auth_header(key);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_principal_who_is_not_an_approver_sees_only_its_own_calls_and_an_approver_sees_all() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolgate.yaml"),
+        format!("{SPEC}{PRINCIPALS}"),
+    )
+    .unwrap();
+    let mut keys = std::collections::BTreeMap::new();
+    for who in ["alice_bot", "bob_bot", "ops"] {
+        let made = support::toolgate(dir.path(), &["keys", "add", who]);
+        assert!(made.status.success(), "{made:?}");
+        keys.insert(
+            who,
+            String::from_utf8(made.stdout).unwrap().trim().to_owned(),
+        );
+    }
+    let served = start(&serve_args(), Some(dir));
+    let mut waiting = Vec::new();
+    for who in ["alice_bot", "bob_bot"] {
+        let client = keyed_client(&served, &keys[who]).await;
+        let peer = client.peer().clone();
+        let to = format!("{who}@example.com");
+        waiting.push((
+            client,
+            tokio::spawn(
+                async move { peer.call_tool(call("send_email", json!({"to": to}))).await },
+            ),
+        ));
+    }
+    let ops = log_in_with(&served, &keys["ops"]).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let all = loop {
+        let (_, rows) = get(&served, "/approvals/rows", &ops).await;
+        if rows.matches(r#"id="ap-"#).count() == 2 {
+            break rows;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "two approvals did not appear: {rows}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(all.contains("alice_bot@example.com") && all.contains("bob_bot@example.com"));
+    let (_, audit) = get(&served, "/audit", &ops).await;
+    assert!(
+        audit.contains("<td>alice_bot</td>") && audit.contains("<td>bob_bot</td>"),
+        "{audit}"
+    );
+
+    let alice = log_in_with(&served, &keys["alice_bot"]).await;
+    let (_, rows) = get(&served, "/approvals/rows", &alice).await;
+    assert!(rows.contains("alice_bot@example.com"), "{rows}");
+    assert!(!rows.contains("bob_bot@example.com"), "{rows}");
+    let (_, audit) = get(&served, "/audit?principal=bob_bot", &alice).await;
+    assert!(!audit.contains("<td>bob_bot</td>"), "{audit}");
+    let (_, audit) = get(&served, "/audit", &alice).await;
+    assert!(audit.contains("<td>alice_bot</td>"), "{audit}");
+    assert!(!audit.contains("<td>bob_bot</td>"), "{audit}");
+    let (_, conversations) = get(&served, "/conversations", &alice).await;
+    assert_eq!(
+        conversations.matches("/conversations?session=").count(),
+        1,
+        "{conversations}"
+    );
+
+    // Bob's request is not there for Alice to answer, even by its id.
+    let bob = log_in_with(&served, &keys["bob_bot"]).await;
+    let (_, page) = get(&served, "/approvals", &bob).await;
+    let at = page.find(r#"id="ap-"#).expect("bob's request");
+    let bobs = &page[at + 4..];
+    let bobs = &bobs[..bobs.find('"').unwrap()];
+    let (_, alices_page) = get(&served, "/approvals", &alice).await;
+    let path = format!("/approvals/{bobs}/deny");
+    assert_eq!(
+        post(&served, &path, &alice, &[("csrf", &csrf(&alices_page))]).await,
+        404
+    );
+    for (client, call) in waiting {
+        call.abort();
+        let _ = client.cancel().await;
+    }
 }

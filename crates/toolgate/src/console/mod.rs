@@ -176,6 +176,17 @@ impl Console {
             .with_state(app)
     }
 
+    /// Whether `principal` sees every principal's calls: an approver does (as
+    /// does everyone when the spec declares no approvers: then anyone answers).
+    fn sees_everything(&self, principal: &str) -> bool {
+        let spec = &self.inner.spec;
+        !self.approvers().declared()
+            || spec
+                .principals
+                .get(principal)
+                .is_some_and(|p| !p.approve.is_empty())
+    }
+
     fn approvers(&self) -> Approvers<'_> {
         let spec = &self.inner.spec;
         Approvers::new(&spec.principals, spec.policy.self_approve)
@@ -325,6 +336,7 @@ tools:
             who: "operator".into(),
             how: "login link",
             csrf: "csrf-for-tests".into(),
+            only: None,
         }
     }
 
