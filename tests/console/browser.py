@@ -24,6 +24,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TOOLGATE = os.path.join(ROOT, "target", "debug", "toolgate")
@@ -485,6 +486,31 @@ def principals(driver):
         records = driver.find_element(By.TAG_NAME, "body").text
         check("... and only its own audit records",
               "alice_bot" in records and "bob_bot" not in records, records[:400])
+        # `toolgate call --wait` against the same state directory waits for the
+        # answer given in the console, then runs.
+        log_in("ops")
+        caller = subprocess.Popen(
+            [TOOLGATE, "call", "--as", "alice_bot", "send_email", '{"to": "cli@example.com"}', "--wait", "30s"],
+            cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        def approve_cli_call():
+            # The live list is swapped whole when it changes: find the row afresh.
+            try:
+                for r in rows(driver):
+                    if "cli@example.com" in r.text:
+                        r.find_element(By.CSS_SELECTOR, "button.approve").click()
+                        return True
+            except StaleElementReferenceException:
+                pass
+            return False
+        row = wait_for(approve_cli_call, 10)
+        try:
+            out, _ = caller.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            caller.kill()
+            out, _ = caller.communicate()
+        check("`toolgate call --wait` runs once Approve is clicked in the console",
+              bool(row) and caller.returncode == 0 and "sent" in out, out)
     finally:
         server.kill()
         server.wait()

@@ -559,3 +559,45 @@ async fn a_principal_who_is_not_an_approver_sees_only_its_own_calls_and_an_appro
         let _ = client.cancel().await;
     }
 }
+
+#[tokio::test]
+async fn toolgate_call_with_wait_runs_once_the_console_of_a_running_serve_approves() {
+    let served = start(&serve_args(), None);
+    let cookie = log_in(&served).await;
+    let caller = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "call",
+            "send_email",
+            r#"{"to": "di@example.com"}"#,
+            "--wait",
+            "20s",
+        ])
+        .current_dir(served.dir.path())
+        .env_remove("TOOLGATE_STATE_DIR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = waiting_approval(&served, &cookie).await;
+    let (_, page) = get(&served, "/approvals", &cookie).await;
+    assert!(page.contains("di@example.com"), "{page}");
+    let path = format!("/approvals/{id}/approve");
+    assert_eq!(
+        post(&served, &path, &cookie, &[("csrf", &csrf(&page))]).await,
+        303
+    );
+    let ended = tokio::task::spawn_blocking(move || caller.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert!(ended.status.success(), "{ended:?}");
+    assert!(
+        stderr.contains(&format!("waiting up to 20s for approval {id}")),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&ended.stdout).contains("sent"),
+        "{ended:?}"
+    );
+}
