@@ -84,7 +84,7 @@ pub use store::{
     MemoryGateStore, MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck,
     PinError, PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore,
     StateStore, StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir,
-    join_fields, resolve_state_dir, state_dir_from_env,
+    join_fields, pin_diff, resolve_state_dir, state_dir_from_env,
 };
 pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use store::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};

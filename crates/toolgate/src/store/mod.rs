@@ -22,6 +22,7 @@ mod files;
 mod gate_store;
 mod group_commit;
 mod memory;
+mod pin_diff;
 mod pins;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -47,6 +48,7 @@ pub use error::StoreError;
 pub use files::ALLOW_SYMLINK_ENV;
 pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
+pub use pin_diff::pin_diff;
 pub use pins::{
     MemoryPins, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore, changed_fields,
     join_fields,
