@@ -533,3 +533,58 @@ tools:
     let (ok, out, err) = site.run(&["audit", "verify"]);
     assert!(ok && out.contains("audit log ok"), "{out}{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_on_one_database_admit_exactly_a_rate_limit_between_them() {
+    let Some(db) = Database::new() else { return };
+    let spec = format!("{LOOKUP}limits:\n  rate:\n    - {{tool: lookup, calls: 20, per: 1h}}\n");
+    let site = Site::new(db, &spec);
+    let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let urls: Arc<Vec<String>> = Arc::new(instances.iter().map(|i| i.url.clone()).collect());
+    // 8 clients × 10 calls, each client's calls to the next instance in turn:
+    // 80 calls against 20 an hour for all of them.
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let urls = urls.clone();
+            tokio::spawn(async move {
+                let client = Client::new(&format!("limited-{c}"));
+                let (mut admitted, mut limited) = (0, 0);
+                for i in 0..10 {
+                    let url = &urls[(c + i) % urls.len()];
+                    let n = c * 100 + i;
+                    let result = client.call(url, i as u64, "lookup", json!({"n": n})).await;
+                    let result = result.unwrap_or_else(|e| panic!("call {n}: {e}"));
+                    if !is_error(&result) {
+                        admitted += 1;
+                    } else {
+                        assert!(result.to_string().contains("20 per 1h"), "{result}");
+                        limited += 1;
+                    }
+                }
+                (admitted, limited)
+            })
+        })
+        .collect();
+    let (mut admitted, mut limited) = (0, 0);
+    for client in clients {
+        let (a, l) = client.await.unwrap();
+        admitted += a;
+        limited += l;
+    }
+    assert_eq!(
+        admitted, 20,
+        "the three instances together admitted the limit"
+    );
+    assert_eq!(limited, 60);
+    let records = site.audit();
+    let outcomes = |outcome: &str| {
+        records
+            .iter()
+            .filter(|r| r["outcome"].as_str() == Some(outcome))
+            .count()
+    };
+    assert_eq!(outcomes("rate_limited"), 60);
+    assert_eq!(outcomes("ok"), 20);
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}

@@ -25,6 +25,7 @@ mod memory;
 mod pins;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rate_counters;
 mod select;
 mod sqlite;
 mod tasks;
@@ -53,6 +54,7 @@ pub use pins::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use rate_counters::{RateBucket, RateCounters, RateTaken};
 pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 pub use sqlite::SqliteStore;
 pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};

@@ -23,6 +23,7 @@
 mod approvals;
 mod gate;
 mod others;
+mod rate;
 mod schema;
 mod writer;
 
