@@ -742,3 +742,74 @@ async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances
     let (ok, out, err) = site.run(&["audit", "verify"]);
     assert!(ok && out.contains("audit log ok"), "{out}{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_approved_once_and_sent_to_every_instance_at_once_runs_exactly_once() {
+    let Some(db) = Database::new() else { return };
+    let (port, hits) = counting_server(Duration::from_millis(300));
+    let spec = format!(
+        r#"
+network: {{allow: ["127.0.0.1:{port}"]}}
+policy:
+  rules:
+    - {{tools: refund, decision: ask, reason: refunds need a person}}
+tools:
+  - name: refund
+    description: Refund an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        order: {{type: string}}
+      required: [order]
+    http: {{url: "http://127.0.0.1:{port}/refund", method: POST}}
+"#
+    );
+    let site = Site::new(db, &spec);
+    let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let client = Client::new("refunds");
+    let asked = client
+        .call(&instances[0].url, 1, "refund", json!({"order": "A-1"}))
+        .await
+        .unwrap()
+        .to_string();
+    let at = asked
+        .find("ap-")
+        .unwrap_or_else(|| panic!("no approval id: {asked}"));
+    let id: String = asked[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let (ok, out, err) = site.run(&["approvals", "approve", &id]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "nothing ran before the approval"
+    );
+    // The approved call, sent to every instance twice at once.
+    let attempts: Vec<_> = (0..6)
+        .map(|i| {
+            let url = instances[i % 3].url.clone();
+            tokio::spawn(async move {
+                let client = Client::new("refunds");
+                client
+                    .call(&url, 10 + i as u64, "refund", json!({"order": "A-1"}))
+                    .await
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for attempt in attempts {
+        if let Ok(result) = attempt.await.unwrap()
+            && !is_error(&result)
+            && !result.to_string().contains("ap-")
+        {
+            ran += 1;
+        }
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "the refund was made once");
+    assert_eq!(ran, 1, "one attempt ran it");
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}
