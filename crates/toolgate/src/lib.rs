@@ -64,7 +64,7 @@ pub use gate::{
     ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
     Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall, invalid_arguments_message,
 };
-pub use gate::{Authenticated, RateLimiter, RatePermit, RateRefused};
+pub use gate::{Authenticated, Limited, RateLimiter, RatePermit, RateRefused};
 #[cfg(feature = "http")]
 pub use http::{
     DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_RESPONSE_BYTES, HttpRuntime,
@@ -90,3 +90,4 @@ pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use store::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 #[cfg(feature = "postgres")]
 pub use store::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use store::{RateBucket, RateCounters, RateTaken};

@@ -43,7 +43,7 @@ use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
 use arguments::ArgumentChecker;
 use execution::Execution;
-pub use limiter::{RateLimiter, RatePermit, RateRefused};
+pub use limiter::{Limited, RateLimiter, RatePermit, RateRefused};
 use run::RunLimits;
 
 /// A call as a model (or any caller) makes it.
@@ -554,9 +554,13 @@ impl Gate {
         // call refused for any other reason (unknown, invalid, out of turn,
         // denied, waiting for approval) spends nothing; and before its intent
         // is recorded or it waits for a slot, so a refused call costs no write.
-        let limited = match self.limiter.admit(principal, &call.name) {
+        let counters = self.store.rate_counters();
+        let limited = match self.limiter.admit_counted(principal, &call.name, counters) {
             Ok(permit) => permit,
-            Err(refused) => {
+            Err(limiter::Limited::Store(e)) => {
+                return store_failure("the rate-limit counters", e);
+            }
+            Err(limiter::Limited::Refused(refused)) => {
                 crate::telemetry::rate_limited(&call.name, &principal.id);
                 let outcome = Outcome::RateLimited {
                     limit: refused.limit,

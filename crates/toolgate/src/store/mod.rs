@@ -26,6 +26,7 @@ mod pin_diff;
 mod pins;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rate_counters;
 mod select;
 mod sqlite;
 mod tasks;
@@ -55,6 +56,7 @@ pub use pins::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use rate_counters::{RateBucket, RateCounters, RateTaken};
 pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 pub use sqlite::SqliteStore;
 pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
