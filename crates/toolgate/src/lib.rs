@@ -71,6 +71,8 @@ pub use http::{
     MAX_CONNECT_TIMEOUT,
 };
 pub use http::{Downgrade, binding_summary, mask_binding, mask_tool_secrets, sandbox};
+#[cfg(feature = "http")]
+pub use http::{FetchError, FetchLimits, Fetched, fetch_document};
 pub use regular_file::{OpenFileError, open_regular_file, read_regular_file};
 pub use search_tool::{SearchFilter, SearchTools};
 pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
