@@ -22,6 +22,7 @@ mod rules;
 mod salvage;
 mod shape;
 mod structure;
+mod telemetry;
 pub mod template;
 
 pub use crate::Scheduling;
@@ -47,6 +48,7 @@ pub use network::{
 pub use rate_limits::RateLimit;
 pub use shape::{returns_shape, schema_shape, value_shape};
 pub use structure::spec_file_schema;
+pub use telemetry::TelemetrySection;
 
 /// The result of checking a spec file.
 #[derive(Debug, Clone)]
