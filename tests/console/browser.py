@@ -195,14 +195,29 @@ def rows(driver):
     return driver.find_elements(By.CSS_SELECTOR, "#pending tr[id^='ap-']")
 
 
+def row_texts(driver):
+    """The waiting calls' rows as text, read at once (the live list may replace
+    the rows at any moment, and a row read later may be gone)."""
+    return [r.text for r in rows(driver)]
+
+
 def wait_for(predicate, timeout):
+    """The predicate's first true value within `timeout` seconds. An element the
+    page replaced while the predicate read it (a live update, a page load) counts
+    as not yet, and the predicate is asked again."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
+        try:
+            value = predicate()
+        except StaleElementReferenceException:
+            value = None
         if value:
             return value
         time.sleep(0.02)
-    return predicate()
+    try:
+        return predicate()
+    except StaleElementReferenceException:
+        return None
 
 
 def main():
@@ -472,13 +487,13 @@ def principals(driver):
             wait_for(lambda: driver.title.startswith("Approvals"), 5)
 
         log_in("ops")
-        both = wait_for(lambda: len(rows(driver)) == 2 and rows(driver), 10)
-        text = " ".join(r.text for r in both or [])
+        both = wait_for(lambda: (texts := row_texts(driver)) and len(texts) == 2 and texts, 10)
+        text = " ".join(both or [])
         check("an approver sees every principal's waiting calls",
               "alice_bot@example.com" in text and "bob_bot@example.com" in text, text)
         log_in("alice_bot")
-        mine = wait_for(lambda: rows(driver), 5)
-        text = " ".join(r.text for r in mine or [])
+        mine = wait_for(lambda: row_texts(driver), 5)
+        text = " ".join(mine or [])
         driver.save_screenshot(os.path.join(SCREENS, "approvals-one-principal.png"))
         check("a principal who is not an approver sees only its own waiting calls",
               "alice_bot@example.com" in text and "bob_bot" not in text, text)
