@@ -273,11 +273,7 @@ fn answered_within(gate: &Gate, approval_id: &str, wait: Duration) -> bool {
     );
     let deadline = std::time::Instant::now() + wait;
     loop {
-        let decided = toolgate::ApprovalStore::get(gate.store().as_ref(), approval_id)
-            .ok()
-            .flatten()
-            .is_none_or(|a| a.status != toolgate::ApprovalStatus::Pending);
-        if decided {
+        if toolgate::ApprovalStore::no_longer_pending(gate.store().as_ref(), approval_id) {
             return true;
         }
         if std::time::Instant::now() >= deadline {
