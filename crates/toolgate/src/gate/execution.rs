@@ -62,7 +62,8 @@ impl Execution {
     /// audit status it was recorded with (`ok`, `error`, `timeout`, `cancelled`).
     pub async fn run(self, cancel: &CancellationToken) -> (Outcome, &'static str) {
         let name = self.audit.tool.clone();
-        let executing = tracing::info_span!(parent: &self.span, "toolgate.execute");
+        // Detail spans are `debug`: exported only with `TOOLGATE_OTEL_SPANS=all`.
+        let executing = tracing::debug_span!(parent: &self.span, "toolgate.execute");
         let (end, attempts) = run(
             self.tool.as_ref(),
             &self.ctx,

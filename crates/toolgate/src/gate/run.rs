@@ -48,7 +48,7 @@ pub async fn run(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let span = tracing::info_span!("toolgate.attempt", toolgate.attempt = i64::from(attempt));
+        let span = tracing::debug_span!("toolgate.attempt", toolgate.attempt = i64::from(attempt));
         let call = AssertUnwindSafe(tool.call(ctx, arguments.clone()))
             .catch_unwind()
             .instrument(span);

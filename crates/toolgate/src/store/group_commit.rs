@@ -176,7 +176,7 @@ impl SqliteStore {
         let actions: Vec<&'static str> = writes.iter().map(Write::action).collect();
         let written: usize = writes.iter().map(Write::records).sum();
         let _span =
-            tracing::info_span!("toolgate.store.commit", toolgate.records = written).entered();
+            tracing::debug_span!("toolgate.store.commit", toolgate.records = written).entered();
         let began = std::time::Instant::now();
         match commit(&mut conn, writes) {
             Ok(records) => {

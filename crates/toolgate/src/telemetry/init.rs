@@ -45,6 +45,10 @@ pub enum TelemetryError {
         "`RUST_LOG` is not a filter toolgate can read ({0}); write it as e.g. `warn,toolgate=debug`"
     )]
     Filter(String),
+    #[error(
+        "`TOOLGATE_OTEL_SPANS` is `{0}`; it is `calls` (each request and tool call, the default) or `all` (also each execution, attempt and store commit)"
+    )]
+    Spans(String),
     #[error("the tracing subscriber is already set in this process")]
     AlreadySet,
 }
@@ -112,6 +116,7 @@ pub fn init(log: Option<LogFormat>) -> Result<TelemetryGuard, TelemetryError> {
         (None, Some(LogFormat::Json)) => Some(SdkTracerProvider::builder().build()),
         (None, _) => None,
     };
+    let detail = span_detail()?;
     let spans = recorder.map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("toolgate"))
@@ -119,7 +124,7 @@ pub fn init(log: Option<LogFormat>) -> Result<TelemetryGuard, TelemetryError> {
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(Targets::new().with_target("toolgate", Level::INFO))
+            .with_filter(Targets::new().with_target("toolgate", detail))
     });
     Registry::default()
         .with(logs)
@@ -130,6 +135,18 @@ pub fn init(log: Option<LogFormat>) -> Result<TelemetryGuard, TelemetryError> {
         provider,
         _runtime: runtime,
     })
+}
+
+/// Which of toolgate's spans are exported: by default the spans of requests, tool
+/// calls and the calls they make (`info`); `TOOLGATE_OTEL_SPANS=all` adds the
+/// detail spans of each execution, attempt and store commit (`debug`), which
+/// roughly double a call's tracing cost.
+fn span_detail() -> Result<Level, TelemetryError> {
+    match var("TOOLGATE_OTEL_SPANS").as_deref().map(str::trim) {
+        None | Some("calls") => Ok(Level::INFO),
+        Some("all") => Ok(Level::DEBUG),
+        Some(other) => Err(TelemetryError::Spans(other.to_owned())),
+    }
 }
 
 type Exporting = (SdkTracerProvider, Option<tokio::runtime::Runtime>);
