@@ -97,6 +97,8 @@ pub(super) struct Inner {
     key: Vec<u8>,
     /// The URL's TLS settings, to explain a failed handshake.
     tls: tls::Tls,
+    /// Calls of `take_rate` so far, to sweep expired buckets on a fraction of them.
+    rate_calls: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -181,6 +183,7 @@ impl PostgresStore {
             location,
             key,
             tls,
+            rate_calls: std::sync::atomic::AtomicU64::new(0),
         });
         let writes = writer::start(&runtime, inner.clone());
         Ok(Self {
