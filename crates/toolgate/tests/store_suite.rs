@@ -31,6 +31,9 @@ trait Backend {
     fn make_newer(&self);
     /// Whether the store counts rate limits for every handle on it.
     fn shares_rate_limits(&self) -> bool;
+    /// The keys of the rate buckets the store keeps, in order (none where rate
+    /// limits are counted in the process).
+    fn rate_bucket_keys(&self) -> Vec<String>;
 }
 
 struct Sqlite(tempfile::TempDir);
@@ -50,6 +53,9 @@ impl Backend for Sqlite {
     }
     fn shares_rate_limits(&self) -> bool {
         false
+    }
+    fn rate_bucket_keys(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -124,6 +130,25 @@ impl Backend for Postgres {
     fn shares_rate_limits(&self) -> bool {
         true
     }
+    fn rate_bucket_keys(&self) -> Vec<String> {
+        admin_strings(&self.url, "SELECT key FROM rate_buckets ORDER BY key")
+    }
+}
+
+/// The first column of what `sql` returns on the database at `url`.
+fn admin_strings(url: &str, sql: &str) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach the test database: {e}"));
+        tokio::spawn(connection);
+        let rows = client.query(sql, &[]).await.unwrap();
+        rows.iter().map(|row| row.get(0)).collect()
+    })
 }
 
 macro_rules! suite {
@@ -153,6 +178,7 @@ suite!(
     a_paused_program_is_taken_once_across_handles,
     a_store_written_by_a_newer_toolgate_is_refused,
     a_shared_rate_bucket_admits_exactly_its_limit_across_handles,
+    expired_rate_buckets_are_swept_and_live_ones_stay_counted,
 );
 
 fn entry(kind: RecordKind, run: &str, session: &str, tool: &str) -> AuditEntry {
@@ -734,6 +760,73 @@ fn a_shared_rate_bucket_admits_exactly_its_limit_across_handles(backend: &dyn Ba
     );
     assert!(matches!(
         handles[2].rate_counters().unwrap().take_rate(&[a]).unwrap(),
+        RateTaken::Refused { bucket: 0, .. }
+    ));
+}
+
+fn expired_rate_buckets_are_swept_and_live_ones_stay_counted(backend: &dyn Backend) {
+    let store = backend.open().unwrap();
+    let Some(counters) = store.rate_counters() else {
+        // Counted in the process: nothing kept to sweep.
+        return;
+    };
+    let brief = |key: &str| RateBucket {
+        key: key.into(),
+        interval: Duration::from_millis(20),
+        tolerance: Duration::ZERO,
+    };
+    // 30 buckets full again 20 ms from now, and 5 that stay a call ahead for an hour.
+    for i in 0..30 {
+        let taken = counters
+            .take_rate(&[brief(&format!("brief-{i:02}"))])
+            .unwrap();
+        assert_eq!(taken, RateTaken::Admitted);
+    }
+    for i in 0..5 {
+        let taken = counters
+            .take_rate(&[bucket(&format!("hourly-{i}"), 1)])
+            .unwrap();
+        assert_eq!(taken, RateTaken::Admitted);
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    // Calls enough that a sweep comes round (one call in 64 sweeps).
+    let steady = RateBucket {
+        key: "steady".into(),
+        interval: Duration::from_micros(1),
+        tolerance: Duration::from_secs(1),
+    };
+    for _ in 0..64 {
+        let taken = counters.take_rate(std::slice::from_ref(&steady)).unwrap();
+        assert_eq!(taken, RateTaken::Admitted);
+    }
+    let kept = backend.rate_bucket_keys();
+    assert!(
+        kept.iter().all(|key| !key.starts_with("brief-")),
+        "expired buckets left: {kept:?}"
+    );
+    for i in 0..5 {
+        assert!(kept.contains(&format!("hourly-{i}")), "{kept:?}");
+    }
+    // Admission is as before: the live buckets still refuse, and a swept one
+    // admits as a fresh bucket would, then refuses at its limit.
+    for i in 0..5 {
+        match counters
+            .take_rate(&[bucket(&format!("hourly-{i}"), 1)])
+            .unwrap()
+        {
+            RateTaken::Refused { bucket: 0, wait } => {
+                assert!(wait > Duration::from_secs(3500), "{wait:?}")
+            }
+            other => panic!("hourly-{i}: {other:?}"),
+        }
+    }
+    let swept = bucket("brief-00", 1);
+    assert_eq!(
+        counters.take_rate(std::slice::from_ref(&swept)).unwrap(),
+        RateTaken::Admitted
+    );
+    assert!(matches!(
+        counters.take_rate(&[swept]).unwrap(),
         RateTaken::Refused { bucket: 0, .. }
     ));
 }

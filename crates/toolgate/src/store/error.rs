@@ -66,6 +66,15 @@ pub enum StoreError {
     )]
     Unreachable { location: String, problem: String },
 
+    /// TLS to the database failed: the handshake, the server's certificate, or a
+    /// database that takes only TLS connections given a plaintext one.
+    #[error("TLS to the database at {location} failed: {problem}; {fix}")]
+    Tls {
+        location: String,
+        problem: String,
+        fix: String,
+    },
+
     /// The database refused or failed a statement.
     #[error(
         "the database at {location} failed while {action}: {problem}; check its log, the disk, and that this user may write toolgate's tables (`toolgate store migrate` creates them)"

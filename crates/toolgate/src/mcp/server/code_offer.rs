@@ -7,6 +7,10 @@
 //! in it takes the gate. A call in the program that needs approval asks the
 //! client's user by elicitation ([`super::approval`]) when the client can show a
 //! form, and the program goes on at its call site within the same `tools/call`.
+//! With the console on (`--console`), a call nobody answered there is held, as a
+//! plain call is, until an approver answers (in the console or with `toolgate
+//! approvals`) for up to `--approval-timeout`; the program then goes on at its
+//! call site, and pauses (`pending_approval`) only if nobody answered in time.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -160,20 +164,66 @@ impl CodeOffer {
                 .peer
                 .supported_elicitation_modes()
                 .contains(&ElicitationMode::Form);
-        if !can_ask {
-            return self
-                .call(gate, session, principal, tool, &arguments, &NeverAsk)
-                .await;
-        }
-        let elicit = Elicit {
+        let elicit = can_ask.then(|| Elicit {
             peer: &context.peer,
             gate,
             timeout: shared.options.approval_timeout,
             cancel: shared.inflight.cancellation(),
             who: &principal.id,
+        });
+        #[cfg(feature = "console")]
+        let hold = shared.console.is_some();
+        #[cfg(not(feature = "console"))]
+        let hold = false;
+        if elicit.is_none() && !hold {
+            return self
+                .call(gate, session, principal, tool, &arguments, &NeverAsk)
+                .await;
+        }
+        let ask = AskOrHold {
+            elicit,
+            hold,
+            gate,
+            timeout: shared.options.approval_timeout,
+            cancel: shared.inflight.cancellation(),
         };
-        self.call(gate, session, principal, tool, &arguments, &elicit)
+        self.call(gate, session, principal, tool, &arguments, &ask)
             .await
+    }
+}
+
+/// Asks the client's user where it can, then, with the console on, holds the
+/// program until an approver answers: what a plain call waiting for approval does.
+struct AskOrHold<'a> {
+    elicit: Option<Elicit<'a>>,
+    /// Whether to wait for an answer given elsewhere (the console is on).
+    hold: bool,
+    gate: &'a Gate,
+    timeout: Duration,
+    cancel: &'a CancellationToken,
+}
+
+impl AskApproval for AskOrHold<'_> {
+    fn ask<'b>(&'b self, approval_id: &'b str, reason: &'b str) -> BoxFuture<'b, bool> {
+        Box::pin(async move {
+            if let Some(elicit) = &self.elicit
+                && elicit.ask(approval_id, reason).await
+            {
+                return true;
+            }
+            #[cfg(feature = "console")]
+            if self.hold {
+                return approval::wait_for_answer(
+                    self.gate,
+                    approval_id,
+                    self.timeout,
+                    self.cancel,
+                )
+                .await;
+            }
+            let _ = (self.hold, self.gate, self.timeout, self.cancel);
+            false
+        })
     }
 }
 

@@ -25,6 +25,7 @@ mod gate;
 mod others;
 mod rate;
 mod schema;
+mod tls;
 mod writer;
 
 use std::future::Future;
@@ -59,9 +60,6 @@ pub struct PostgresOptions {
     /// instance that may resume another's programs needs the same key. `None`: a
     /// key for this process only.
     pub key_dir: Option<PathBuf>,
-    /// A PEM file of certificate authorities to trust for TLS, beside the
-    /// system's.
-    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for PostgresOptions {
@@ -71,7 +69,6 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Duration::from_secs(30),
             key_dir: None,
-            ca_file: None,
         }
     }
 }
@@ -98,6 +95,10 @@ pub(super) struct Inner {
     /// The URL with its password masked, for messages.
     location: String,
     key: Vec<u8>,
+    /// The URL's TLS settings, to explain a failed handshake.
+    tls: tls::Tls,
+    /// Calls of `take_rate` so far, to sweep expired buckets on a fraction of them.
+    rate_calls: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -111,7 +112,8 @@ impl std::fmt::Debug for PostgresStore {
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/db`,
     /// or libpq's `key=value` form), creates or migrates the schema, and refuses a
-    /// database whose schema is newer than this toolgate knows.
+    /// database whose schema is newer than this toolgate knows. TLS is set as
+    /// libpq sets it, by `sslmode` and `sslrootcert` in the URL (see `tls`).
     pub fn open(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
         let store = Self::connect(url, options)?;
         store.run({
@@ -133,6 +135,7 @@ impl PostgresStore {
 
     fn connect(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
         let location = mask_url(url);
+        let (url, tls) = tls::split(url, &location)?;
         let mut config: tokio_postgres::Config =
             url.parse()
                 .map_err(|e: tokio_postgres::Error| StoreError::BadStoreUrl {
@@ -140,10 +143,10 @@ impl PostgresStore {
                     problem: e.to_string(),
                 })?;
         config.connect_timeout(options.connect_timeout);
-        let tls = tls(&options, &location)?;
+        config.ssl_mode(tls.mode);
         let manager = Manager::from_config(
             config,
-            tls,
+            tls.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -179,6 +182,8 @@ impl PostgresStore {
             pool,
             location,
             key,
+            tls,
+            rate_calls: std::sync::atomic::AtomicU64::new(0),
         });
         let writes = writer::start(&runtime, inner.clone());
         Ok(Self {
@@ -222,9 +227,20 @@ impl Drop for PostgresStore {
 impl Inner {
     /// A connection from the pool, or why the database cannot be reached.
     pub(super) async fn conn(&self) -> Result<Object, StoreError> {
-        self.pool.get().await.map_err(|e| StoreError::Unreachable {
-            location: self.location.clone(),
-            problem: pool_problem(&e),
+        self.pool.get().await.map_err(|e| {
+            if let deadpool_postgres::PoolError::Backend(backend) = &e
+                && let Some((problem, fix)) = self.tls.failure(backend)
+            {
+                return StoreError::Tls {
+                    location: self.location.clone(),
+                    problem,
+                    fix,
+                };
+            }
+            StoreError::Unreachable {
+                location: self.location.clone(),
+                problem: pool_problem(&e),
+            }
         })
     }
 
@@ -294,45 +310,6 @@ fn pool_problem(e: &deadpool_postgres::PoolError) -> String {
         PoolError::Timeout(_) => "opening a connection took too long".into(),
         other => other.to_string(),
     }
-}
-
-/// TLS through rustls: the system's roots, and `ca_file` if given. Used when the
-/// URL's `sslmode` asks for it (`prefer`, the default, tries TLS first).
-fn tls(
-    options: &PostgresOptions,
-    location: &str,
-) -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    if let Some(path) = &options.ca_file {
-        let bad = |problem: String| StoreError::BadStoreUrl {
-            location: location.to_owned(),
-            problem: format!(
-                "cannot use the certificate authorities in {}: {problem}",
-                path.display()
-            ),
-        };
-        let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-        use rustls_pki_types::pem::PemObject;
-        let certs = rustls_pki_types::CertificateDer::pem_slice_iter(&pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| bad(e.to_string()))?;
-        for cert in certs {
-            roots.add(cert).map_err(|e| bad(e.to_string()))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| StoreError::BadStoreUrl {
-            location: location.to_owned(),
-            problem: e.to_string(),
-        })?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 /// `url` with any password replaced by `***`, fit to print: a URL's

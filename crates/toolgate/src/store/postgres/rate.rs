@@ -6,11 +6,23 @@
 //! deadlock), reads the database's clock, and moves every bucket's due time on
 //! only if none is too far ahead. One statement, so one round trip per call, and
 //! the row locks make N calls allowed in a window exactly N across instances.
+//!
+//! A bucket whose due time has passed is full again, so its row says nothing a
+//! fresh row would not: every [`SWEEP_EVERY`]th call of an instance also deletes
+//! up to [`SWEEP_LIMIT`] such rows, in the same statement (no round trip of its
+//! own), skipping rows another call holds locked (so a sweep never waits).
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::super::{RateBucket, RateCounters, RateTaken};
 use super::{PostgresStore, StoreError};
+
+/// One call in this many sweeps expired buckets.
+pub(super) const SWEEP_EVERY: u64 = 64;
+
+/// The most expired buckets one call deletes.
+const SWEEP_LIMIT: i32 = 1000;
 
 fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
@@ -31,13 +43,19 @@ impl RateCounters for PostgresStore {
             .iter()
             .map(|&i| micros(buckets[i].tolerance))
             .collect();
+        let calls = self.inner.rate_calls.fetch_add(1, Ordering::Relaxed);
+        let sweep = if calls.is_multiple_of(SWEEP_EVERY) {
+            SWEEP_LIMIT
+        } else {
+            0
+        };
         let inner = self.inner.clone();
         let (refused_by, wait_us) = self.run(async move {
             let conn = inner.conn().await?;
             let row = conn
                 .query_one(
-                    "SELECT refused_by, wait_us FROM toolgate_take_rate($1, $2, $3)",
-                    &[&keys, &intervals, &tolerances],
+                    "SELECT refused_by, wait_us FROM toolgate_take_rate($1, $2, $3, $4)",
+                    &[&keys, &intervals, &tolerances, &sweep],
                 )
                 .await
                 .map_err(inner.error("counting a call against its rate limits"))?;

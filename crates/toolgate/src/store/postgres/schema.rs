@@ -7,7 +7,8 @@
 //! knows. Version 1 holds everything SQLite's schema 9 holds, in PostgreSQL's terms:
 //! the columns of the audit log that a command reads are generated from the hashed
 //! record, as in SQLite since schema 5. Version 2 adds the rate-limit counters the
-//! instances share, which SQLite does not keep.
+//! instances share, which SQLite does not keep. Version 3 sweeps expired counters
+//! (see `rate`).
 
 use super::{Inner, StoreError};
 
@@ -149,6 +150,49 @@ const MIGRATIONS: &[&str] = &[
                 FROM unnest(keys, intervals) AS t(key, interval_us) WHERE b.key = t.key;
         END IF;
     END $$;",
+    // Version 3: `toolgate_take_rate` sweeps expired buckets when asked (see `rate`),
+    // and takes each bucket's row lock by an insert-or-update in key order, which a
+    // bucket swept meanwhile cannot slip past. The three-argument form stays for
+    // instances still running the version 2 code during an upgrade.
+    "CREATE FUNCTION toolgate_take_rate(
+        keys TEXT[], intervals BIGINT[], tolerances BIGINT[], sweep INT,
+        OUT refused_by INT, OUT wait_us BIGINT
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+        now_us BIGINT;
+        ahead  BIGINT;
+    BEGIN
+        refused_by := 0;
+        wait_us := 0;
+        INSERT INTO rate_buckets AS b (key, due_us)
+            SELECT DISTINCT k, 0 FROM unnest(keys) AS t(k) ORDER BY k
+            ON CONFLICT (key) DO UPDATE SET due_us = b.due_us;
+        now_us := (extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT;
+        IF sweep > 0 THEN
+            DELETE FROM rate_buckets WHERE key IN (
+                SELECT key FROM rate_buckets
+                    WHERE due_us < now_us AND key <> ALL (keys)
+                    LIMIT sweep FOR UPDATE SKIP LOCKED);
+        END IF;
+        FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+            SELECT greatest(due_us, now_us) - now_us - tolerances[i] INTO ahead
+                FROM rate_buckets WHERE key = keys[i];
+            IF ahead > wait_us THEN
+                wait_us := ahead;
+                refused_by := i;
+            END IF;
+        END LOOP;
+        IF refused_by = 0 THEN
+            UPDATE rate_buckets AS b SET due_us = greatest(b.due_us, now_us) + t.interval_us
+                FROM unnest(keys, intervals) AS t(key, interval_us) WHERE b.key = t.key;
+        END IF;
+    END $$;
+    CREATE OR REPLACE FUNCTION toolgate_take_rate(
+        keys TEXT[], intervals BIGINT[], tolerances BIGINT[],
+        OUT refused_by INT, OUT wait_us BIGINT
+    ) LANGUAGE sql AS $$
+        SELECT * FROM toolgate_take_rate(keys, intervals, tolerances, 0)
+    $$;",
 ];
 
 /// The schema version this toolgate writes and understands.
