@@ -25,6 +25,7 @@ mod gate;
 mod others;
 mod rate;
 mod schema;
+mod sessions;
 mod writer;
 
 use std::future::Future;

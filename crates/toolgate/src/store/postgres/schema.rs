@@ -7,7 +7,8 @@
 //! knows. Version 1 holds everything SQLite's schema 9 holds, in PostgreSQL's terms:
 //! the columns of the audit log that a command reads are generated from the hashed
 //! record, as in SQLite since schema 5. Version 2 adds the rate-limit counters the
-//! instances share, which SQLite does not keep.
+//! instances share, which SQLite does not keep. Version 3 adds the client sessions
+//! (SQLite's schema 11).
 
 use super::{Inner, StoreError};
 
@@ -149,6 +150,18 @@ const MIGRATIONS: &[&str] = &[
                 FROM unnest(keys, intervals) AS t(key, interval_us) WHERE b.key = t.key;
         END IF;
     END $$;",
+    // Version 3: client sessions any instance can continue (see `sessions`).
+    "CREATE TABLE sessions (
+        kind       TEXT NOT NULL CHECK (kind IN ('mcp', 'console')),
+        key        TEXT NOT NULL,
+        principal  TEXT,
+        data       TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        expires_ms BIGINT NOT NULL,
+        idle_ms    BIGINT NOT NULL,
+        PRIMARY KEY (kind, key)
+    );
+    CREATE INDEX sessions_expiry ON sessions (expires_ms);",
 ];
 
 /// The schema version this toolgate writes and understands.
