@@ -50,14 +50,14 @@ pub fn console(spec: &SpecFile, access: &HttpAccess, addr: SocketAddr) -> Result
 }
 
 /// `console` showing the quarantined tools of `store`'s pins and, when `serve`
-/// runs them, the upstream servers' health.
+/// runs them, the upstream servers' health, its login sessions kept in `store`.
 pub fn upstream_parts(
     console: Console,
     store: &Arc<dyn ServedStore>,
     upstreams: Option<&Arc<Upstreams>>,
 ) -> Console {
     let pins: Arc<dyn PinStore> = store.clone();
-    let console = console.with_pins(pins);
+    let console = console.with_pins(pins).with_sessions(store.clone());
     match upstreams {
         Some(upstreams) => console.with_upstreams(upstreams.clone()),
         None => console,

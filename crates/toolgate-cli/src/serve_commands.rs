@@ -178,6 +178,10 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 idle_timeout: args.session_idle,
             },
         });
+    if choice.is_shared() {
+        // Behind a load balancer, a session's requests may reach any instance.
+        builder = builder.restorable_sessions(store.clone());
+    }
     if args.search {
         let always = spec.tools.iter().filter(|t| t.always_loaded);
         builder = builder.search(always.map(|t| t.name.clone()));

@@ -601,3 +601,53 @@ async fn toolgate_call_with_wait_runs_once_the_console_of_a_running_serve_approv
         "{ended:?}"
     );
 }
+
+#[tokio::test]
+async fn a_console_session_survives_a_restart_on_the_same_store_until_logged_out() {
+    let mut served = start(&serve_args(), None);
+    let cookie = log_in(&served).await;
+    let (status, page) = get(&served, "/approvals", &cookie).await;
+    assert_eq!(status, 200);
+    let token = csrf(&page);
+    let kept: Vec<u8> = ["state.db", "state.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::read(served.dir.path().join(".toolgate").join(f)).ok())
+        .flatten()
+        .collect();
+    assert!(!kept.is_empty());
+    let secret = cookie.split_once('=').unwrap().1;
+    assert!(
+        !kept.windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "the store holds the cookie's digest, not the cookie"
+    );
+    // Restarted on the same state directory.
+    let dir = std::mem::replace(&mut served.dir, tempfile::tempdir().unwrap());
+    drop(served);
+    let served = start(&serve_args(), Some(dir));
+    let (status, page) = get(&served, "/approvals", &cookie).await;
+    assert_eq!(
+        status, 200,
+        "the cookie still works after the restart: {page}"
+    );
+    assert_eq!(csrf(&page), token, "and its CSRF token is the same");
+    assert_eq!(
+        post(&served, "/audit/verify", &cookie, &[("csrf", &token)]).await,
+        200,
+        "the CSRF token still validates"
+    );
+    assert_eq!(
+        post(&served, "/audit/verify", &cookie, &[("csrf", "forged")]).await,
+        403
+    );
+    assert_eq!(
+        post(&served, "/logout", &cookie, &[("csrf", &token)]).await,
+        200
+    );
+    assert_eq!(get(&served, "/approvals", &cookie).await.0, 401);
+    // Gone from the store too: not back after another restart.
+    let mut served = served;
+    let dir = std::mem::replace(&mut served.dir, tempfile::tempdir().unwrap());
+    drop(served);
+    let served = start(&serve_args(), Some(dir));
+    assert_eq!(get(&served, "/approvals", &cookie).await.0, 401);
+}

@@ -89,6 +89,7 @@ pub use store::{
     join_fields, pin_diff, resolve_state_dir, state_dir_from_env,
 };
 pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
+pub use store::{MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions};
 pub use store::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 #[cfg(feature = "postgres")]
 pub use store::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};

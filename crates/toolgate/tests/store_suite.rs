@@ -16,13 +16,13 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 use toolgate::{
     Admission, ApprovalRequest, AuditEntry, Effect, GateStore, Outcome, PausedRun, PinCheck,
-    PinStore, RateBucket, RateTaken, RecordKind, RecordedCall, Resolution, StateStore, StoreError,
-    TaskRecord, TaskStatus,
+    PinStore, RateBucket, RateTaken, RecordKind, RecordedCall, Resolution, SessionKey, SessionKind,
+    StateStore, StoreError, StoredSession, StoredSessions, TaskRecord, TaskStatus,
 };
 
 /// Everything a gate and its server keep in one store.
-trait Store: GateStore + PinStore {}
-impl<T: GateStore + PinStore> Store for T {}
+trait Store: GateStore + PinStore + StoredSessions {}
+impl<T: GateStore + PinStore + StoredSessions> Store for T {}
 
 /// One store, and how to open another handle on it.
 trait Backend {
@@ -179,6 +179,7 @@ suite!(
     a_store_written_by_a_newer_toolgate_is_refused,
     a_shared_rate_bucket_admits_exactly_its_limit_across_handles,
     expired_rate_buckets_are_swept_and_live_ones_stay_counted,
+    a_session_written_on_one_handle_is_renewed_and_ended_on_another,
 );
 
 fn entry(kind: RecordKind, run: &str, session: &str, tool: &str) -> AuditEntry {
@@ -829,4 +830,73 @@ fn expired_rate_buckets_are_swept_and_live_ones_stay_counted(backend: &dyn Backe
         counters.take_rate(&[swept]).unwrap(),
         RateTaken::Refused { bucket: 0, .. }
     ));
+fn a_session_written_on_one_handle_is_renewed_and_ended_on_another(backend: &dyn Backend) {
+    let store = backend.open().unwrap();
+    let other = backend.open().unwrap();
+    let key = SessionKey::of("0c5e8d1f-mcp-session");
+    let session = StoredSession {
+        kind: SessionKind::Mcp,
+        key: key.clone(),
+        principal: Some("support".into()),
+        data: json!({"opened_by": {"principal": "support", "credential": "key k1"}}),
+        created_ms: 1_000,
+        expires_ms: 301_000,
+        idle_ms: 300_000,
+    };
+    store.put_session(&session).unwrap();
+    assert_eq!(
+        other.session(SessionKind::Mcp, &key, 2_000).unwrap(),
+        Some(session.clone()),
+        "another handle reads it whole"
+    );
+    assert_eq!(
+        other.session(SessionKind::Console, &key, 2_000).unwrap(),
+        None,
+        "kinds are kept apart"
+    );
+    assert_eq!(
+        other.session(SessionKind::Mcp, &key, 301_000).unwrap(),
+        None
+    );
+    assert!(
+        other
+            .renew_session(SessionKind::Mcp, &key, 200_000, 500_000)
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .session(SessionKind::Mcp, &key, 400_000)
+            .unwrap()
+            .map(|s| s.expires_ms),
+        Some(500_000)
+    );
+    assert!(
+        !store
+            .renew_session(SessionKind::Mcp, &key, 500_000, 800_000)
+            .unwrap(),
+        "an expired session is not renewed"
+    );
+    // Writing a session drops the expired ones.
+    let later = StoredSession {
+        kind: SessionKind::Console,
+        key: SessionKey::of("cookie"),
+        principal: None,
+        data: json!({"csrf": "c"}),
+        created_ms: 600_000,
+        expires_ms: 900_000,
+        idle_ms: 300_000,
+    };
+    other.put_session(&later).unwrap();
+    assert!(!store.delete_session(SessionKind::Mcp, &key).unwrap());
+    assert!(
+        store
+            .delete_session(SessionKind::Console, &later.key)
+            .unwrap()
+    );
+    assert_eq!(
+        other
+            .session(SessionKind::Console, &later.key, 600_001)
+            .unwrap(),
+        None
+    );
 }

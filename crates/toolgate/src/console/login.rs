@@ -8,14 +8,16 @@
 //! records; approvers and the operator see everything. Either way the browser gets
 //! a session cookie (`HttpOnly`, `SameSite=Strict`: scripts cannot read it and
 //! other sites' requests do not carry it), and each session has a CSRF token
-//! that every state-changing form carries. A write whose `Origin` or
+//! that every state-changing form carries. Sessions are kept in the gate's
+//! store (by the cookie's SHA-256 digest, with their expiry and CSRF token), so
+//! a restart logs nobody out and every instance sharing the store takes the same
+//! cookie; logging out deletes it there. A write whose `Origin` or
 //! `Sec-Fetch-Site` says it came from another site is refused before anything
 //! else.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::Form;
 use axum::extract::{Query, Request, State};
@@ -24,11 +26,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::App;
 use super::layout::{self, Nav};
+use crate::store::{
+    MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions, now_ms,
+};
 
 /// The console's session cookie.
 const COOKIE: &str = "toolgate_console";
@@ -100,13 +106,31 @@ impl Viewer {
     }
 }
 
-/// Live console sessions by cookie value.
+/// Console sessions, kept in the gate's store when the console has one (so they
+/// survive a restart and every instance sharing the store knows them), else in
+/// memory. The store holds the cookie's SHA-256 digest, never the cookie.
 #[derive(Default)]
 pub(super) struct Sessions {
-    live: Mutex<HashMap<String, (Viewer, Instant)>>,
+    store: OnceLock<Arc<dyn StoredSessions>>,
+    memory: MemorySessions,
 }
 
+/// The ways of logging in, as a session records them.
+const HOW: [&str; 4] = ["login link", "API key", "bearer token", "access token"];
+
 impl Sessions {
+    /// Keeps sessions in `store` from now on. Set once; a later call is ignored.
+    pub(super) fn keep_in(&self, store: Arc<dyn StoredSessions>) {
+        let _ = self.store.set(store);
+    }
+
+    fn store(&self) -> &dyn StoredSessions {
+        match self.store.get() {
+            Some(store) => store.as_ref(),
+            None => &self.memory,
+        }
+    }
+
     /// A new session for `viewer`; the cookie value that names it.
     fn open(
         &self,
@@ -115,35 +139,64 @@ impl Sessions {
         only: Option<String>,
     ) -> std::io::Result<String> {
         let id = random_hex()?;
-        let viewer = Viewer {
-            who,
-            how,
-            csrf: random_hex()?,
-            only,
+        let csrf = random_hex()?;
+        let now = now_ms();
+        let idle = u64::try_from(IDLE.as_millis()).unwrap_or(u64::MAX);
+        let session = StoredSession {
+            kind: SessionKind::Console,
+            key: SessionKey::of(&id),
+            principal: Some(who.clone()),
+            data: json!({"who": who, "how": how, "csrf": csrf, "only": only}),
+            created_ms: now,
+            expires_ms: now.saturating_add(idle),
+            idle_ms: idle,
         };
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.retain(|_, (_, seen)| seen.elapsed() < IDLE);
-        live.insert(id.clone(), (viewer, Instant::now()));
+        self.store()
+            .put_session(&session)
+            .map_err(std::io::Error::other)?;
         Ok(id)
     }
 
-    /// The viewer whose session cookie `headers` carry, if it is live.
+    /// The viewer whose session cookie `headers` carry, if it is live; renews it
+    /// when due. A store that cannot be read lets nobody in.
     pub(super) fn of(&self, headers: &HeaderMap) -> Option<Viewer> {
-        let id = cookie(headers)?;
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let (viewer, seen) = live.get_mut(id)?;
-        if seen.elapsed() >= IDLE {
-            live.remove(id);
-            return None;
+        let key = SessionKey::of(cookie(headers)?);
+        let now = now_ms();
+        let found = self.store().session(SessionKind::Console, &key, now);
+        let session = match found {
+            Ok(session) => session?,
+            Err(e) => {
+                tracing::warn!("cannot read a console session: {e}");
+                return None;
+            }
+        };
+        if session.due_for_renewal(now) {
+            let until = now.saturating_add(session.idle_ms);
+            if let Err(e) = self
+                .store()
+                .renew_session(SessionKind::Console, &key, now, until)
+            {
+                tracing::warn!("cannot renew a console session: {e}");
+            }
         }
-        *seen = Instant::now();
-        Some(viewer.clone())
+        let text = |field: &str| session.data.get(field).and_then(Value::as_str);
+        let how = text("how").unwrap_or_default();
+        Some(Viewer {
+            who: text("who")?.to_owned(),
+            how: HOW.into_iter().find(|h| *h == how).unwrap_or("session"),
+            csrf: text("csrf").filter(|c| !c.is_empty())?.to_owned(),
+            only: text("only").map(str::to_owned),
+        })
     }
 
+    /// Ends the session `headers` carry the cookie of, wherever it is kept.
     fn close(&self, headers: &HeaderMap) {
-        if let Some(id) = cookie(headers) {
-            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-            live.remove(id);
+        if let Some(id) = cookie(headers)
+            && let Err(e) = self
+                .store()
+                .delete_session(SessionKind::Console, &SessionKey::of(id))
+        {
+            tracing::warn!("cannot end a console session: {e}");
         }
     }
 }

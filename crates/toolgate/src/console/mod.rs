@@ -102,6 +102,14 @@ impl Console {
         self
     }
 
+    /// Keeps login sessions in `store` (by their cookie's digest) instead of in
+    /// memory, so that they survive a restart and every instance sharing the
+    /// store knows them. Set once; a later call is ignored.
+    pub fn with_sessions(self, store: Arc<dyn crate::StoredSessions>) -> Self {
+        self.inner.sessions.keep_in(store);
+        self
+    }
+
     /// Shows the health and circuit state of the running `upstreams` on the
     /// Catalog, and releases a tool accepted there at once. Set once.
     pub fn with_upstreams(self, upstreams: Arc<Upstreams>) -> Self {

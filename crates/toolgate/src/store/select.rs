@@ -11,14 +11,15 @@ use std::sync::Arc;
 
 use toolgate_core::spec::expand_env;
 
-use super::{GateStore, PinStore, SqliteStore, StoreError};
+use super::{GateStore, PinStore, SqliteStore, StoreError, StoredSessions};
 
 /// The environment variable that names the store (`postgres://…`).
 pub const STORE_ENV: &str = "TOOLGATE_STORE";
 
-/// Everything a served gate keeps: its [`GateStore`] and its pins.
-pub trait ServedStore: GateStore + PinStore {}
-impl<T: GateStore + PinStore + ?Sized> ServedStore for T {}
+/// Everything a served gate keeps: its [`GateStore`], its pins and its clients'
+/// sessions.
+pub trait ServedStore: GateStore + PinStore + StoredSessions {}
+impl<T: GateStore + PinStore + StoredSessions + ?Sized> ServedStore for T {}
 
 /// Where the store lives, as chosen by [`choose_store`].
 #[derive(Clone, PartialEq, Eq)]

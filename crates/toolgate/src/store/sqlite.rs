@@ -141,6 +141,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::code_runs::MIGRATION),
     // Version 10: indexes of the audit record's fields the console filters on.
     Migration::Sql(super::audit_query::MIGRATION),
+    // Version 11: client sessions any process sharing the file can continue.
+    Migration::Sql(super::sessions::MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.

@@ -32,12 +32,14 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
-use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
+use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionManager};
 use rmcp::transport::streamable_http_server::{SessionId, session::EventStore};
+
+use super::restore::Restorable;
 
 /// The default cap on live sessions.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
@@ -172,6 +174,8 @@ pub(crate) struct CappedSessions {
     inner: LocalSessionManager,
     limits: SessionLimits,
     books: Arc<Mutex<Books>>,
+    /// Where sessions are kept for other servers to continue, if anywhere.
+    restorable: Option<Arc<Restorable>>,
 }
 
 impl CappedSessions {
@@ -186,7 +190,20 @@ impl CappedSessions {
                 ..limits
             },
             books: Arc::default(),
+            restorable: None,
         }
+    }
+
+    /// Keeps every session in `store` too, for any server sharing it to continue
+    /// (see `restore`).
+    pub(crate) fn restoring(mut self, store: Arc<dyn crate::StoredSessions>) -> Self {
+        self.restorable = Some(Arc::new(Restorable::new(store, self.limits.idle_timeout)));
+        self
+    }
+
+    /// Where sessions are kept for other servers, if anywhere.
+    pub(crate) fn restorable(&self) -> Option<&Arc<Restorable>> {
+        self.restorable.as_ref()
     }
 
     /// How many sessions are live now.
@@ -351,9 +368,7 @@ impl SessionManager for CappedSessions {
             .flatten();
         let reservation = match reserved {
             Some(reservation) => reservation,
-            None => self.reserve(Client::Unknown).await.map_err(|full| {
-                LocalSessionManagerError::SessionError(std::io::Error::other(full).into())
-            })?,
+            None => self.reserve(Client::Unknown).await.map_err(session_error)?,
         };
         let (id, transport) = self.inner.create_session().await?;
         reservation.take(id.clone());
@@ -370,8 +385,35 @@ impl SessionManager for CappedSessions {
         answered
     }
 
+    /// With a store, a session held here is live only while the store has it: one
+    /// deleted or expired elsewhere is closed here too.
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.inner.has_session(id).await
+        let here = self.inner.has_session(id).await?;
+        let Some(restorable) = self.restorable.as_ref().filter(|_| here) else {
+            return Ok(here);
+        };
+        if restorable.live(id).map_err(session_error)? {
+            return Ok(true);
+        }
+        self.close_session(id).await?;
+        Ok(false)
+    }
+
+    /// A session another server opened, on the books like one opened here.
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        if self.restorable.is_none() {
+            return Ok(RestoreOutcome::NotSupported);
+        }
+        let client = super::restore::presented_client().unwrap_or(Client::Unknown);
+        let reservation = self.reserve(client).await.map_err(session_error)?;
+        let outcome = self.inner.restore_session(id.clone()).await?;
+        if let RestoreOutcome::Restored(_) = &outcome {
+            reservation.take(id);
+        }
+        Ok(outcome)
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
@@ -425,6 +467,10 @@ impl SessionManager for CappedSessions {
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
         self.inner.event_store()
     }
+}
+
+fn session_error(e: impl std::error::Error + Send + Sync + 'static) -> LocalSessionManagerError {
+    LocalSessionManagerError::SessionError(std::io::Error::other(e).into())
 }
 
 /// Reserves a place for the session a request without a session id may create

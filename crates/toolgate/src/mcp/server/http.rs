@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capacity;
 use super::rebinding::{self, Allowed, Guard};
+use super::restore::{self, ForRmcp};
 use super::session::Session;
 use super::{ServeError, Shared};
 use crate::auth::{ApiKeys, AuthMethod, Identity, OAuth, Refusal};
@@ -185,12 +186,14 @@ pub(crate) fn router(
     let largest = super::max_message_bytes(shared.offering().gate.max_argument_bytes());
     // `rebinding::check` guards every route, so the transport's own check of the
     // MCP route is off.
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions)
         .with_max_request_body_bytes(largest)
         .disable_allowed_hosts()
         .disable_allowed_origins();
     let capped = shared.http_sessions.clone();
+    let restorable = capped.restorable().cloned();
+    config.session_store = restorable.clone().map(|r| Arc::new(ForRmcp(r)) as _);
     let metrics = shared.metrics.clone();
     let service = StreamableHttpService::new(
         move || Ok(Session::new(shared.clone())),
@@ -201,6 +204,10 @@ pub(crate) fn router(
         .route_service(path, service)
         .layer(middleware::from_fn(super::too_many::answer))
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
+    let router = match restorable {
+        Some(r) => router.layer(middleware::from_fn_with_state(r, restore::remember)),
+        None => router,
+    };
     let router = crate::telemetry::route_beside(router, path, metrics.as_ref());
     let router = if access.requires_token() {
         router.layer(middleware::from_fn_with_state(access.clone(), authenticate))

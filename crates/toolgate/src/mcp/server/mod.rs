@@ -47,6 +47,7 @@ mod inflight;
 mod input_required;
 mod offering;
 pub(crate) mod rebinding;
+mod restore;
 mod result;
 mod session;
 mod stateless;
@@ -310,9 +311,18 @@ pub struct McpServerBuilder {
     metrics: Option<crate::telemetry::MetricsEndpoint>,
     #[cfg(feature = "console")]
     console: Option<crate::console::Console>,
+    restorable: Option<Arc<dyn crate::StoredSessions>>,
 }
 
 impl McpServerBuilder {
+    /// Keep every streamable HTTP session in `store`, so that any server sharing
+    /// it continues a session another opened (behind a load balancer without
+    /// sticky sessions); a session deleted or expired on one is gone on all.
+    pub fn restorable_sessions(mut self, store: Arc<dyn crate::StoredSessions>) -> Self {
+        self.restorable = Some(store);
+        self
+    }
+
     /// Serve the web console beside the MCP endpoint over HTTP (at `/`); a call
     /// that waits for an approver then holds, up to the approval timeout, until
     /// someone answers it (in the console, or with `toolgate approvals`).
@@ -425,7 +435,10 @@ impl McpServerBuilder {
                 session: self.session,
                 forwarded: self.forwarded,
                 offers,
-                http_sessions: Arc::new(CappedSessions::new(self.options.sessions)),
+                http_sessions: Arc::new(match self.restorable {
+                    Some(store) => CappedSessions::new(self.options.sessions).restoring(store),
+                    None => CappedSessions::new(self.options.sessions),
+                }),
                 options: self.options,
                 inflight: Arc::default(),
                 #[cfg(feature = "code-mode")]
@@ -460,6 +473,7 @@ impl McpServer {
             metrics: None,
             #[cfg(feature = "console")]
             console: None,
+            restorable: None,
         }
     }
 

@@ -18,6 +18,7 @@ use rmcp::model::{
     ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::transport::streamable_http_server::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -61,8 +62,7 @@ pub(crate) struct Session {
     log_level: LogLevel,
 }
 
-/// The principal and credential name of whoever opened a session.
-type Opener = (Option<String>, Option<String>);
+use super::restore::Opener;
 
 /// Who a request runs as, and what the server offers that principal.
 pub(crate) struct Caller {
@@ -564,6 +564,15 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        let mut request = request;
+        if context.extensions.get::<SessionRestoreMarker>().is_some() {
+            // Another server opened this session: it stays bound to its opener.
+            let _ = self
+                .opened_by
+                .set(super::restore::take_opener(&mut request));
+            context.peer.set_peer_info(request.clone());
+            return self.negotiate_initialize(&request);
+        }
         let caller = self.caller(&context)?;
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;

@@ -26,6 +26,7 @@ mod others;
 mod rate;
 mod schema;
 mod tls;
+mod sessions;
 mod writer;
 
 use std::future::Future;

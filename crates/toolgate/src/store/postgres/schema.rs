@@ -8,7 +8,7 @@
 //! the columns of the audit log that a command reads are generated from the hashed
 //! record, as in SQLite since schema 5. Version 2 adds the rate-limit counters the
 //! instances share, which SQLite does not keep. Version 3 sweeps expired counters
-//! (see `rate`).
+//! (see `rate`). Version 4 adds the client sessions (SQLite's schema 11).
 
 use super::{Inner, StoreError};
 
@@ -193,6 +193,18 @@ const MIGRATIONS: &[&str] = &[
     ) LANGUAGE sql AS $$
         SELECT * FROM toolgate_take_rate(keys, intervals, tolerances, 0)
     $$;",
+    // Version 4: client sessions any instance can continue (see `sessions`).
+    "CREATE TABLE sessions (
+        kind       TEXT NOT NULL CHECK (kind IN ('mcp', 'console')),
+        key        TEXT NOT NULL,
+        principal  TEXT,
+        data       TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        expires_ms BIGINT NOT NULL,
+        idle_ms    BIGINT NOT NULL,
+        PRIMARY KEY (kind, key)
+    );
+    CREATE INDEX sessions_expiry ON sessions (expires_ms);",
 ];
 
 /// The schema version this toolgate writes and understands.
