@@ -28,8 +28,21 @@
 //!   worker loading the snapshot and running the program to its end (the pause
 //!   and the approval are made outside the timing).
 //!
+//! - `floor/tokio_pipe_round_trip` and `floor/blocking_pipe_round_trip`: a
+//!   call-sized frame sent to another process (`cat`) and read back, through
+//!   this runtime's reactor as the gate reads a worker, and with blocking reads:
+//!   the floor under a call from a program with process isolation.
+//!
+//! A call from a program makes 5 syscalls (`strace -f` over `bare/100_calls`):
+//! the gate's epoll_wait, read and write, the worker's write and read — the
+//! same as the floor's round trip. On 2 shared cores at load 12–15 the floor's
+//! round trip measured 7–18 µs and a call's CPU-time overhead
+//! (`cpu/bare_…`) 15–41 µs from one round to the next, the same build.
+//!
 //! The machine's load moves every figure that starts a process or crosses a
-//! pipe: quote them with the load average of the run.
+//! pipe: quote them with the load average of the run. `TOOLGATE_BENCH_WORKER`
+//! names another worker binary, to time two builds against each other in one
+//! sitting.
 //!
 //! Run: `cargo bench -p toolgate --bench code_mode --no-default-features --features code-mode`.
 
@@ -196,7 +209,12 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let worker = || WorkerCommand::program(env!("CARGO_BIN_EXE_toolgate-code-worker"));
+    // `TOOLGATE_BENCH_WORKER` names another worker binary, so that builds of two
+    // versions can be timed against each other in one sitting.
+    let worker_program = std::env::var_os("TOOLGATE_BENCH_WORKER")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolgate-code-worker").into());
+    let worker = || WorkerCommand::program(worker_program.clone());
     let cold = CodeMode::new(worker());
     let mode = CodeMode::new(worker()).warm();
     for (name, mode, code) in [
@@ -231,6 +249,61 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+
+    // The floor under a call from a program: a frame of a call's size sent to
+    // another process and read back, through this runtime's reactor as the gate
+    // reads a worker (`floor/tokio_pipe_round_trip`) and with blocking reads on
+    // both sides (`floor/blocking_pipe_round_trip`). `cat` echoes it.
+    let frame = {
+        let body =
+            br#"{"type":"call","function":"lookup_order","arguments":{"order_id":"A-1001"}}"#;
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        frame
+    };
+    let mut cat = runtime.block_on(async {
+        tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cat starts")
+    });
+    let mut cat_in = cat.stdin.take().unwrap();
+    let mut cat_out = tokio::io::BufReader::new(cat.stdout.take().unwrap());
+    c.bench_function("floor/tokio_pipe_round_trip", |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let start = Instant::now();
+                for _ in 0..iters {
+                    cat_in.write_all(&frame).await.unwrap();
+                    let mut back = vec![0u8; frame.len()];
+                    cat_out.read_exact(&mut back).await.unwrap();
+                    std::hint::black_box(back);
+                }
+                start.elapsed()
+            })
+        })
+    });
+    let mut blocking = std::process::Command::new("cat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cat starts");
+    let mut blocking_in = blocking.stdin.take().unwrap();
+    let mut blocking_out = blocking.stdout.take().unwrap();
+    c.bench_function("floor/blocking_pipe_round_trip", |b| {
+        b.iter(|| {
+            use std::io::{Read, Write};
+            blocking_in.write_all(&frame).unwrap();
+            let mut back = vec![0u8; frame.len()];
+            blocking_out.read_exact(&mut back).unwrap();
+            std::hint::black_box(back)
+        })
+    });
+    drop(blocking_in);
+    let _ = blocking.wait();
 
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open_in_dir(dir.path()).unwrap());

@@ -376,12 +376,13 @@ impl CodeMode {
         };
         // A frame's header and body arrive together: one read takes both.
         let mut stdout = tokio::io::BufReader::with_capacity(64 << 10, stdout);
-        clock
+        let mut deadline = clock.timer();
+        deadline
             .within(write_frame_async(&mut stdin, &first))
             .await??;
         let mut pending: Option<Pending> = None;
         loop {
-            let (function, arguments) = match clock
+            let (function, arguments) = match deadline
                 .within(read_frame_async::<FromWorker>(&mut stdout))
                 .await??
             {
@@ -416,7 +417,7 @@ impl CodeMode {
                     let results = self
                         .call_batch(gate, principal, names, calls, segment, clock, ask)
                         .await?;
-                    clock
+                    deadline
                         .within(write_frame_async(
                             &mut stdin,
                             &ToWorker::Results { results },
@@ -480,7 +481,7 @@ impl CodeMode {
                     message: format!("name '{function}' is not defined"),
                 }
             };
-            clock
+            deadline
                 .within(write_frame_async(&mut stdin, &reply))
                 .await??;
         }

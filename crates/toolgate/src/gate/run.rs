@@ -52,14 +52,17 @@ pub async fn run(
         let call = AssertUnwindSafe(tool.call(ctx, arguments.clone()))
             .catch_unwind()
             .instrument(span);
+        // The call is polled before its deadline: a call that finishes at once
+        // never registers the timer, and registering one wakes the runtime's
+        // driver (a syscall, and another turn of its poll) on every call.
         let end = tokio::select! {
             biased;
             _ = cancel.cancelled() => RunEnd::Cancelled,
-            _ = tokio::time::sleep_until(deadline.into()) => RunEnd::TimedOut,
             result = call => match result {
                 Ok(result) => RunEnd::Done(result),
                 Err(panic) => RunEnd::Panicked(panic_message(&panic)),
             },
+            _ = tokio::time::sleep_until(deadline.into()) => RunEnd::TimedOut,
         };
         let wait = match &end {
             RunEnd::Done(Err(ToolError::Retryable { retry_after, .. }))
