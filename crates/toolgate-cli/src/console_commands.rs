@@ -69,7 +69,7 @@ pub fn run(spec_args: &SpecArgs, state: &StateArgs, args: &ConsoleArgs) -> Comma
     let console = console(&spec, &access, args.addr)?;
     let store = open_store(spec_args, state)?;
     let file = source.path.display().to_string();
-    let (gate, _) = served_gate(&spec, &file, None, &store, false, None)?;
+    let (gate, _) = served_gate(&spec, &file, None, &store, None, None)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

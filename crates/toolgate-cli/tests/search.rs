@@ -220,3 +220,71 @@ fn render_defer_loads_only_the_always_loaded_tools_up_front() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `orders.refund`?"));
 }
+
+#[test]
+fn search_by_meaning_without_a_model_says_how_to_configure_one() {
+    let (out, _dir) = run(&["search", "money back", "--semantic"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--semantic needs a model: give `search: {model: DIR}`"),
+        "{err}"
+    );
+}
+
+#[cfg(not(feature = "semantic"))]
+#[test]
+fn a_model_in_a_build_without_the_semantic_feature_says_how_to_get_it() {
+    let (out, _dir) = run(&["search", "money back", "--model", "models/minilm"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("built without the `semantic` feature") && err.contains("--features semantic"),
+        "{err}"
+    );
+}
+
+/// With the model of `scripts/semantic-model` (TOOLGATE_TEST_MODEL), the spec's
+/// `search: {model}` ranks a request that shares no word with the tool.
+#[cfg(feature = "semantic")]
+#[test]
+fn search_with_the_spec_s_model_finds_a_tool_by_meaning() {
+    let Some(model) = std::env::var_os("TOOLGATE_TEST_MODEL") else {
+        eprintln!("skipped: TOOLGATE_TEST_MODEL is not set (scripts/semantic-model sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "search:\n  model: {}\n{}",
+        serde_json::to_string(&model.to_string_lossy()).unwrap(),
+        SPEC.trim_start_matches('\n')
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let toolgate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("TOOLGATE_STATE_DIR")
+            .output()
+            .unwrap()
+    };
+    let out = toolgate(&[
+        "search",
+        "will it rain in Oslo tomorrow",
+        "--semantic",
+        "--json",
+        "-k",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["hits"][0]["name"], "weather.forecast", "{value}");
+    assert!(
+        dir.path().join(".toolgate/vectors").is_dir(),
+        "the vectors are cached in the state directory"
+    );
+}
