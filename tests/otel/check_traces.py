@@ -37,6 +37,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+SECRET = "tg-" + secrets.token_hex(12)
 spans = []
 resources = []
 traceparents = []
@@ -179,13 +180,21 @@ policy:
 mcp_servers:
   fx:
     command: {args.fixture}
+telemetry:
+  span_arguments:
+    get_order: [id, api_token, note]
 tools:
   - name: get_order
     description: Get an order by its id.
     effect: read
     parameters:
       type: object
-      properties: {{id: {{type: string}}}}
+      properties:
+        id: {{type: string}}
+        api_token: {{type: string}}
+        pin: {{type: string, writeOnly: true}}
+        note: {{type: string}}
+        other: {{type: string}}
       required: [id]
     http:
       url: "http://127.0.0.1:{api.server_port}/orders/{{args.id}}"
@@ -224,7 +233,7 @@ tools:
         order = call(
             url,
             "get_order",
-            {"id": "A-1"},
+            {"id": "A-1", "api_token": SECRET, "pin": SECRET, "note": "n" * 2000, "other": "left-out"},
             meta={"traceparent": f"00-{by_meta[0]}-{by_meta[1]}-01"},
         )
         echo = call(
@@ -321,12 +330,33 @@ tools:
                 gate.kind == Span.SPAN_KIND_INTERNAL,
                 gate.kind,
             )
-            check(
-                f"`execute_tool {tool}` holds neither arguments nor results",
-                not any(k.startswith("gen_ai.tool.call.") and k != "gen_ai.tool.call.id" for k in a)
-                and "A-1" not in json.dumps({k: str(v) for k, v in a.items()}),
-                a,
-            )
+            if tool == "fx.echo":
+                check(
+                    f"`execute_tool {tool}` (not opted in) holds neither arguments nor results",
+                    not any(k.startswith("gen_ai.tool.call.") and k != "gen_ai.tool.call.id" for k in a)
+                    and "hi" not in [str(v) for v in a.values()],
+                    a,
+                )
+            else:
+                recorded = json.loads(a.get("gen_ai.tool.call.arguments") or "{}")
+                check(
+                    "`execute_tool get_order` records the arguments the spec names, the secret redacted",
+                    recorded.get("id") == "A-1"
+                    and recorded.get("api_token") == "[redacted]"
+                    and "other" not in recorded
+                    and "pin" not in recorded,
+                    a,
+                )
+                check(
+                    "a long argument in the span is cut",
+                    recorded.get("note", "").startswith("nnn") and len(recorded.get("note", "")) < 400,
+                    len(recorded.get("note", "")),
+                )
+                check(
+                    "no secret in any span's attributes",
+                    not any(SECRET in str(value(kv.value)) for s in got for kv in s.attributes),
+                    "",
+                )
         execute = one("toolgate.execute", trace)
         child(gate, execute, f"`toolgate.execute` of {tool} is the child of its gate span")
         attempt = one("toolgate.attempt", trace)

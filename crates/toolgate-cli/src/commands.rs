@@ -173,6 +173,7 @@ pub fn call(
     arguments: Option<&str>,
     caller: Option<&str>,
     max_argument_bytes: Option<u64>,
+    wait: Option<Duration>,
 ) -> CommandResult {
     let arguments: Value = match arguments {
         None => json!({}),
@@ -200,7 +201,13 @@ pub fn call(
     .map_err(|e| e.to_string())?;
     let runtime = upstream.runtime();
     let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
-    let mut outcome = runtime.block_on(gate.call(&state.session, call, &principal));
+    let mut outcome = runtime.block_on(gate.call(&state.session, call.clone(), &principal));
+    if let (Some(wait), Outcome::PendingApproval { approval_id, .. }) = (wait, &outcome)
+        && answered_within(&gate, approval_id, wait)
+    {
+        // Run again: the gate takes the answer (an approval runs it, a denial says why).
+        outcome = runtime.block_on(gate.call(&state.session, call, &principal));
+    }
     // A background call: say its task at once, then run it to its end here (the
     // task is interrupted if this process is stopped first).
     if let Outcome::Started { task_id } = &outcome {
@@ -254,6 +261,26 @@ pub fn call(
         Outcome::Started { .. } => 5,
         Outcome::RateLimited { .. } => 6,
     }))
+}
+
+/// Waits up to `wait` for a person to answer `approval_id` (in the console, or
+/// with `toolgate approvals` in another process); whether they did.
+fn answered_within(gate: &Gate, approval_id: &str, wait: Duration) -> bool {
+    const POLL: Duration = Duration::from_millis(100);
+    tellln!(
+        "waiting up to {} for approval {approval_id}: answer it in the console or with `toolgate approvals approve {approval_id}`",
+        humantime::format_duration(wait)
+    );
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        if toolgate::ApprovalStore::no_longer_pending(gate.store().as_ref(), approval_id) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL);
+    }
 }
 
 /// The value of `--max-argument-bytes`: a byte count the spec file's

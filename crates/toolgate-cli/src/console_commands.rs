@@ -10,8 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolgate::console::{Console, LoginToken};
+use toolgate::mcp::client::Upstreams;
 use toolgate::mcp::server::{HttpAccess, shutdown_signal};
 use toolgate::spec::SpecFile;
+use toolgate::{PinStore, ServedStore};
 
 use crate::commands::{CommandResult, load, open_store};
 use crate::serve_commands::{served_gate, with_spec_auth};
@@ -47,6 +49,21 @@ pub fn console(spec: &SpecFile, access: &HttpAccess, addr: SocketAddr) -> Result
     Ok(Console::new(spec, login))
 }
 
+/// `console` showing the quarantined tools of `store`'s pins and, when `serve`
+/// runs them, the upstream servers' health.
+pub fn upstream_parts(
+    console: Console,
+    store: &Arc<dyn ServedStore>,
+    upstreams: Option<&Arc<Upstreams>>,
+) -> Console {
+    let pins: Arc<dyn PinStore> = store.clone();
+    let console = console.with_pins(pins);
+    match upstreams {
+        Some(upstreams) => console.with_upstreams(upstreams.clone()),
+        None => console,
+    }
+}
+
 /// Prints how to log in to `console` at `addr`.
 pub fn announce(console: &Console, addr: SocketAddr) {
     match console.login_url(addr) {
@@ -68,6 +85,7 @@ pub fn run(spec_args: &SpecArgs, state: &StateArgs, args: &ConsoleArgs) -> Comma
         .map_err(|e| e.to_string())?;
     let console = console(&spec, &access, args.addr)?;
     let store = open_store(spec_args, state)?;
+    let console = upstream_parts(console, &store, None);
     let file = source.path.display().to_string();
     let (gate, _) = served_gate(&spec, &file, None, &store, None, None)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -115,6 +115,10 @@ enum Command {
         /// file's `limits.max_argument_bytes`; default 1 MiB).
         #[arg(long, value_name = "BYTES", value_parser = commands::parse_max_argument_bytes)]
         max_argument_bytes: Option<u64>,
+        /// When the call waits for approval, wait up to DURATION (`30s`, `5m`) for
+        /// the answer (from the console or `toolgate approvals`), then run it.
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        wait: Option<std::time::Duration>,
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -389,6 +393,7 @@ fn main() -> ExitCode {
             args,
             caller,
             max_argument_bytes,
+            wait,
             spec,
             state,
         } => commands::call(
@@ -398,6 +403,7 @@ fn main() -> ExitCode {
             args.as_deref(),
             caller.as_deref(),
             max_argument_bytes,
+            wait,
         ),
         Command::Render { render, spec } if render.code_mode => code_commands::render(
             &spec,

@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use toolgate::rest_import::{
-    MAX_DOCUMENT_BYTES, OperationPattern, RestImportOptions, Sources, import_openapi, parse_effects,
+    MAX_DOCUMENT_BYTES, OperationPattern, RestImportError, RestImportOptions, RestImported,
+    Sources, import_openapi, parse_effects,
 };
+use toolgate::spec::{AllowEntry, NetworkSection};
+use toolgate::{FetchError, FetchLimits, fetch_document};
 
 use crate::commands::CommandResult;
 
@@ -36,6 +39,11 @@ pub struct OpenApiArgs {
     /// Write the spec file here instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// For a description fetched by URL: a host, address or CIDR range it may be
+    /// fetched from although it is not public (`127.0.0.1:8443`, `api.internal`), as
+    /// a spec file's `network.allow` entry (repeatable).
+    #[arg(long = "allow", value_name = "HOST")]
+    allow: Vec<String>,
 }
 
 impl OpenApiArgs {
@@ -48,6 +56,7 @@ impl OpenApiArgs {
             || self.effects.is_some()
             || self.include_deprecated
             || self.output.is_some()
+            || !self.allow.is_empty()
     }
 }
 
@@ -78,6 +87,34 @@ impl Sources for Directory {
     }
 }
 
+/// The description's files, fetched by URL under the network policy of HTTP
+/// bindings: public addresses, and what `--allow` lists.
+struct Remote {
+    runtime: tokio::runtime::Runtime,
+    network: NetworkSection,
+    limits: FetchLimits,
+}
+
+impl Sources for Remote {
+    fn read(&self, url: &str) -> Result<String, String> {
+        let fetched = self
+            .runtime
+            .block_on(fetch_document(&self.network, url, &self.limits));
+        match fetched {
+            Ok(fetched) => Ok(fetched.text),
+            Err(FetchError::Refused { reason, allow, .. }) => Err(format!(
+                "{reason}, which is fetched only when allowed; pass `--allow {allow}` if it is meant"
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+fn is_url(input: &str) -> bool {
+    let lower = input.get(..8).unwrap_or(input).to_ascii_lowercase();
+    lower.starts_with("https://") || lower.starts_with("http://")
+}
+
 pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
     let effects = match &args.effects {
         Some(path) => {
@@ -95,6 +132,31 @@ pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
         effects,
         include_deprecated: args.include_deprecated,
     };
+    if is_url(input) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        let network = NetworkSection {
+            allow: args.allow.clone(),
+            allow_public: true,
+        };
+        for entry in &network.allow {
+            AllowEntry::parse(entry).map_err(|e| format!("--allow {entry}: {e}"))?;
+        }
+        let sources = Remote {
+            runtime,
+            network,
+            limits: FetchLimits {
+                max_bytes: MAX_DOCUMENT_BYTES as u64,
+                ..FetchLimits::default()
+            },
+        };
+        return write(input, args, import_openapi(input, &sources, &options));
+    }
+    if !args.allow.is_empty() {
+        return Err("--allow is for a description fetched by URL (https://...)".into());
+    }
     let (dir, root) = if input == "-" {
         (PathBuf::from("."), "-".to_owned())
     } else {
@@ -110,7 +172,16 @@ pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
         dir,
         root: root.clone(),
     };
-    let imported = import_openapi(&root, &sources, &options).map_err(|e| e.to_string())?;
+    write(input, args, import_openapi(&root, &sources, &options))
+}
+
+/// Writes the imported spec file, or the error, and the summary.
+fn write(
+    input: &str,
+    args: &OpenApiArgs,
+    imported: Result<RestImported, RestImportError>,
+) -> CommandResult {
+    let imported = imported.map_err(|e| e.to_string())?;
     let yaml =
         serde_saphyr::to_string(&imported.spec).map_err(|e| format!("cannot write YAML: {e}"))?;
     let header = format!(

@@ -81,7 +81,7 @@ fn explain(
     let arguments = Value::Object(object(arguments, "ARGS")?);
     let written = object(state, "--state")?;
     let mut who = principal(&spec, caller)?;
-    who.claims = object(claims, "--claims")?;
+    who.claims = object(claims, "--claims")?.into();
     let catalog =
         toolgate::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
             .map_err(|e| e.to_string())?;

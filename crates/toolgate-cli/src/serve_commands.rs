@@ -249,6 +249,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     let console = match (args.console, http) {
         (true, Some(addr)) => {
             let console = console_commands::console(&spec, &access, addr)?;
+            let console = console_commands::upstream_parts(console, &store, upstreams.as_ref());
             builder = builder.console(console.clone());
             Some(console)
         }

@@ -50,8 +50,12 @@ impl Drop for Served {
 }
 
 fn serve(args: &[&str]) -> Served {
+    serve_spec(SPEC, args)
+}
+
+fn serve_spec(spec: &str, args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
@@ -274,4 +278,132 @@ fn metrics_where_the_mcp_endpoint_is_are_refused_saying_what_to_do() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--path"), "{stderr}");
+}
+
+/// The fixture MCP server (crates/toolgate/tests/fixtures/mcp-servers), built
+/// beside the `toolgate` binary when it is not there yet.
+fn fixture() -> std::path::PathBuf {
+    let toolgate = std::path::PathBuf::from(env!("CARGO_BIN_EXE_toolgate"));
+    let path = toolgate.with_file_name("mcp-fixture");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "toolgate-mcp-fixtures",
+                "--bin",
+                "mcp-fixture",
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cannot build the fixture MCP server");
+    }
+    path
+}
+
+/// A spec whose only tools are those of the fixture server, started with `args`.
+fn upstream_spec(args: &str) -> String {
+    format!(
+        "policy:\n  effects: {{write: allow, execute: allow, destructive: allow, external: allow}}\nmcp_servers:\n  fx:\n    command: {}\n    args: [{args}]\n",
+        fixture().display()
+    )
+}
+
+/// Scrapes `at` until `done` holds for the text (at most 20 s), and returns it.
+async fn scrape_until(at: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (_, _, text) = scrape(at, None).await;
+        if done(&text) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_an_upstream_servers_calls_errors_restarts_and_quarantined_tools() {
+    let served = serve_spec(&upstream_spec(""), &["--metrics"]);
+    let at = served.metrics.clone().unwrap();
+    let client = client(&served.url, None).await;
+    let fx = [("server", "fx")];
+    let text = scrape_until(&at, |t| sample(t, "toolgate_upstream_up", &fx) == Some(1.0)).await;
+    assert_eq!(
+        sample(&text, "toolgate_upstream_up", &fx),
+        Some(1.0),
+        "{text}"
+    );
+    let ready = [("server", "fx"), ("state", "ready")];
+    assert_eq!(sample(&text, "toolgate_upstream_state", &ready), Some(1.0));
+    let open = [("server", "fx"), ("state", "unavailable")];
+    assert_eq!(sample(&text, "toolgate_upstream_state", &open), Some(0.0));
+    assert_eq!(sample(&text, "toolgate_quarantined_tools", &fx), Some(0.0));
+
+    let echoed = client
+        .call_tool(call("fx.echo", json!({"text": "hi"})))
+        .await;
+    assert_eq!(echoed.unwrap().is_error, Some(false));
+    let failed = client.call_tool(call("fx.fail", json!({}))).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    let mutated = client.call_tool(call("fx.mutate", json!({}))).await;
+    assert_eq!(mutated.unwrap().is_error, Some(false));
+    let text = scrape_until(&at, |t| {
+        sample(t, "toolgate_quarantined_tools", &fx) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        sample(&text, "toolgate_quarantined_tools", &fx),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(calls_of(&text, "ok"), Some(2.0), "{text}");
+    assert_eq!(calls_of(&text, "error"), Some(1.0), "{text}");
+    assert!(text.contains("# TYPE toolgate_upstream_calls_total counter"));
+
+    let crashed = client.call_tool(call("fx.crash", json!({}))).await.unwrap();
+    assert_eq!(crashed.is_error, Some(true));
+    let text = scrape_until(&at, |t| {
+        sample(t, "toolgate_upstream_restarts_total", &fx).is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    let restarts = sample(&text, "toolgate_upstream_restarts_total", &fx);
+    assert!(restarts.is_some_and(|n| n >= 1.0), "{text}");
+    assert_eq!(calls_of(&text, "error"), Some(2.0), "{text}");
+    client.cancel().await.unwrap();
+}
+
+fn calls_of(text: &str, outcome: &str) -> Option<f64> {
+    sample(
+        text,
+        "toolgate_upstream_calls_total",
+        &[("server", "fx"), ("outcome", outcome)],
+    )
+}
+
+#[tokio::test]
+async fn metrics_show_an_upstream_server_that_keeps_failing_with_its_circuit_open() {
+    let served = serve_spec(&upstream_spec("--exit-on-start, '3'"), &["--metrics"]);
+    let at = served.metrics.clone().unwrap();
+    let open = [("server", "fx"), ("state", "unavailable")];
+    let text = scrape_until(&at, |t| {
+        sample(t, "toolgate_upstream_state", &open) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        sample(&text, "toolgate_upstream_state", &open),
+        Some(1.0),
+        "{text}"
+    );
+    let fx = [("server", "fx")];
+    assert_eq!(
+        sample(&text, "toolgate_upstream_up", &fx),
+        Some(0.0),
+        "{text}"
+    );
+    let ready = [("server", "fx"), ("state", "ready")];
+    assert_eq!(sample(&text, "toolgate_upstream_state", &ready), Some(0.0));
+    let restarts = sample(&text, "toolgate_upstream_restarts_total", &fx);
+    assert!(restarts.is_some_and(|n| n >= 1.0), "{text}");
 }

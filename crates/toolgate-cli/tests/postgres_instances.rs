@@ -533,3 +533,283 @@ tools:
     let (ok, out, err) = site.run(&["audit", "verify"]);
     assert!(ok && out.contains("audit log ok"), "{out}{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_on_one_database_admit_exactly_a_rate_limit_between_them() {
+    let Some(db) = Database::new() else { return };
+    let spec = format!("{LOOKUP}limits:\n  rate:\n    - {{tool: lookup, calls: 20, per: 1h}}\n");
+    let site = Site::new(db, &spec);
+    let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let urls: Arc<Vec<String>> = Arc::new(instances.iter().map(|i| i.url.clone()).collect());
+    // 8 clients × 10 calls, each client's calls to the next instance in turn:
+    // 80 calls against 20 an hour for all of them.
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let urls = urls.clone();
+            tokio::spawn(async move {
+                let client = Client::new(&format!("limited-{c}"));
+                let (mut admitted, mut limited) = (0, 0);
+                for i in 0..10 {
+                    let url = &urls[(c + i) % urls.len()];
+                    let n = c * 100 + i;
+                    let result = client.call(url, i as u64, "lookup", json!({"n": n})).await;
+                    let result = result.unwrap_or_else(|e| panic!("call {n}: {e}"));
+                    if !is_error(&result) {
+                        admitted += 1;
+                    } else {
+                        assert!(result.to_string().contains("20 per 1h"), "{result}");
+                        limited += 1;
+                    }
+                }
+                (admitted, limited)
+            })
+        })
+        .collect();
+    let (mut admitted, mut limited) = (0, 0);
+    for client in clients {
+        let (a, l) = client.await.unwrap();
+        admitted += a;
+        limited += l;
+    }
+    assert_eq!(
+        admitted, 20,
+        "the three instances together admitted the limit"
+    );
+    assert_eq!(limited, 60);
+    let records = site.audit();
+    let outcomes = |outcome: &str| {
+        records
+            .iter()
+            .filter(|r| r["outcome"].as_str() == Some(outcome))
+            .count()
+    };
+    assert_eq!(outcomes("rate_limited"), 60);
+    assert_eq!(outcomes("ok"), 20);
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}
+
+/// How to run the database's own `pg_ctl` (`TOOLGATE_TEST_POSTGRES_CTL`, as
+/// `scripts/postgres-store` sets it), or `None` (with a message) without it.
+fn pg_ctl() -> Option<Vec<String>> {
+    let Some(ctl) = std::env::var("TOOLGATE_TEST_POSTGRES_CTL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    else {
+        assert!(
+            std::env::var_os("TOOLGATE_TEST_POSTGRES_REQUIRED").is_none(),
+            "TOOLGATE_TEST_POSTGRES_REQUIRED is set but TOOLGATE_TEST_POSTGRES_CTL is not"
+        );
+        eprintln!("skipped: set TOOLGATE_TEST_POSTGRES_CTL to the database's pg_ctl command");
+        return None;
+    };
+    Some(ctl.split_whitespace().map(str::to_owned).collect())
+}
+
+fn run_pg_ctl(ctl: &[String], args: &[&str]) {
+    let out = Command::new(&ctl[0])
+        .args(&ctl[1..])
+        .args(args)
+        .output()
+        .expect("pg_ctl runs");
+    assert!(
+        out.status.success(),
+        "pg_ctl {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What one call under load came to, and when it ended (since the load began).
+#[derive(Debug)]
+struct Served {
+    ended: Duration,
+    took: Duration,
+    /// `None`: ran; `Some(text)`: failed, saying this.
+    failed: Option<String>,
+}
+
+/// Restarts the database under itself while the instances serve: a run on its
+/// own (`scripts/postgres-store` runs it apart), since every test's database
+/// goes down with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances_serve_again() {
+    let Some(db) = Database::new() else { return };
+    let Some(ctl) = pg_ctl() else { return };
+    let site = Site::new(db, LOOKUP);
+    let mut instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let urls: Arc<Vec<String>> = Arc::new(instances.iter().map(|i| i.url.clone()).collect());
+    let deadline = Duration::from_secs(20);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let began = std::time::Instant::now();
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (urls, stop) = (urls.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut client = Client::new(&format!("restart-{c}"));
+                client.http = reqwest::Client::builder()
+                    .timeout(deadline)
+                    .build()
+                    .unwrap();
+                let mut served = Vec::new();
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let url = &urls[(c + i) % urls.len()];
+                    let start = std::time::Instant::now();
+                    let result = client.call(url, i as u64, "lookup", json!({"n": i})).await;
+                    let failed = match result {
+                        Ok(result) if !is_error(&result) => None,
+                        Ok(result) => Some(result.to_string()),
+                        Err(e) => Some(e),
+                    };
+                    served.push(Served {
+                        ended: began.elapsed(),
+                        took: start.elapsed(),
+                        failed,
+                    });
+                    i += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                served
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Down for a few seconds, then up again as it was (`restart` reads the
+    // options it was started with).
+    let down = began.elapsed();
+    tokio::task::spawn_blocking({
+        let ctl = ctl.clone();
+        move || {
+            run_pg_ctl(&ctl, &["stop", "-m", "fast", "-w"]);
+            std::thread::sleep(Duration::from_secs(3));
+            run_pg_ctl(&ctl, &["restart", "-m", "fast", "-w", "-t", "60"]);
+        }
+    })
+    .await
+    .unwrap();
+    let up = began.elapsed();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut served = Vec::new();
+    for client in clients {
+        served.extend(client.await.unwrap());
+    }
+    let before = served.iter().filter(|s| s.ended < down).count();
+    let failed: Vec<&Served> = served.iter().filter(|s| s.failed.is_some()).collect();
+    assert!(before > 0, "calls were served before the outage");
+    assert!(
+        !failed.is_empty(),
+        "calls failed while the database was down"
+    );
+    for s in &failed {
+        let text = s.failed.as_deref().unwrap_or_default();
+        assert!(
+            text.contains("cannot reach the database at postgres://") && text.contains(":***@"),
+            "a call during the outage failed with a clear error: {text}"
+        );
+        assert!(!text.contains(&site.db.password), "{text}");
+        assert!(s.took < deadline, "no call hung: {s:?}");
+        assert!(
+            s.ended >= down && s.ended < up + Duration::from_secs(2),
+            "only calls during the outage failed: {s:?} (down {down:?}, up {up:?})"
+        );
+    }
+    // After it, without being restarted, every instance serves again.
+    for instance in &mut instances {
+        assert!(
+            instance.child.try_wait().unwrap().is_none(),
+            "the instance is still running"
+        );
+    }
+    let client = Client::new("after-restart");
+    for (i, url) in urls.iter().enumerate() {
+        let result = client
+            .call(url, 1000 + i as u64, "lookup", json!({"n": i}))
+            .await;
+        let result = result.unwrap_or_else(|e| panic!("instance {i} after the restart: {e}"));
+        assert!(
+            !is_error(&result),
+            "instance {i} after the restart: {result}"
+        );
+    }
+    eprintln!(
+        "{} calls: {before} before the outage, {} failed during it, {} after",
+        served.len(),
+        failed.len(),
+        served.iter().filter(|s| s.ended > up).count()
+    );
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_approved_once_and_sent_to_every_instance_at_once_runs_exactly_once() {
+    let Some(db) = Database::new() else { return };
+    let (port, hits) = counting_server(Duration::from_millis(300));
+    let spec = format!(
+        r#"
+network: {{allow: ["127.0.0.1:{port}"]}}
+policy:
+  rules:
+    - {{tools: refund, decision: ask, reason: refunds need a person}}
+tools:
+  - name: refund
+    description: Refund an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        order: {{type: string}}
+      required: [order]
+    http: {{url: "http://127.0.0.1:{port}/refund", method: POST}}
+"#
+    );
+    let site = Site::new(db, &spec);
+    let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
+    let client = Client::new("refunds");
+    let asked = client
+        .call(&instances[0].url, 1, "refund", json!({"order": "A-1"}))
+        .await
+        .unwrap()
+        .to_string();
+    let at = asked
+        .find("ap-")
+        .unwrap_or_else(|| panic!("no approval id: {asked}"));
+    let id: String = asked[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let (ok, out, err) = site.run(&["approvals", "approve", &id]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "nothing ran before the approval"
+    );
+    // The approved call, sent to every instance twice at once.
+    let attempts: Vec<_> = (0..6)
+        .map(|i| {
+            let url = instances[i % 3].url.clone();
+            tokio::spawn(async move {
+                let client = Client::new("refunds");
+                client
+                    .call(&url, 10 + i as u64, "refund", json!({"order": "A-1"}))
+                    .await
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for attempt in attempts {
+        if let Ok(result) = attempt.await.unwrap()
+            && !is_error(&result)
+            && !result.to_string().contains("ap-")
+        {
+            ran += 1;
+        }
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "the refund was made once");
+    assert_eq!(ran, 1, "one attempt ran it");
+    let (ok, out, err) = site.run(&["audit", "verify"]);
+    assert!(ok && out.contains("audit log ok"), "{out}{err}");
+}

@@ -53,7 +53,7 @@ pub use policy::{
     AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Considered, Decision,
     EffectDecisions, Explanation, Policy, PolicyRule, Verdict,
 };
-pub use principal::{Principal, PrincipalSpec, scope_matches};
+pub use principal::{Claims, Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
 pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,

@@ -15,8 +15,12 @@ pub struct Principal {
     /// an OAuth access token's claims, or an API key's `key_id` and `key_label`.
     /// Empty for a caller without a credential.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub claims: serde_json::Map<String, serde_json::Value>,
+    pub claims: Claims,
 }
+
+/// A credential's claims, shared: a principal is cloned for every call, and its
+/// claims are read, never changed, once the credential is checked.
+pub type Claims = std::sync::Arc<serde_json::Map<String, serde_json::Value>>;
 
 impl Principal {
     /// A principal that may reach every tier and every tool: the local operator.

@@ -66,13 +66,15 @@ pub use gate::{
     ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
     Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall, invalid_arguments_message,
 };
-pub use gate::{Authenticated, RateLimiter, RatePermit, RateRefused};
+pub use gate::{Authenticated, Limited, RateLimiter, RatePermit, RateRefused};
 #[cfg(feature = "http")]
 pub use http::{
     DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_RESPONSE_BYTES, HttpRuntime,
     MAX_CONNECT_TIMEOUT,
 };
 pub use http::{Downgrade, binding_summary, mask_binding, mask_tool_secrets, sandbox};
+#[cfg(feature = "http")]
+pub use http::{FetchError, FetchLimits, Fetched, fetch_document};
 pub use regular_file::{OpenFileError, open_regular_file, read_regular_file};
 pub use search_tool::{CatalogScorer, SearchFilter, SearchTools};
 pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
@@ -86,9 +88,10 @@ pub use store::{
     MemoryGateStore, MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck,
     PinError, PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore,
     StateStore, StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir,
-    join_fields, resolve_state_dir, state_dir_from_env,
+    join_fields, pin_diff, resolve_state_dir, state_dir_from_env,
 };
 pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use store::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 #[cfg(feature = "postgres")]
 pub use store::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use store::{RateBucket, RateCounters, RateTaken};

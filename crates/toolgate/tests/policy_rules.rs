@@ -170,7 +170,8 @@ async fn a_rule_reads_the_callers_claims_and_the_conversations_state() {
     support.claims = json!({"sub": "ada", "groups": ["support"]})
         .as_object()
         .unwrap()
-        .clone();
+        .clone()
+        .into();
     let allowed = call(&gate, &support, "close_account", json!({})).await;
     assert!(matches!(allowed, Outcome::Ok { .. }), "{allowed:?}");
     store.apply("s1", &[("vip".into(), json!(true))]).unwrap();

@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 use toolgate::{
     Admission, ApprovalRequest, AuditEntry, Effect, GateStore, Outcome, PausedRun, PinCheck,
-    PinStore, RecordKind, RecordedCall, Resolution, StateStore, StoreError, TaskRecord, TaskStatus,
+    PinStore, RateBucket, RateTaken, RecordKind, RecordedCall, Resolution, StateStore, StoreError,
+    TaskRecord, TaskStatus,
 };
 
 /// Everything a gate and its server keep in one store.
@@ -28,6 +29,8 @@ trait Backend {
     fn open(&self) -> Result<Arc<dyn Store>, StoreError>;
     /// Marks the store as written by a toolgate newer than this one.
     fn make_newer(&self);
+    /// Whether the store counts rate limits for every handle on it.
+    fn shares_rate_limits(&self) -> bool;
 }
 
 struct Sqlite(tempfile::TempDir);
@@ -44,6 +47,9 @@ impl Backend for Sqlite {
     }
     fn make_newer(&self) {
         set_user_version(&self.0.path().join("state.db"), 999);
+    }
+    fn shares_rate_limits(&self) -> bool {
+        false
     }
 }
 
@@ -115,6 +121,9 @@ impl Backend for Postgres {
     fn make_newer(&self) {
         admin(&self.url, "UPDATE toolgate_schema SET version = 999");
     }
+    fn shares_rate_limits(&self) -> bool {
+        true
+    }
 }
 
 macro_rules! suite {
@@ -143,6 +152,7 @@ suite!(
     tasks_are_written_finished_and_dropped_after_their_ttl,
     a_paused_program_is_taken_once_across_handles,
     a_store_written_by_a_newer_toolgate_is_refused,
+    a_shared_rate_bucket_admits_exactly_its_limit_across_handles,
 );
 
 fn entry(kind: RecordKind, run: &str, session: &str, tool: &str) -> AuditEntry {
@@ -666,4 +676,64 @@ fn a_store_written_by_a_newer_toolgate_is_refused(backend: &dyn Backend) {
     let message = refused.to_string();
     assert!(message.contains("schema version 999"), "{message}");
     assert!(message.contains("upgrade"), "{message}");
+}
+
+fn bucket(key: &str, calls: u32) -> RateBucket {
+    let interval = Duration::from_secs(3600) / calls;
+    RateBucket {
+        key: key.into(),
+        interval,
+        tolerance: interval * (calls - 1),
+    }
+}
+
+fn a_shared_rate_bucket_admits_exactly_its_limit_across_handles(backend: &dyn Backend) {
+    let handles: Vec<Arc<dyn Store>> = (0..3).map(|_| backend.open().unwrap()).collect();
+    if !backend.shares_rate_limits() {
+        // Each gate on this store counts in its own process.
+        assert!(handles[0].rate_counters().is_none());
+        return;
+    }
+    // 20 calls an hour, raced for by 12 threads on three handles.
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let callers: Vec<_> = (0..12)
+        .map(|i| {
+            let store = handles[i % 3].clone();
+            let admitted = admitted.clone();
+            std::thread::spawn(move || {
+                let counters = store.rate_counters().unwrap();
+                for _ in 0..10 {
+                    match counters.take_rate(&[bucket("hourly", 20)]).unwrap() {
+                        RateTaken::Admitted => {
+                            admitted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        RateTaken::Refused { bucket, wait } => {
+                            assert_eq!(bucket, 0);
+                            assert!(wait > Duration::from_secs(170), "{wait:?}");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    assert_eq!(admitted.load(Ordering::SeqCst), 20);
+    // A call under two buckets, one of them full: refused, and the other keeps
+    // the call it had room for.
+    let counters = handles[1].rate_counters().unwrap();
+    let (a, full) = (bucket("a", 1), bucket("hourly", 20));
+    assert!(matches!(
+        counters.take_rate(&[full, a.clone()]).unwrap(),
+        RateTaken::Refused { bucket: 0, .. }
+    ));
+    assert_eq!(
+        counters.take_rate(std::slice::from_ref(&a)).unwrap(),
+        RateTaken::Admitted
+    );
+    assert!(matches!(
+        handles[2].rate_counters().unwrap().take_rate(&[a]).unwrap(),
+        RateTaken::Refused { bucket: 0, .. }
+    ));
 }

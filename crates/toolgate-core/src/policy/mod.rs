@@ -560,7 +560,8 @@ mod tests {
         support.claims = json!({"groups": ["support", "staff"]})
             .as_object()
             .unwrap()
-            .clone();
+            .clone()
+            .into();
         assert_eq!(policy.decide(&refund, &support).decision, Decision::Allow);
         let stranger = principal(Tier::External, &["*"]);
         assert_eq!(

@@ -4,7 +4,8 @@
 //! A reference is local (`#/components/schemas/Pet`) or names a file relative to the
 //! document that holds it (`pet.yaml`, `schemas/common.json#/Error`). Files are read
 //! through [`Sources`], so this module does no I/O itself; a file outside the root
-//! document's directory (`../secret.yaml`) and references by URL are refused.
+//! document's directory (`../secret.yaml`) and references by URL are refused. When
+//! the root is an http(s) URL, files are URLs on its origin, resolved against it.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -14,7 +15,8 @@ use serde_json::Value;
 use super::document::parse;
 
 /// Reads the files a description is made of, by path relative to the root
-/// document's directory (`/`-separated, never starting with `/` or `..`).
+/// document's directory (`/`-separated, never starting with `/` or `..`), or, for a
+/// root that is an http(s) URL, by URL on that URL's origin.
 pub trait Sources {
     /// The text of `path`, or why it cannot be read.
     fn read(&self, path: &str) -> Result<String, String>;
@@ -137,11 +139,39 @@ impl<'s> Resolver<'s> {
 }
 
 /// `file` relative to the directory of `base`, normalized; `None` when it climbs
-/// out of the root directory.
+/// out of the root directory. A `base` that is an http(s) URL keeps its origin: the
+/// file resolves against its path (a path from the root, `/x.yaml`, too) and may
+/// climb to the origin's root, never to another host.
 fn join(base: &str, file: &str) -> Option<String> {
+    if let Some((origin, path)) = url_parts(base) {
+        if file.contains('\\') {
+            return None;
+        }
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let (path, file) = match file.strip_prefix('/') {
+            Some(from_root) => ("", from_root),
+            None => (path.trim_start_matches('/'), file),
+        };
+        return Some(format!("{origin}/{}", join_path(path, file)?));
+    }
     if file.starts_with('/') || file.contains('\\') {
         return None;
     }
+    join_path(base, file)
+}
+
+/// An http(s) URL as its `scheme://authority` and the rest.
+fn url_parts(url: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
+        return None;
+    }
+    let end = scheme.len() + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    Some(url.split_at(end))
+}
+
+/// `file` relative to the directory of the `/`-separated `base`.
+fn join_path(base: &str, file: &str) -> Option<String> {
     let mut parts: Vec<&str> = base.split('/').collect();
     parts.pop();
     for part in file.split('/') {
@@ -174,5 +204,27 @@ mod tests {
         );
         assert_eq!(join("api.yaml", "../etc/passwd"), None);
         assert_eq!(join("api.yaml", "/etc/passwd"), None);
+    }
+
+    #[test]
+    fn relative_files_of_a_url_resolve_against_it_and_never_leave_its_origin() {
+        let base = "https://h.example:8443/specs/v1/api.yaml?raw=1";
+        assert_eq!(
+            join(base, "pet.yaml").as_deref(),
+            Some("https://h.example:8443/specs/v1/pet.yaml")
+        );
+        assert_eq!(
+            join(base, "../common/e.json").as_deref(),
+            Some("https://h.example:8443/specs/common/e.json")
+        );
+        assert_eq!(
+            join(base, "/other/x.yaml").as_deref(),
+            Some("https://h.example:8443/other/x.yaml")
+        );
+        assert_eq!(join(base, "../../../evil.example/x.yaml"), None);
+        assert_eq!(
+            join("http://h.example", "a.yaml").as_deref(),
+            Some("http://h.example/a.yaml")
+        );
     }
 }

@@ -23,6 +23,7 @@ mod salvage;
 mod search;
 mod shape;
 mod structure;
+mod telemetry;
 pub mod template;
 
 pub use crate::Scheduling;
@@ -49,6 +50,7 @@ pub use rate_limits::RateLimit;
 pub use search::SearchSection;
 pub use shape::{returns_shape, schema_shape, value_shape};
 pub use structure::spec_file_schema;
+pub use telemetry::TelemetrySection;
 
 /// The result of checking a spec file.
 #[derive(Debug, Clone)]

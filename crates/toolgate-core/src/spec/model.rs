@@ -46,6 +46,9 @@ pub struct SpecFile {
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,
+    /// What the gate's spans may record of a call (its arguments, opted in by tool).
+    #[serde(default, skip_serializing_if = "super::TelemetrySection::is_default")]
+    pub telemetry: super::TelemetrySection,
     /// Which tools may run when in a conversation: steps, guards and constraints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<crate::flow::Flow>,

@@ -330,6 +330,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("HostedTool") => "a hosted tool",
         Some("NetworkSection") => "`network`",
         Some("LimitsSection") => "`limits`",
+        Some("TelemetrySection") => "`telemetry`",
         Some("AuthSection") => "`auth`",
         Some("ApiKeysSection") => "`auth.api_keys`",
         Some("OAuthSection") => "`auth.oauth`",

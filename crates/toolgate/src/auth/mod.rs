@@ -32,7 +32,7 @@ pub struct Identity {
     pub scopes: Option<Vec<String>>,
     /// What the credential says of the caller, for policy rules' `claim:` tests:
     /// an access token's claims; an API key's `key_id` and `key_label`.
-    pub claims: serde_json::Map<String, serde_json::Value>,
+    pub claims: toolgate_core::Claims,
 }
 
 /// How a request authenticated.
@@ -129,7 +129,7 @@ fn identity_of(key: &ApiKey) -> Identity {
         method: AuthMethod::ApiKey,
         credential: Some(credential),
         scopes: None,
-        claims,
+        claims: claims.into(),
     }
 }
 

@@ -271,7 +271,7 @@ impl OAuth {
             method: AuthMethod::OAuth,
             credential: Some(credential),
             scopes: tool_scopes(claims),
-            claims: claims.clone(),
+            claims: claims.clone().into(),
         })
     }
 

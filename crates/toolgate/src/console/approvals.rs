@@ -73,7 +73,7 @@ pub(super) async fn events(
         (app, viewer, None::<Vec<String>>),
         |(app, viewer, mut shown)| async move {
             loop {
-                let now = pending(&app).map(|list| fingerprint(&list)).ok();
+                let now = pending(&app, &viewer).map(|list| fingerprint(&list)).ok();
                 if now.is_some() && now != shown {
                     shown = now;
                     let rows = rows_markup(&app, &viewer).unwrap_or_else(|e| {
@@ -96,16 +96,17 @@ fn fingerprint(list: &[Approval]) -> Vec<String> {
     list.iter().map(|a| a.id.clone()).collect()
 }
 
-/// The pending requests, newest first.
-fn pending(app: &App) -> Result<Vec<Approval>, String> {
+/// The pending requests `viewer` may see, newest first.
+fn pending(app: &App, viewer: &Viewer) -> Result<Vec<Approval>, String> {
     let gate = app.gate();
     let mut list = gate.store().list(false).map_err(|e| e.to_string())?;
+    list.retain(|a| viewer.sees(&a.principal));
     list.reverse();
     Ok(list)
 }
 
 fn rows_markup(app: &App, viewer: &Viewer) -> Result<Markup, String> {
-    let list = pending(app)?;
+    let list = pending(app, viewer)?;
     let gate = app.gate();
     let approvers = app.console.approvers();
     Ok(html! {
@@ -254,8 +255,8 @@ pub(super) async fn deny(
 /// The approval request `id`, or the page saying why it cannot be answered.
 fn asked(store: &dyn ApprovalStore, viewer: &Viewer, id: &str) -> Result<Approval, Box<Response>> {
     match store.get(id) {
-        Ok(Some(asked)) => Ok(asked),
-        Ok(None) => {
+        Ok(Some(asked)) if viewer.sees(&asked.principal) => Ok(asked),
+        Ok(_) => {
             let message = format!(
                 "there is no approval request {id}; it may have been answered and used already"
             );

@@ -93,7 +93,10 @@ pub(super) async fn page(
     Query(query): Query<AuditQuery>,
 ) -> Response {
     let gate = app.gate();
-    let filter = query.filter();
+    let mut filter = query.filter();
+    if let Some(only) = &viewer.only {
+        filter.principal = Some(only.clone());
+    }
     let store = gate.store().clone();
     let before = query.before;
     let found = off_the_runtime(move || store.query(&filter, before, PAGE)).await;
@@ -190,7 +193,10 @@ pub(super) async fn pending(
 ) -> Response {
     let store = app.gate().store().clone();
     let pending = match off_the_runtime(move || store.pending()).await {
-        Ok(pending) => pending,
+        Ok(mut pending) => {
+            pending.retain(|r| viewer.sees(&r.entry.principal));
+            pending
+        }
         Err(message) => {
             return error_page(StatusCode::INTERNAL_SERVER_ERROR, Some(&viewer), &message);
         }
@@ -218,8 +224,8 @@ pub(super) async fn record(
         .query(&AuditFilter::default(), seq.checked_add(1), 1)
         .map(|r| r.into_iter().find(|r| r.seq == seq));
     let record = match found {
-        Ok(Some(record)) => record,
-        Ok(None) => {
+        Ok(Some(record)) if viewer.sees(&record.entry.principal) => record,
+        Ok(_) => {
             let message = format!("the audit log has no record {seq}");
             return error_page(StatusCode::NOT_FOUND, Some(&viewer), &message);
         }

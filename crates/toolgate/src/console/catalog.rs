@@ -20,6 +20,8 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
     let gate = app.gate();
     let spec = &app.console.inner.spec;
     let body = html! {
+        (super::upstreams::sections(&app, &viewer))
+        h2 { "Tools" }
         table #catalog {
             thead { tr {
                 th { "Tool" } th { "Effect" } th { "Tier" } th { "Source" } th { "Binding" }

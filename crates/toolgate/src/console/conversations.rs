@@ -32,7 +32,11 @@ pub(super) async fn page(
 ) -> Response {
     let gate = app.gate();
     let store = gate.store();
-    let recent = match store.query(&AuditFilter::default(), None, RECENT_RECORDS) {
+    let mine = AuditFilter {
+        principal: viewer.only.clone(),
+        ..AuditFilter::default()
+    };
+    let recent = match store.query(&mine, None, RECENT_RECORDS) {
         Ok(records) => records,
         Err(e) => {
             return error_page(
@@ -59,7 +63,7 @@ pub(super) async fn page(
         .filter(|s| !s.is_empty());
     let detail = match session {
         None => html! {},
-        Some(session) => match conversation(&app, session) {
+        Some(session) => match conversation(&app, &viewer, session) {
             Ok(markup) => markup,
             Err(e) => html! { p.error { (e) } },
         },
@@ -88,9 +92,26 @@ pub(super) async fn page(
     layout::page("Conversations", Some(&viewer), Nav::Conversations, body).into_response()
 }
 
-fn conversation(app: &App, session: &str) -> Result<Markup, String> {
+fn conversation(app: &App, viewer: &Viewer, session: &str) -> Result<Markup, String> {
     let gate = app.gate();
     let store = gate.store();
+    if let Some(only) = &viewer.only {
+        // Another principal's conversation is not told from one that never was.
+        let theirs = AuditFilter {
+            session: Some(session.to_owned()),
+            principal: Some(only.clone()),
+            ..AuditFilter::default()
+        };
+        if store
+            .query(&theirs, None, 1)
+            .map_err(|e| e.to_string())?
+            .is_empty()
+        {
+            return Err(format!(
+                "no conversation `{session}` of yours has made a call"
+            ));
+        }
+    }
     let state = store.load(session).map_err(|e| e.to_string())?;
     let calls = store.calls(session).map_err(|e| e.to_string())?;
     let view = gate.flow_view(session).map_err(|e| e.to_string())?;

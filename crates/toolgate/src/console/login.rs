@@ -3,7 +3,9 @@
 //! On loopback without `auth:`, the server prints a login URL with a random
 //! token (as Jupyter does); opening it once starts a session. With `auth:`, a
 //! person logs in with a credential `/mcp` would take (an API key, a bearer
-//! token), and sees the console as that principal. Either way the browser gets
+//! token), and sees the console as that principal: a principal the spec grants
+//! no `approve:` sees only its own calls, approvals, conversations and audit
+//! records; approvers and the operator see everything. Either way the browser gets
 //! a session cookie (`HttpOnly`, `SameSite=Strict`: scripts cannot read it and
 //! other sites' requests do not carry it), and each session has a CSRF token
 //! that every state-changing form carries. A write whose `Origin` or
@@ -81,9 +83,17 @@ pub(crate) struct Viewer {
     pub(crate) how: &'static str,
     /// What every state-changing form of this session carries.
     pub(crate) csrf: String,
+    /// The only principal whose calls, approvals and audit records this viewer
+    /// sees; `None` for the operator and for approvers, who see everything.
+    pub(crate) only: Option<String>,
 }
 
 impl Viewer {
+    /// Whether this viewer may see what `principal` did.
+    pub(crate) fn sees(&self, principal: &str) -> bool {
+        self.only.as_deref().is_none_or(|only| only == principal)
+    }
+
     /// Whether a form's CSRF token is this session's.
     pub(crate) fn csrf_ok(&self, presented: &str) -> bool {
         self.csrf.as_bytes().ct_eq(presented.as_bytes()).into()
@@ -98,12 +108,18 @@ pub(super) struct Sessions {
 
 impl Sessions {
     /// A new session for `viewer`; the cookie value that names it.
-    fn open(&self, who: String, how: &'static str) -> std::io::Result<String> {
+    fn open(
+        &self,
+        who: String,
+        how: &'static str,
+        only: Option<String>,
+    ) -> std::io::Result<String> {
         let id = random_hex()?;
         let viewer = Viewer {
             who,
             how,
             csrf: random_hex()?,
+            only,
         };
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.retain(|_, (_, seen)| seen.elapsed() < IDLE);
@@ -168,7 +184,7 @@ pub(super) async fn page(State(app): State<App>, Query(query): Query<LoginQuery>
         );
     }
     let who = app.console.inner.operator.clone();
-    start(&app, who, "login link")
+    start(&app, who, "login link", None)
 }
 
 #[derive(Deserialize)]
@@ -192,6 +208,11 @@ pub(super) async fn with_credential(
     }
     match app.access.identify(form.credential.trim()).await {
         Ok(identity) => {
+            // A principal who may not answer approvals sees only its own doings.
+            let only = identity
+                .principal
+                .clone()
+                .filter(|p| !app.console.sees_everything(p));
             let who = identity
                 .principal
                 .unwrap_or_else(|| app.console.inner.operator.clone());
@@ -200,7 +221,7 @@ pub(super) async fn with_credential(
                 crate::auth::AuthMethod::BearerToken => "bearer token",
                 _ => "access token",
             };
-            start(&app, who, how)
+            start(&app, who, how, only)
         }
         Err(_) => login_page(
             &app,
@@ -213,8 +234,8 @@ pub(super) async fn with_credential(
 }
 
 /// A new session for `who`, its cookie set, and on to the approvals.
-fn start(app: &App, who: String, how: &'static str) -> Response {
-    let Ok(id) = app.console.inner.sessions.open(who, how) else {
+fn start(app: &App, who: String, how: &'static str, only: Option<String>) -> Response {
+    let Ok(id) = app.console.inner.sessions.open(who, how, only) else {
         return login_page(
             app,
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -349,7 +370,7 @@ mod tests {
     #[test]
     fn a_session_is_found_by_its_cookie_among_others() {
         let sessions = Sessions::default();
-        let id = sessions.open("alice".into(), "login link").unwrap();
+        let id = sessions.open("alice".into(), "login link", None).unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(
             header::COOKIE,

@@ -23,9 +23,10 @@ mod catalog;
 mod conversations;
 mod layout;
 mod login;
+mod upstreams;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -35,9 +36,10 @@ use axum::routing::{get, post};
 use toolgate_core::Approvers;
 use toolgate_core::spec::SpecFile;
 
-use crate::Gate;
+use crate::mcp::client::Upstreams;
 use crate::mcp::server::HttpAccess;
 use crate::mcp::server::rebinding::{self, Guard};
+use crate::{Gate, PinStore};
 
 pub use login::LoginToken;
 use login::{Sessions, Viewer};
@@ -61,6 +63,10 @@ struct Inner {
     sessions: Sessions,
     /// Who answers approvals after logging in with the one-time token.
     operator: String,
+    /// Where the upstream tools' pins live, for the Catalog's quarantine.
+    pins: OnceLock<Arc<dyn PinStore>>,
+    /// The running upstream servers, for their health on the Catalog.
+    upstreams: OnceLock<Arc<Upstreams>>,
 }
 
 impl std::fmt::Debug for Console {
@@ -83,8 +89,24 @@ impl Console {
                 login,
                 sessions: Sessions::default(),
                 operator: operator_name(),
+                pins: OnceLock::new(),
+                upstreams: OnceLock::new(),
             }),
         }
+    }
+
+    /// Shows the quarantined tools of `pins` on the Catalog, each with
+    /// **Accept**. Set once; a later call is ignored.
+    pub fn with_pins(self, pins: Arc<dyn PinStore>) -> Self {
+        let _ = self.inner.pins.set(pins);
+        self
+    }
+
+    /// Shows the health and circuit state of the running `upstreams` on the
+    /// Catalog, and releases a tool accepted there at once. Set once.
+    pub fn with_upstreams(self, upstreams: Arc<Upstreams>) -> Self {
+        let _ = self.inner.upstreams.set(upstreams);
+        self
     }
 
     /// The URL that logs a browser in, once, for a console at `addr`; `None`
@@ -141,6 +163,7 @@ impl Console {
             .route("/audit/{seq}", get(audit::record))
             .route("/audit/resolve/{run_id}", post(audit::resolve))
             .route("/catalog", get(catalog::page))
+            .route("/catalog/pins/{tool}/accept", post(upstreams::accept))
             .route("/conversations", get(conversations::page))
             .route("/logout", post(login::logout))
             .layer(middleware::from_fn_with_state(app.clone(), require_session));
@@ -151,6 +174,17 @@ impl Console {
             .layer(middleware::from_fn(login::same_origin_writes))
             .layer(middleware::from_fn(security_headers))
             .with_state(app)
+    }
+
+    /// Whether `principal` sees every principal's calls: an approver does (as
+    /// does everyone when the spec declares no approvers: then anyone answers).
+    fn sees_everything(&self, principal: &str) -> bool {
+        let spec = &self.inner.spec;
+        !self.approvers().declared()
+            || spec
+                .principals
+                .get(principal)
+                .is_some_and(|p| !p.approve.is_empty())
     }
 
     fn approvers(&self) -> Approvers<'_> {
@@ -302,6 +336,7 @@ tools:
             who: "operator".into(),
             how: "login link",
             csrf: "csrf-for-tests".into(),
+            only: None,
         }
     }
 

@@ -11,7 +11,11 @@
 //! Every limit a call falls under is checked, and then taken, under one lock:
 //! a call refused by one limit spends nothing of another's, and N calls
 //! allowed in a window are exactly N however many callers race for them. The
-//! counts live in this process (in memory); two processes count apart.
+//! counts live in this process (in memory), so two processes count apart —
+//! unless the gate's store keeps [`RateCounters`] for every process sharing it
+//! (PostgreSQL), when the buckets are counted there, in one atomic step per
+//! call, and only the calls in flight (which end with this process) are
+//! counted here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use toolgate_core::spec::RateLimit;
 use toolgate_core::{Principal, scope_matches};
+
+use crate::store::{RateBucket, RateCounters, RateTaken, StoreError};
 
 /// How long a call refused for calls in flight is told to wait: a running call
 /// may end any moment, so soon.
@@ -61,6 +67,14 @@ pub struct RateRefused {
     pub limit: String,
     /// When the call would be let through (for calls in flight, a guess).
     pub retry_after: Duration,
+}
+
+/// Why a call was not let through: a limit refused it, or the counters the
+/// store shares could not be read (and the call fails closed).
+#[derive(Debug)]
+pub enum Limited {
+    Refused(RateRefused),
+    Store(StoreError),
 }
 
 /// What a call let through holds: its places among the calls in flight, given
@@ -143,13 +157,59 @@ impl RateLimiter {
         tool: &str,
         now: Instant,
     ) -> Result<RatePermit, RateRefused> {
-        let mut permit = RatePermit::default();
-        if self.limits.is_empty() {
+        let applying = self.applying(principal, tool);
+        self.take(&applying, now, true)
+    }
+
+    /// [`RateLimiter::admit`], counting the calls per window in `counters` when
+    /// the store shares them (so every instance on it counts together), and only
+    /// the calls in flight here.
+    pub fn admit_counted(
+        self: &Arc<Self>,
+        principal: &Principal,
+        tool: &str,
+        counters: Option<&dyn RateCounters>,
+    ) -> Result<RatePermit, Limited> {
+        let Some(counters) = counters else {
+            return self.admit(principal, tool).map_err(Limited::Refused);
+        };
+        let applying = self.applying(principal, tool);
+        let permit = self
+            .take(&applying, Instant::now(), false)
+            .map_err(Limited::Refused)?;
+        let (limits, buckets): (Vec<&Limit>, Vec<RateBucket>) = applying
+            .iter()
+            .filter_map(|(i, limit, key)| {
+                let (interval, tolerance) = limit.bucket?;
+                let spec = serde_json::to_string(&limit.spec).unwrap_or_default();
+                let bucket = RateBucket {
+                    key: format!("{spec}#{i}@{key}"),
+                    interval,
+                    tolerance,
+                };
+                Some((*limit, bucket))
+            })
+            .unzip();
+        if buckets.is_empty() {
             return Ok(permit);
         }
-        let now = now.saturating_duration_since(self.epoch);
-        let applying: Vec<(usize, &Limit, String)> = self
-            .limits
+        // A refusal drops `permit`, giving back its places in flight.
+        match counters.take_rate(&buckets).map_err(Limited::Store)? {
+            RateTaken::Admitted => Ok(permit),
+            RateTaken::Refused { bucket, wait } => Err(Limited::Refused(RateRefused {
+                limit: limits
+                    .get(bucket)
+                    .map(|l| l.spec.describe())
+                    .unwrap_or_default(),
+                retry_after: wait,
+            })),
+        }
+    }
+
+    /// The limits a call of `principal` to `tool` falls under, with the key of
+    /// what each counts (`""` for every caller together).
+    fn applying(&self, principal: &Principal, tool: &str) -> Vec<(usize, &Limit, String)> {
+        self.limits
             .iter()
             .enumerate()
             .filter_map(|(i, limit)| {
@@ -161,15 +221,27 @@ impl RateLimiter {
                 };
                 scope_matches(&limit.tool, tool).then_some((i, limit, key))
             })
-            .collect();
+            .collect()
+    }
+
+    /// Checks every limit of `applying` (the buckets too, with `buckets`), and
+    /// takes from each only if all let the call through.
+    fn take(
+        self: &Arc<Self>,
+        applying: &[(usize, &Limit, String)],
+        now: Instant,
+        buckets: bool,
+    ) -> Result<RatePermit, RateRefused> {
+        let mut permit = RatePermit::default();
         if applying.is_empty() {
             return Ok(permit);
         }
+        let now = now.saturating_duration_since(self.epoch);
         let mut counts = self.lock();
         // Check every limit first, so that a refused call takes nothing.
         let mut refused: Option<RateRefused> = None;
-        for (i, limit, key) in &applying {
-            let wait = limit_wait(limit, &counts, (*i, key), now);
+        for (i, limit, key) in applying {
+            let wait = limit_wait(limit, &counts, (*i, key), now, buckets);
             if let Some(wait) = wait
                 && refused.as_ref().is_none_or(|r| r.retry_after < wait)
             {
@@ -183,8 +255,8 @@ impl RateLimiter {
             return Err(refused);
         }
         for (i, limit, key) in applying {
-            let key = (i, key);
-            if let Some((interval, _)) = limit.bucket {
+            let key = (*i, key.clone());
+            if buckets && let Some((interval, _)) = limit.bucket {
                 let due = counts.due.get(&key).copied().unwrap_or(now).max(now);
                 counts.due.insert(key.clone(), due + interval);
             }
@@ -204,18 +276,23 @@ impl RateLimiter {
     }
 }
 
-/// How long a call must wait for `limit`, or `None` when it may start now.
+/// How long a call must wait for `limit` (its bucket only with `buckets`), or
+/// `None` when it may start now.
 fn limit_wait(
     limit: &Limit,
     counts: &Counts,
     key: (usize, &String),
     now: Duration,
+    buckets: bool,
 ) -> Option<Duration> {
     let key = (key.0, key.1.clone());
     if let Some(most) = limit.in_flight
         && counts.running.get(&key).copied().unwrap_or(0) >= most
     {
         return Some(IN_FLIGHT_RETRY);
+    }
+    if !buckets {
+        return None;
     }
     let (_, tolerance) = limit.bucket?;
     let due = counts.due.get(&key).copied().unwrap_or(now).max(now);

@@ -43,7 +43,7 @@ use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
 use arguments::ArgumentChecker;
 use execution::Execution;
-pub use limiter::{RateLimiter, RatePermit, RateRefused};
+pub use limiter::{Limited, RateLimiter, RatePermit, RateRefused};
 use run::RunLimits;
 
 /// A call as a model (or any caller) makes it.
@@ -113,6 +113,8 @@ struct Entry {
     save_response_as: Option<String>,
     timeout: Option<Duration>,
     slots: Arc<Semaphore>,
+    /// The arguments its span may record (`telemetry.span_arguments`).
+    span_arguments: Option<Vec<String>>,
 }
 
 type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -228,6 +230,10 @@ impl GateBuilder {
                         .and_then(|t| t.timeout.as_deref())
                         .and_then(|t| humantime::parse_duration(t).ok()),
                     slots: Arc::new(Semaphore::new(self.options.per_tool_concurrency.max(1))),
+                    span_arguments: spec
+                        .telemetry
+                        .span_arguments_of(tool.name())
+                        .map(<[String]>::to_vec),
                 };
                 (tool.name().to_owned(), Arc::new(entry))
             })
@@ -385,6 +391,7 @@ impl Gate {
             gen_ai.tool.name = %name,
             gen_ai.tool.call.id = %clip_text(&call.id, MAX_NAME_LEN),
             gen_ai.tool.type = "function",
+            gen_ai.tool.call.arguments = tracing::field::Empty,
             toolgate.principal = %principal.id,
             toolgate.session = session,
             toolgate.effect = tracing::field::Empty,
@@ -477,6 +484,14 @@ impl Gate {
             }
         };
         entry.arguments = audit_arguments(&arguments, tool.input_schema());
+        if let Some(names) = &tool_entry.span_arguments {
+            let span = tracing::Span::current();
+            if !span.is_disabled()
+                && let Some(text) = crate::telemetry::span_arguments(&entry.arguments, names)
+            {
+                span.record("gen_ai.tool.call.arguments", text);
+            }
+        }
         // Admit: the conversation's flow may not allow this call yet (see `crate::flow`).
         // The caller is told only what its view allows; the audit keeps the full reason.
         let admitted = match self
@@ -554,9 +569,13 @@ impl Gate {
         // call refused for any other reason (unknown, invalid, out of turn,
         // denied, waiting for approval) spends nothing; and before its intent
         // is recorded or it waits for a slot, so a refused call costs no write.
-        let limited = match self.limiter.admit(principal, &call.name) {
+        let counters = self.store.rate_counters();
+        let limited = match self.limiter.admit_counted(principal, &call.name, counters) {
             Ok(permit) => permit,
-            Err(refused) => {
+            Err(limiter::Limited::Store(e)) => {
+                return store_failure("the rate-limit counters", e);
+            }
+            Err(limiter::Limited::Refused(refused)) => {
                 crate::telemetry::rate_limited(&call.name, &principal.id);
                 let outcome = Outcome::RateLimited {
                     limit: refused.limit,

@@ -7,11 +7,14 @@
 //! was checked); and turns the response into the tool's value or an error the gate
 //! can retry or not. Secrets from the environment and credential headers are masked
 //! out of logs, errors and results. MCP servers reached by URL connect through the
-//! same checked resolver (`resolver.rs`). [`sandbox`] loads someone else's spec file with
+//! same checked resolver (`resolver.rs`), and so are documents fetched by URL (`fetch.rs`:
+//! an OpenAPI description and the files it refers to). [`sandbox`] loads someone else's spec file with
 //! its bindings outside an allow-list downgraded to mocks.
 
 #[cfg(feature = "http")]
 mod body;
+#[cfg(feature = "http")]
+mod fetch;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod fill;
 #[cfg(feature = "http")]
@@ -27,6 +30,8 @@ mod sandbox;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod secrets;
 
+#[cfg(feature = "http")]
+pub use fetch::{FetchError, FetchLimits, Fetched, fetch_document};
 #[cfg(feature = "http")]
 pub use response::DEFAULT_MAX_RESPONSE_BYTES;
 #[cfg(feature = "http")]

@@ -208,6 +208,15 @@ pub trait ApprovalStore: Send + Sync {
     /// One request by id (`ap-` may be left off), or `None`.
     fn get(&self, id: &str) -> Result<Option<Approval>, StoreError>;
 
+    /// Whether a caller waiting for `id` should stop waiting: it was answered,
+    /// or it is gone or unreadable (the call run again then says why).
+    fn no_longer_pending(&self, id: &str) -> bool {
+        self.get(id)
+            .ok()
+            .flatten()
+            .is_none_or(|a| a.status != ApprovalStatus::Pending)
+    }
+
     /// Approves a pending request as `by`; with a grant, also records it
     /// (expires at now + ttl).
     fn approve_by(

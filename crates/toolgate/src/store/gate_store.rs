@@ -15,8 +15,8 @@ use super::turns::{
 use super::{
     Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory, CodeRunStore, Grant,
     MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCodeRuns, MemoryStore, MemoryTasks,
-    PausedRun, RecordedCall, Resolution, SqliteStore, StateStore, StoreError, TaskRecord,
-    TaskStatus, TaskStore,
+    PausedRun, RateCounters, RecordedCall, Resolution, SqliteStore, StateStore, StoreError,
+    TaskRecord, TaskStatus, TaskStore,
 };
 use crate::Outcome;
 
@@ -58,6 +58,12 @@ pub trait GateStore:
         lease: Duration,
         check: &mut AdmissionCheck<'_>,
     ) -> Result<Admission, StoreError>;
+
+    /// The rate-limit counters this store keeps for every process sharing it, or
+    /// `None` (the default) when each gate counts its calls in its own process.
+    fn rate_counters(&self) -> Option<&dyn RateCounters> {
+        None
+    }
 
     /// [`GateStore::complete`] for a call [`GateStore::admit`] let in (its intent is
     /// in the log already), releasing the session's turn in the same transaction.

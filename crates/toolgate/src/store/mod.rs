@@ -22,9 +22,11 @@ mod files;
 mod gate_store;
 mod group_commit;
 mod memory;
+mod pin_diff;
 mod pins;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rate_counters;
 mod select;
 mod sqlite;
 mod tasks;
@@ -47,12 +49,14 @@ pub use error::StoreError;
 pub use files::ALLOW_SYMLINK_ENV;
 pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
+pub use pin_diff::pin_diff;
 pub use pins::{
     MemoryPins, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore, changed_fields,
     join_fields,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
+pub use rate_counters::{RateBucket, RateCounters, RateTaken};
 pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 pub use sqlite::SqliteStore;
 pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};

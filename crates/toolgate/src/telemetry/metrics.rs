@@ -231,6 +231,11 @@ fn describe() {
         Unit::Count,
         "Restarts of upstream MCP servers after a failure."
     );
+    describe_counter!(
+        UPSTREAM_CALLS,
+        Unit::Count,
+        "Calls sent to upstream MCP servers, by server and outcome (ok, or error: the tool's, the server's, a timeout or a lost connection)."
+    );
     describe_gauge!(APPROVALS_PENDING, "Approvals waiting for an answer.");
     describe_gauge!(
         APPROVAL_OLDEST_AGE,

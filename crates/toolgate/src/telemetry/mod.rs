@@ -16,9 +16,11 @@ mod json_log;
 #[cfg(feature = "mcp")]
 mod metrics;
 mod record;
+mod span_arguments;
 mod traces;
 
 pub(crate) use record::*;
+pub(crate) use span_arguments::span_arguments;
 #[allow(unused_imports)]
 pub(crate) use traces::{follow_remote_parent, trace_fields};
 

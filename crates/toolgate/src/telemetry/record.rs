@@ -13,6 +13,7 @@ pub(crate) const COMMIT_DURATION: &str = "toolgate_store_commit_duration_seconds
 pub(crate) const AUDIT_RECORDS: &str = "toolgate_audit_records_total";
 pub(crate) const RATE_LIMITED: &str = "toolgate_rate_limited_total";
 pub(crate) const UPSTREAM_RESTARTS: &str = "toolgate_upstream_restarts_total";
+pub(crate) const UPSTREAM_CALLS: &str = "toolgate_upstream_calls_total";
 pub(crate) const APPROVALS_PENDING: &str = "toolgate_approvals_pending";
 pub(crate) const APPROVAL_OLDEST_AGE: &str = "toolgate_approval_oldest_age_seconds";
 pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
@@ -61,4 +62,15 @@ pub(crate) fn rate_limited(tool: &str, principal: &str) {
 #[inline]
 pub(crate) fn upstream_restart(server: &str) {
     metrics::counter!(UPSTREAM_RESTARTS, "server" => server.to_owned()).increment(1);
+}
+
+/// A call sent to an upstream MCP server was answered with a result
+/// (`ok`), or ended in an error: the tool's, the server's, a timeout or a
+/// lost connection (`error`).
+#[cfg(feature = "mcp")]
+#[inline]
+pub(crate) fn upstream_call(server: &str, ok: bool) {
+    let outcome = if ok { "ok" } else { "error" };
+    metrics::counter!(UPSTREAM_CALLS, "server" => server.to_owned(), "outcome" => outcome)
+        .increment(1);
 }

@@ -784,7 +784,7 @@ impl Server {
             }
         };
         let label = &self.label;
-        match answer {
+        let result = match answer {
             Err(_) => Err(ToolError::retryable(format!(
                 "{label} did not answer within {}; the call was cancelled on the server",
                 humantime::format_duration(limit)
@@ -829,7 +829,9 @@ impl Server {
                 "{label} failed the call: {}",
                 upstream_words(&other.to_string(), &self.config.scrubber)
             ))),
-        }
+        };
+        crate::telemetry::upstream_call(&self.config.name, result.is_ok());
+        result
     }
 
     /// Sends one `tools/call`. While it runs, the server's progress on it, its log

@@ -159,11 +159,7 @@ pub(crate) async fn wait_for_answer(
 ) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let decided = ApprovalStore::get(gate.store().as_ref(), approval_id)
-            .ok()
-            .flatten()
-            .is_none_or(|a| a.status != crate::ApprovalStatus::Pending);
-        if decided {
+        if ApprovalStore::no_longer_pending(gate.store().as_ref(), approval_id) {
             return true;
         }
         if tokio::time::Instant::now() >= deadline {

@@ -287,6 +287,10 @@ enum Step {
 }
 
 impl GateStore for PostgresStore {
+    fn rate_counters(&self) -> Option<&dyn crate::store::RateCounters> {
+        Some(self)
+    }
+
     fn complete(
         &self,
         session: &str,

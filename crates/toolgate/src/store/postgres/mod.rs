@@ -23,6 +23,7 @@
 mod approvals;
 mod gate;
 mod others;
+mod rate;
 mod schema;
 mod writer;
 
@@ -233,7 +234,7 @@ impl Inner {
         action: &'static str,
     ) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
         move |e| {
-            if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
+            if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() || going_away(&e) {
                 StoreError::Unreachable {
                     location: self.location.clone(),
                     problem: format!("{action}: {}", error_text(&e)),
@@ -254,6 +255,16 @@ impl Inner {
             problem: "the store was shut down".into(),
         }
     }
+}
+
+/// Whether the database refused because it is shutting down, starting up or
+/// crashed (SQLSTATE class 57, operator intervention, but for a cancelled query),
+/// or the connection failed (class 08): it is out of reach, not failing.
+fn going_away(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|code| {
+        let code = code.code();
+        code.starts_with("08") || code.starts_with("57P")
+    })
 }
 
 /// An error's message with its causes, as one line.

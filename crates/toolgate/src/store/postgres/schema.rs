@@ -6,7 +6,8 @@
 //! database as it was. An instance refuses a database whose version is newer than it
 //! knows. Version 1 holds everything SQLite's schema 9 holds, in PostgreSQL's terms:
 //! the columns of the audit log that a command reads are generated from the hashed
-//! record, as in SQLite since schema 5.
+//! record, as in SQLite since schema 5. Version 2 adds the rate-limit counters the
+//! instances share, which SQLite does not keep.
 
 use super::{Inner, StoreError};
 
@@ -115,6 +116,39 @@ const MIGRATIONS: &[&str] = &[
         seal        TEXT NOT NULL
     );
     CREATE INDEX code_runs_status ON code_runs (status, since_ms);",
+    // Version 2: rate-limit counters shared by the instances (see `rate`).
+    "CREATE TABLE rate_buckets (
+        key    TEXT PRIMARY KEY,
+        due_us BIGINT NOT NULL
+    );
+    CREATE FUNCTION toolgate_take_rate(
+        keys TEXT[], intervals BIGINT[], tolerances BIGINT[],
+        OUT refused_by INT, OUT wait_us BIGINT
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+        now_us BIGINT;
+        ahead  BIGINT;
+    BEGIN
+        refused_by := 0;
+        wait_us := 0;
+        INSERT INTO rate_buckets (key, due_us)
+            SELECT k, 0 FROM unnest(keys) WITH ORDINALITY AS t(k, n) ORDER BY n
+            ON CONFLICT (key) DO NOTHING;
+        PERFORM 1 FROM rate_buckets WHERE key = ANY (keys) ORDER BY key FOR UPDATE;
+        now_us := (extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT;
+        FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+            SELECT greatest(due_us, now_us) - now_us - tolerances[i] INTO ahead
+                FROM rate_buckets WHERE key = keys[i];
+            IF ahead > wait_us THEN
+                wait_us := ahead;
+                refused_by := i;
+            END IF;
+        END LOOP;
+        IF refused_by = 0 THEN
+            UPDATE rate_buckets AS b SET due_us = greatest(b.due_us, now_us) + t.interval_us
+                FROM unnest(keys, intervals) AS t(key, interval_us) WHERE b.key = t.key;
+        END IF;
+    END $$;",
 ];
 
 /// The schema version this toolgate writes and understands.
