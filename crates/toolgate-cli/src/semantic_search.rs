@@ -11,6 +11,8 @@ use toolgate::spec::SpecFile;
 /// Where the model and its vector cache are, resolved against the spec file.
 pub struct ModelChoice {
     pub model: PathBuf,
+    /// Read only by a build with the `semantic` feature.
+    #[cfg_attr(not(feature = "semantic"), allow(dead_code))]
     pub cache: Option<PathBuf>,
 }
 

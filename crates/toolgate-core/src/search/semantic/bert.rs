@@ -102,7 +102,11 @@ impl Bert {
         }
         Ok(Bert {
             words: embedding(config.vocab_size, h, e.pp("word_embeddings"))?,
-            positions: embedding(config.max_position_embeddings, h, e.pp("position_embeddings"))?,
+            positions: embedding(
+                config.max_position_embeddings,
+                h,
+                e.pp("position_embeddings"),
+            )?,
             types: embedding(config.type_vocab_size, h, e.pp("token_type_embeddings"))?,
             norm: layer_norm(h, eps, e.pp("LayerNorm"))?,
             layers,
@@ -138,11 +142,11 @@ impl Bert {
             let v = split(layer.value.forward(&x)?)?;
             let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&bias)?;
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((batch, len, self.heads * self.head_size))?;
+            let context = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((
+                batch,
+                len,
+                self.heads * self.head_size,
+            ))?;
             let attended = layer
                 .attention_norm
                 .forward(&(layer.attention_out.forward(&context)? + &x)?)?;

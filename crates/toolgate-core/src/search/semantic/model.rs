@@ -5,9 +5,9 @@
 //! The model is built from its files' bytes; reading them is the runtime's job
 //! (`toolgate::semantic::load_model`), since this crate does no I/O.
 
+use super::bert::{Bert, BertConfig};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use super::bert::{Bert, BertConfig};
 use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
@@ -92,10 +92,10 @@ impl Embedder {
             pad_to_multiple_of: None,
             ..pad
         }));
-        let weights = VarBuilder::from_buffered_safetensors(files.weights, DType::F32, &Device::Cpu)
-            .map_err(|e| ModelError::Weights(e.to_string()))?;
-        let model =
-            Bert::load(weights, &config).map_err(|e| ModelError::Weights(e.to_string()))?;
+        let weights =
+            VarBuilder::from_buffered_safetensors(files.weights, DType::F32, &Device::Cpu)
+                .map_err(|e| ModelError::Weights(e.to_string()))?;
+        let model = Bert::load(weights, &config).map_err(|e| ModelError::Weights(e.to_string()))?;
         Ok(Embedder {
             model,
             tokenizer,

@@ -61,8 +61,7 @@ impl Vectors {
         }
         match self.rows.get(name) {
             Some(&row) => {
-                self.data[row * self.dimension..(row + 1) * self.dimension]
-                    .copy_from_slice(vector);
+                self.data[row * self.dimension..(row + 1) * self.dimension].copy_from_slice(vector);
             }
             None => {
                 self.rows.insert(name.to_owned(), self.names.len());
