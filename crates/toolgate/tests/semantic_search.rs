@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 use toolgate::search::eval;
-use toolgate::search::{Fusion, SearchIndex, SearchRequest};
+use toolgate::search::{Fusion, SearchIndex};
 use toolgate::semantic::{Embedder, SemanticIndex, VectorCache, load_model};
 use toolgate::{Effect, Principal, SearchTools, ToolDescriptor, ToolSource};
 
@@ -189,7 +189,7 @@ fn a_restart_or_a_changed_tool_embeds_only_what_changed() {
     assert!(!names("charge the client").contains(&"e.invoice".to_owned()));
 }
 
-/// The development set's figures: lexical, and fused both ways.
+/// The development set's figures, lexical and fused, and the reworded set's.
 #[test]
 fn fused_search_keeps_the_development_set_figures_and_gains_on_reworded_requests() {
     let Some(model) = model("fused_search_keeps_the_development_set_figures") else {
@@ -205,9 +205,10 @@ fn fused_search_keeps_the_development_set_figures_and_gains_on_reworded_requests
         let queries = eval::parse_queries(text).unwrap();
         eval::check_queries(&index, &queries).unwrap();
         let lexical = eval::evaluate(&index, &queries);
+        // Score fusion at the default weight, the one search_tools uses (reciprocal
+        // rank fusion and other weights are compared by examples/semantic_bench.rs).
         let fused = eval::evaluate_with(&index, &queries, &semantic, Fusion::SCORES);
-        let rrf = eval::evaluate_with(&index, &queries, &semantic, Fusion::Ranks);
-        for (name, r) in [("lexical", &lexical), ("scores", &fused), ("rrf", &rrf)] {
+        for (name, r) in [("lexical", &lexical), ("scores", &fused)] {
             eprintln!(
                 "{set} {name}: recall@1 {:.4}, recall@5 {:.4}, MRR {:.4}",
                 r.recall_at_1, r.recall_at_5, r.mrr
