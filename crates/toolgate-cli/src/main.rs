@@ -16,6 +16,7 @@ mod openapi_commands;
 mod pins_commands;
 mod policy_commands;
 mod search_commands;
+mod semantic_search;
 mod serve_commands;
 mod store_commands;
 mod task_commands;
@@ -290,6 +291,8 @@ enum Command {
         #[arg(long)]
         all: bool,
         #[command(flatten)]
+        model: search_commands::SearchModelArgs,
+        #[command(flatten)]
         spec: SpecArgs,
     },
     /// Measure: `eval search` runs labelled queries and reports recall and latency.
@@ -443,8 +446,9 @@ fn main() -> ExitCode {
             k,
             caller,
             all,
+            model,
             spec,
-        } => search_commands::search(&spec, &query, k, caller.as_deref(), all),
+        } => search_commands::search(&spec, &query, k, caller.as_deref(), all, &model),
         Command::Eval { action } => search_commands::eval(action),
         Command::Import {
             from,

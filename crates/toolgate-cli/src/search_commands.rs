@@ -5,13 +5,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::json;
-use toolgate::search::SearchIndex;
 use toolgate::search::eval::{self, EvalReport};
+use toolgate::search::{Fusion, Scorer, SearchIndex};
 use toolgate::{Principal, SearchTools, ToolDescriptor};
 
 use crate::SpecArgs;
 use crate::commands::{CommandResult, load, principal};
 use crate::output::{first_line, print_json};
+use crate::semantic_search::ModelChoice;
 use crate::wire_commands::descriptors;
 
 /// What `eval` measures.
@@ -32,7 +33,39 @@ pub enum EvalAction {
         /// Print the report as JSON (with every query's outcome).
         #[arg(long)]
         json: bool,
+        /// Fuse a sentence-embedding model's ranking with the lexical one: the
+        /// model's directory (config.json, tokenizer.json, model.safetensors).
+        #[arg(long, value_name = "DIR")]
+        model: Option<PathBuf>,
+        /// With --model: fuse by `scores` (normalised BM25F plus cosine) or by `ranks`
+        /// (reciprocal rank fusion).
+        #[arg(long, value_name = "HOW", default_value = "scores", requires = "model")]
+        fusion: FusionArg,
+        /// With --model: the lexical share of fused scores, 0 to 1.
+        #[arg(long, value_name = "W", requires = "model")]
+        lexical_weight: Option<f32>,
+        /// With --model: keep the pool's vectors in DIR between runs.
+        #[arg(long, value_name = "DIR", requires = "model")]
+        cache: Option<PathBuf>,
     },
+}
+
+/// How `eval search --model` fuses.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum FusionArg {
+    Scores,
+    Ranks,
+}
+
+/// How `toolgate search` ranks.
+#[derive(clap::Args)]
+pub struct SearchModelArgs {
+    /// Rank by meaning too, with the spec's `search.model`; an error when there is none.
+    #[arg(long)]
+    pub semantic: bool,
+    /// Rank by meaning too, with the sentence-embedding model in DIR (instead of the spec's).
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
 }
 
 /// `toolgate search QUERY`: the spec file's tools that best fit `query`.
@@ -42,11 +75,27 @@ pub fn search(
     k: usize,
     caller: Option<&str>,
     all: bool,
+    model: &SearchModelArgs,
 ) -> CommandResult {
     let (spec, source) = load(args)?;
     let tools = descriptors(&spec, &source.path)?;
     let principal: Principal = principal(&spec, caller)?;
-    let search = SearchTools::from_tools(&tools).with_policy(spec.policy.clone());
+    let mut search = SearchTools::from_tools(&tools).with_policy(spec.policy.clone());
+    let state_dir = toolgate::resolve_state_dir(None, &args.file);
+    match ModelChoice::resolve(
+        Some((&spec, source.path.as_path())),
+        model.model.as_deref(),
+        Some(&state_dir),
+    ) {
+        Some(choice) => search = search.with_scorer(choice.open()?),
+        None if model.semantic => {
+            return Err(format!(
+                "--semantic needs a model: give `search: {{model: DIR}}` in {} or --model DIR",
+                source.path.display()
+            ));
+        }
+        None => {}
+    }
     let hits = search.search(&principal, query, k, all);
     let describe = |name: &str| tools.iter().find(|t| t.name == name);
     if args.json {
@@ -99,6 +148,10 @@ pub fn eval(action: EvalAction) -> CommandResult {
         queries,
         misses,
         json,
+        model,
+        fusion,
+        lexical_weight,
+        cache,
     } = action;
     let tools: Vec<ToolDescriptor> =
         eval::bfcl_pool(&read(&pool, "pool")?).map_err(|e| format!("{}: {e}", pool.display()))?;
@@ -106,8 +159,38 @@ pub fn eval(action: EvalAction) -> CommandResult {
         .map_err(|e| format!("{}: {e}", queries.display()))?;
     let index = SearchIndex::from_tools(&tools);
     eval::check_queries(&index, &queries).map_err(|e| e.to_string())?;
+    let scorer = match &model {
+        Some(dir) => {
+            let choice = ModelChoice {
+                model: dir.clone(),
+                cache,
+            };
+            let loading = Instant::now();
+            let scorer = choice.open()?;
+            let loaded = loading.elapsed();
+            let embedding = Instant::now();
+            scorer.sync(&tools.iter().collect::<Vec<_>>());
+            if !json {
+                sayln!(
+                    "model loaded in {:.2} s; {} tools embedded (or read from the cache) in {:.2} s",
+                    loaded.as_secs_f64(),
+                    tools.len(),
+                    embedding.elapsed().as_secs_f64()
+                );
+            }
+            Some(scorer)
+        }
+        None => None,
+    };
+    let fusion = match fusion {
+        FusionArg::Scores => Fusion::Scores {
+            lexical: lexical_weight.unwrap_or(toolgate::search::DEFAULT_LEXICAL_WEIGHT),
+        },
+        FusionArg::Ranks => Fusion::Ranks,
+    };
+    let scorer = scorer.as_deref().map(|s| (s as &dyn Scorer, fusion));
     let start = Instant::now();
-    let report = eval::evaluate_timed(&index, &queries, || start.elapsed());
+    let report = eval::evaluate_timed_with(&index, &queries, scorer, || start.elapsed());
     if json {
         print_json(&report);
     } else {

@@ -153,12 +153,25 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         report(upstreams);
     }
     let file = source.path.display().to_string();
+    let search = match args.search {
+        false => None,
+        true => {
+            let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
+            let choice = crate::semantic_search::ModelChoice::resolve(
+                Some((&spec, source.path.as_path())),
+                None,
+                Some(&dir),
+            );
+            let scorer = choice.map(|c| c.open()).transpose()?;
+            Some(Searching { scorer })
+        }
+    };
     let (gate, withheld) = served_gate(
         &spec,
         &file,
         upstreams.as_deref(),
         &store,
-        args.search,
+        search.as_ref(),
         None,
     )?;
     let declared = spec
@@ -255,7 +268,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             spec.clone(),
             file,
             store,
-            args.search,
+            search,
         );
     }
     let shown = server.tool_names();
@@ -358,6 +371,13 @@ pub(crate) fn with_spec_auth(
     }
 }
 
+/// How `serve --search` searches: by words, and by meaning when a model is configured.
+/// The scorer outlives each gate, so a catalog change re-embeds only what changed.
+#[derive(Clone)]
+pub(crate) struct Searching {
+    scorer: Option<Arc<dyn toolgate::CatalogScorer>>,
+}
+
 /// The gate `serve` runs calls through: the spec file's tools, the upstream servers'
 /// and, with `search`, `search_tools` over all of them; and the quarantined tools to
 /// withhold from `tools/list`. A gate that replaces the `previous` one takes turns
@@ -367,7 +387,7 @@ pub(crate) fn served_gate(
     file: &str,
     upstreams: Option<&Upstreams>,
     store: &Arc<dyn ServedStore>,
-    search: bool,
+    search: Option<&Searching>,
     previous: Option<&Gate>,
 ) -> Result<(Gate, Vec<String>), String> {
     let natives = upstreams.map(Upstreams::catalog).unwrap_or_default();
@@ -375,7 +395,7 @@ pub(crate) fn served_gate(
     let withheld: Vec<String> = upstreams
         .map(|u| u.withheld().into_iter().map(|w| w.tool).collect())
         .unwrap_or_default();
-    if search {
+    if let Some(searching) = search {
         // Searches leave out what cannot run now: quarantined tools, and upstream
         // tools behind an open circuit or gone from their server's list.
         let quarantined = withheld.clone();
@@ -383,18 +403,20 @@ pub(crate) fn served_gate(
             .iter()
             .map(|tool| (tool.name().to_owned(), tool.clone()))
             .collect();
-        let search = SearchTools::new(&catalog)
-            .with_policy(spec.policy.clone())
-            .with_filter(move |_, tool| {
-                if quarantined.contains(&tool.name) {
-                    return Some(Exclusion::Quarantined);
-                }
-                match tools.get(&tool.name)?.available() {
-                    Ok(()) => None,
-                    Err(ToolError::Retryable { .. }) => Some(Exclusion::BreakerOpen),
-                    Err(e) => Some(Exclusion::Other(e.to_string())),
-                }
-            });
+        let mut search = SearchTools::new(&catalog).with_policy(spec.policy.clone());
+        if let Some(scorer) = &searching.scorer {
+            search = search.with_scorer(scorer.clone());
+        }
+        let search = search.with_filter(move |_, tool| {
+            if quarantined.contains(&tool.name) {
+                return Some(Exclusion::Quarantined);
+            }
+            match tools.get(&tool.name)?.available() {
+                Ok(()) => None,
+                Err(ToolError::Retryable { .. }) => Some(Exclusion::BreakerOpen),
+                Err(e) => Some(Exclusion::Other(e.to_string())),
+            }
+        });
         catalog
             .register(Arc::new(search))
             .map_err(|e| e.to_string())?;
@@ -414,7 +436,7 @@ fn follow_upstreams(
     spec: SpecFile,
     file: String,
     store: Arc<dyn ServedStore>,
-    search: bool,
+    search: Option<Searching>,
 ) {
     let server = server.clone();
     let mut events = upstreams.subscribe();
@@ -431,7 +453,7 @@ fn follow_upstreams(
                 &file,
                 Some(&upstreams),
                 &store,
-                search,
+                search.as_ref(),
                 Some(&serving),
             ) {
                 Ok((gate, withheld)) => server.replace_gate(Arc::new(gate), withheld),

@@ -220,3 +220,137 @@ fn render_defer_loads_only_the_always_loaded_tools_up_front() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `orders.refund`?"));
 }
+
+#[test]
+fn search_by_meaning_without_a_model_says_how_to_configure_one() {
+    let (out, _dir) = run(&["search", "money back", "--semantic"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--semantic needs a model: give `search: {model: DIR}`"),
+        "{err}"
+    );
+}
+
+#[cfg(not(feature = "semantic"))]
+#[test]
+fn a_model_in_a_build_without_the_semantic_feature_says_how_to_get_it() {
+    let (out, _dir) = run(&["search", "money back", "--model", "models/minilm"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("built without the `semantic` feature") && err.contains("--features semantic"),
+        "{err}"
+    );
+}
+
+/// With the model of `scripts/semantic-model` (TOOLGATE_TEST_MODEL), the spec's
+/// `search: {model}` ranks a request that shares no word with the tool.
+#[cfg(feature = "semantic")]
+#[test]
+fn search_with_the_spec_s_model_finds_a_tool_by_meaning() {
+    let Some(model) = std::env::var_os("TOOLGATE_TEST_MODEL") else {
+        eprintln!("skipped: TOOLGATE_TEST_MODEL is not set (scripts/semantic-model sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "search:\n  model: {}\n{}",
+        serde_json::to_string(&model.to_string_lossy()).unwrap(),
+        SPEC.trim_start_matches('\n')
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let toolgate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("TOOLGATE_STATE_DIR")
+            .output()
+            .unwrap()
+    };
+    let out = toolgate(&[
+        "search",
+        "will it rain in Oslo tomorrow",
+        "--semantic",
+        "--json",
+        "-k",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["hits"][0]["name"], "weather.forecast", "{value}");
+    assert!(
+        dir.path().join(".toolgate/vectors").is_dir(),
+        "the vectors are cached in the state directory"
+    );
+}
+
+/// `toolgate eval search --model`: a request worded unlike its tool, missed by the
+/// lexical ranking, is found once the model's similarities are fused in.
+#[cfg(feature = "semantic")]
+#[test]
+fn eval_search_with_a_model_reports_the_fused_figures() {
+    let Some(model) = std::env::var_os("TOOLGATE_TEST_MODEL") else {
+        eprintln!("skipped: TOOLGATE_TEST_MODEL is not set (scripts/semantic-model sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let function = |name: &str, description: &str| {
+        serde_json::json!({"name": name, "description": description,
+            "parameters": {"type": "dict", "properties": {}}})
+        .to_string()
+    };
+    let pool = [
+        function("refund_order", "Refund an order to the customer's card."),
+        function(
+            "get_current_weather",
+            "Get the current weather in a given location.",
+        ),
+        function("integral", "Calculate the definite integral of a function."),
+        function("send_email", "Send an email."),
+    ];
+    std::fs::write(dir.path().join("pool.jsonl"), pool.join("\n")).unwrap();
+    std::fs::write(
+        dir.path().join("queries.jsonl"),
+        r#"{"id": "pt_weather", "query": "Qual a temperatura atual em Lisboa?", "expected": ["get_current_weather"]}
+{"id": "para_refund", "query": "I want my money back for the thing I bought", "expected": ["refund_order"]}
+"#,
+    )
+    .unwrap();
+    let eval = |more: &[&str]| -> Value {
+        let mut args = vec![
+            "eval",
+            "search",
+            "--pool",
+            "pool.jsonl",
+            "--queries",
+            "queries.jsonl",
+            "--json",
+        ];
+        args.extend_from_slice(more);
+        let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let lexical = eval(&[]);
+    let model = model.to_string_lossy().into_owned();
+    let fused = eval(&["--model", &model, "--cache", "vectors"]);
+    assert!(lexical["recall_at_1"].as_f64().unwrap() < 1.0, "{lexical}");
+    assert_eq!(fused["recall_at_1"], 1.0, "{fused}");
+    assert!(
+        dir.path().join("vectors").is_dir(),
+        "the pool's vectors are cached"
+    );
+}

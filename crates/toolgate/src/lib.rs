@@ -55,6 +55,8 @@ mod http;
 pub mod mcp;
 mod regular_file;
 mod search_tool;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 mod spec_file;
 mod spec_tool;
 mod store;
@@ -74,7 +76,7 @@ pub use http::{Downgrade, binding_summary, mask_binding, mask_tool_secrets, sand
 #[cfg(feature = "http")]
 pub use http::{FetchError, FetchLimits, Fetched, fetch_document};
 pub use regular_file::{OpenFileError, open_regular_file, read_regular_file};
-pub use search_tool::{SearchFilter, SearchTools};
+pub use search_tool::{CatalogScorer, SearchFilter, SearchTools};
 pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
 #[cfg(feature = "http")]
 pub use spec_tool::spec_catalog_with_http;

@@ -22,8 +22,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use toolgate_core::flow::{FlowView, ToolStatus};
 use toolgate_core::search::{
-    Exclusion, Hit, SEARCH_TOOLS, SearchIndex, SearchRequest, SearchToolsInput, found_tools,
-    search_tools_descriptor,
+    Exclusion, Fusion, Hit, SEARCH_TOOLS, Scorer, SearchIndex, SearchRequest, SearchToolsInput,
+    found_tools, search_tools_descriptor,
 };
 use toolgate_core::{
     Catalog, CatalogError, Decision, DynTool, Policy, Principal, ToolCtx, ToolDescriptor, ToolError,
@@ -31,6 +31,25 @@ use toolgate_core::{
 
 /// A host's reason to leave a tool out of one caller's results.
 pub type SearchFilter = dyn Fn(&Principal, &ToolDescriptor) -> Option<Exclusion> + Send + Sync;
+
+/// A [`Scorer`] that keeps its own view of the catalog (an embedding index), told
+/// of each tool that comes, changes or goes, as the lexical index is.
+pub trait CatalogScorer: Scorer {
+    /// Takes in `tool`, replacing one of the same name.
+    fn insert(&self, tool: &ToolDescriptor);
+    /// Takes in `tools` at once (an embedding model runs them in batches).
+    fn insert_all(&self, tools: &[&ToolDescriptor]) {
+        for tool in tools {
+            self.insert(tool);
+        }
+    }
+    /// Forgets the tool named `name`.
+    fn remove(&self, name: &str);
+    /// Holds exactly `tools` from now on (default: takes them in, forgets nothing).
+    fn sync(&self, tools: &[&ToolDescriptor]) {
+        self.insert_all(tools);
+    }
+}
 
 /// The built-in `search_tools` tool (effect `read`, source `builtin`).
 ///
@@ -53,6 +72,8 @@ pub struct SearchTools {
     indexed: RwLock<Indexed>,
     policy: Option<Policy>,
     filter: Option<Arc<SearchFilter>>,
+    scorer: Option<Arc<dyn CatalogScorer>>,
+    fusion: Fusion,
 }
 
 #[derive(Default)]
@@ -69,6 +90,8 @@ impl SearchTools {
             indexed: RwLock::new(Indexed::default()),
             policy: None,
             filter: None,
+            scorer: None,
+            fusion: Fusion::SCORES,
         };
         for tool in tools {
             search.insert(tool);
@@ -105,10 +128,33 @@ impl SearchTools {
         self
     }
 
+    /// Fuses `scorer`'s ranking with the lexical one (by [`Fusion::SCORES`] unless
+    /// [`with_fusion`](Self::with_fusion) says otherwise), and syncs it to the tools
+    /// indexed so far; later inserts and removals reach it too.
+    pub fn with_scorer(mut self, scorer: Arc<dyn CatalogScorer>) -> Self {
+        {
+            let indexed = self.read();
+            let tools: Vec<&ToolDescriptor> = indexed.tools.values().collect();
+            scorer.sync(&tools);
+        }
+        self.scorer = Some(scorer);
+        self
+    }
+
+    /// How the scorer's opinion is fused with the lexical ranking.
+    pub fn with_fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = fusion;
+        self
+    }
+
     /// Indexes `tool`, replacing one of the same name. `search_tools` itself is never indexed.
     pub fn insert(&self, tool: &ToolDescriptor) {
         if tool.name == SEARCH_TOOLS {
             return;
+        }
+        // Embedded before the index is locked: searches go on meanwhile.
+        if let Some(scorer) = &self.scorer {
+            scorer.insert(tool);
         }
         let mut indexed = self.write();
         indexed.index.insert(tool);
@@ -117,6 +163,9 @@ impl SearchTools {
 
     /// Drops the tool named `name` from the index; returns whether it was there.
     pub fn remove(&self, name: &str) -> bool {
+        if let Some(scorer) = &self.scorer {
+            scorer.remove(name);
+        }
         let mut indexed = self.write();
         indexed.tools.remove(name);
         indexed.index.remove(name)
@@ -186,12 +235,14 @@ impl SearchTools {
                 .get(name)
                 .and_then(|tool| self.exclusion_in(principal, flow, tool))
         };
-        indexed.index.search(
-            &SearchRequest::new(query)
-                .k(k)
-                .filter(&filter)
-                .include_excluded(include_excluded),
-        )
+        let mut request = SearchRequest::new(query)
+            .k(k)
+            .filter(&filter)
+            .include_excluded(include_excluded);
+        if let Some(scorer) = &self.scorer {
+            request = request.scorer(&**scorer).fusion(self.fusion);
+        }
+        indexed.index.search(&request)
     }
 
     /// What the tool returns for `query`: the found tools' names, descriptions and

@@ -37,6 +37,8 @@ mod fusion;
 mod index;
 mod listed;
 mod query;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 mod tokenize;
 
 pub use builtin::{

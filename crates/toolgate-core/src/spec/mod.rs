@@ -20,6 +20,7 @@ mod policy_checks;
 mod rate_limits;
 mod rules;
 mod salvage;
+mod search;
 mod shape;
 mod structure;
 mod telemetry;
@@ -46,6 +47,7 @@ pub use network::{
     classify, default_port, literal_authority,
 };
 pub use rate_limits::RateLimit;
+pub use search::SearchSection;
 pub use shape::{returns_shape, schema_shape, value_shape};
 pub use structure::spec_file_schema;
 pub use telemetry::TelemetrySection;

@@ -40,6 +40,9 @@ pub struct SpecFile {
     /// The limits of programs a model writes (`run_code`).
     #[serde(default, skip_serializing_if = "super::CodeModeSection::is_default")]
     pub code_mode: super::CodeModeSection,
+    /// Search by meaning: a sentence-embedding model fused with the lexical ranking.
+    #[serde(default, skip_serializing_if = "super::SearchSection::is_default")]
+    pub search: super::SearchSection,
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,

@@ -335,6 +335,7 @@ fn context(schema_pointer: &str) -> &'static str {
         Some("ApiKeysSection") => "`auth.api_keys`",
         Some("OAuthSection") => "`auth.oauth`",
         Some("CodeModeSection") => "`code_mode`",
+        Some("SearchSection") => "`search`",
         Some("Flow") => "`flow`",
         Some("Step") => "a flow step",
         Some("Guard") => "a guard",

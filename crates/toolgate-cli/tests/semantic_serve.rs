@@ -1,0 +1,175 @@
+//! `toolgate serve --search` with a sentence-embedding model (`search: {model}`), as
+//! an MCP client meets it: a real `toolgate` process driven by rmcp over stdio, its
+//! upstream server another `toolgate serve` whose tool list changes. The model is
+//! all-MiniLM-L6-v2 from `scripts/semantic-model` (TOOLGATE_TEST_MODEL); without it
+//! the test says it skipped and passes, and the script fails on a skip.
+#![cfg(feature = "semantic")]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+/// A client that counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct ListListener(Arc<AtomicUsize>);
+
+impl rmcp::ClientHandler for ListListener {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `toolgate serve --stdio --search -f outer.yaml` in `dir`.
+async fn serve(dir: &Path, listener: ListListener) -> RunningService<RoleClient, ListListener> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
+        .args(["serve", "--stdio", "--search", "-f", "outer.yaml"])
+        .current_dir(dir)
+        .env_remove("TOOLGATE_STATE_DIR");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    listener.serve(transport).await.unwrap()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The names `search_tools` finds for `query`, best first.
+async fn found(client: &rmcp::Peer<RoleClient>, query: &str) -> Vec<String> {
+    let result = client
+        .call_tool(call("search_tools", json!({"query": query, "k": 3})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let value: Value = serde_json::from_str(&text(&result)).unwrap();
+    value["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// How many vectors the vector cache under `dir` holds (a 12-byte header, then
+/// records of a 32-byte key and 384 `f32`s).
+fn cached_vectors(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .map(|e| (e.unwrap().metadata().unwrap().len() - 12) / (32 + 4 * 384))
+        .sum()
+}
+
+const REQUEST: &str = "I want my money back for the thing I bought";
+
+#[tokio::test]
+async fn serve_with_a_model_finds_an_upstream_tool_by_meaning_once_it_appears_and_embeds_only_it() {
+    let Some(model) = std::env::var_os("TOOLGATE_TEST_MODEL") else {
+        eprintln!("skipped: TOOLGATE_TEST_MODEL is not set (scripts/semantic-model sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The upstream offers `verify` until it has run, then `refund_order` instead,
+    // and says so with `tools/list_changed`.
+    std::fs::write(
+        dir.path().join("inner.yaml"),
+        "tools:\n\
+         \x20 - {name: verify, description: Verify the customer., effect: read, set_state: {verified: true}}\n\
+         \x20 - {name: refund_order, description: Refund an order to the customer's card., effect: read, response: refunded}\n\
+         state:\n  verified: {type: boolean, default: false}\n\
+         flow:\n  steps:\n\
+         \x20   - {id: identify, allow: [verify], done: {called_ok: verify}}\n\
+         \x20   - {id: assist, after: [identify], allow: [refund_order]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("outer.yaml"),
+        format!(
+            "search:\n  model: {}\n\
+             mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n\
+             \x20   effects: {{verify: read, refund_order: read}}\n",
+            serde_json::to_string(&model.to_string_lossy()).unwrap(),
+            env!("CARGO_BIN_EXE_toolgate"),
+            dir.path().join("inner-state").display()
+        ),
+    )
+    .unwrap();
+    let vectors = dir.path().join(".toolgate/vectors");
+
+    let listener = ListListener::default();
+    let client = serve(dir.path(), listener.clone()).await;
+    assert_eq!(
+        cached_vectors(&vectors),
+        1,
+        "inner.verify, embedded at start"
+    );
+    assert!(
+        !found(&client, REQUEST)
+            .await
+            .contains(&"inner.refund_order".to_owned())
+    );
+    assert_eq!(
+        found(&client, "confirm who the caller is").await[0],
+        "inner.verify"
+    );
+    let result = client
+        .call_tool(call("inner.verify", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+
+    // The upstream's list changes: the new tool is found by a request that shares
+    // no word with it, and it alone was embedded.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let hits = found(&client, REQUEST).await;
+        if hits.first().map(String::as_str) == Some("inner.refund_order") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not found by meaning: {hits:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(listener.0.load(Ordering::SeqCst) >= 1);
+    assert_eq!(
+        cached_vectors(&vectors),
+        2,
+        "only inner.refund_order embedded"
+    );
+    let result = client
+        .call_tool(call("inner.refund_order", json!({})))
+        .await
+        .unwrap();
+    assert!(text(&result).contains("refunded"), "{}", text(&result));
+    client.cancel().await.unwrap();
+
+    // A restart reads the vectors back and embeds nothing.
+    let client = serve(dir.path(), ListListener::default()).await;
+    assert!(!found(&client, "confirm who the caller is").await.is_empty());
+    assert_eq!(cached_vectors(&vectors), 2, "nothing embedded again");
+    client.cancel().await.unwrap();
+}

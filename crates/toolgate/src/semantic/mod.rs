@@ -1,0 +1,77 @@
+//! Search by meaning (the `semantic` feature): a sentence-embedding model loaded
+//! from a directory, the catalog's vectors kept up to date as tools come and go
+//! and cached on disk, and the [`Scorer`] that `search_tools` fuses with BM25F.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolgate::semantic::SemanticIndex;
+//! use toolgate::{Catalog, SearchTools};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let catalog = Catalog::new();
+//! let semantic = SemanticIndex::open("models/all-MiniLM-L6-v2".as_ref(), Some(".toolgate/vectors".as_ref()))?;
+//! let search = SearchTools::new(&catalog).with_scorer(Arc::new(semantic));
+//! # Ok(()) }
+//! ```
+
+mod cache;
+mod index;
+
+use std::path::Path;
+
+pub use cache::{CacheError, CacheKey, VectorCache, cache_key};
+pub use index::SemanticIndex;
+pub use toolgate_core::search::semantic::{
+    DEFAULT_MAX_TOKENS, Embedder, EmbeddingScorer, ModelError, ModelFiles, Vectors,
+};
+
+/// A model directory that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SemanticError {
+    #[error(
+        "cannot read {file} in the model directory {dir}: {source}; the directory of a \
+         sentence-embedding model holds config.json, tokenizer.json and model.safetensors"
+    )]
+    Read {
+        dir: String,
+        file: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the model in {dir}: {source}")]
+    Model {
+        dir: String,
+        #[source]
+        source: ModelError,
+    },
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+/// Loads the sentence-embedding model in `dir`: `config.json`, `tokenizer.json`,
+/// `model.safetensors`, and the window from `sentence_bert_config.json`
+/// (`max_seq_length`) when there is one.
+pub fn load_model(dir: &Path) -> Result<Embedder, SemanticError> {
+    let shown = dir.display().to_string();
+    let read = |file: &'static str| {
+        std::fs::read(dir.join(file)).map_err(|source| SemanticError::Read {
+            dir: shown.clone(),
+            file,
+            source,
+        })
+    };
+    let config = String::from_utf8_lossy(&read("config.json")?).into_owned();
+    let tokenizer = read("tokenizer.json")?;
+    let weights = read("model.safetensors")?;
+    let max_tokens = std::fs::read(dir.join("sentence_bert_config.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("max_seq_length")?.as_u64())
+        .map(|n| n as usize);
+    Embedder::new(ModelFiles {
+        config,
+        tokenizer,
+        weights,
+        max_tokens,
+    })
+    .map_err(|source| SemanticError::Model { dir: shown, source })
+}
