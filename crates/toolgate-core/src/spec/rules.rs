@@ -195,6 +195,11 @@ impl Rules<'_> {
             self.url(&format!("{at}/http/url"), &http.url);
             self.reachable(&format!("{at}/http/url"), &http.url);
             self.secret_header_arguments(at, tool);
+            self.out.extend(super::http_checks::check_http_binding(
+                self.doc,
+                &format!("{at}/http"),
+                http,
+            ));
             if http.no_body && http.body.is_some() {
                 self.error(
                     &format!("{at}/http/no_body"),
