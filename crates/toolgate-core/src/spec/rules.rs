@@ -53,6 +53,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules.out.extend(crate::flow::check_flow(doc, spec));
     rules
         .out
+        .extend(super::telemetry::check_span_arguments(doc, spec));
+    rules
+        .out
         .extend(super::policy_checks::check_policy(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, place) in spec.tools.iter().zip(placed) {
