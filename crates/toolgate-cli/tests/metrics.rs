@@ -407,3 +407,37 @@ async fn metrics_show_an_upstream_server_that_keeps_failing_with_its_circuit_ope
     let restarts = sample(&text, "toolgate_upstream_restarts_total", &fx);
     assert!(restarts.is_some_and(|n| n >= 1.0), "{text}");
 }
+
+#[tokio::test]
+async fn a_call_a_rate_limit_refuses_is_counted_by_tool_and_principal() {
+    let spec =
+        format!("{SPEC}limits:\n  rate:\n    - tool: lookup\n      calls: 1\n      per: 1h\n");
+    let served = serve_spec(&spec, &["--metrics"]);
+    let at = served.metrics.clone().unwrap();
+    let client = client(&served.url, None).await;
+    let ran = client
+        .call_tool(call("lookup", json!({"id": "a"})))
+        .await
+        .unwrap();
+    assert_eq!(ran.is_error, Some(false));
+    let refused = client
+        .call_tool(call("lookup", json!({"id": "b"})))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let (_, _, text) = scrape(&at, None).await;
+    let labels = [("tool", "lookup"), ("principal", "operator")];
+    assert_eq!(
+        sample(&text, "toolgate_rate_limited_total", &labels),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE toolgate_rate_limited_total counter"),
+        "{text}"
+    );
+    // The call it let through is not counted.
+    let other = [("tool", "wire_money")];
+    assert_eq!(sample(&text, "toolgate_rate_limited_total", &other), None);
+    client.cancel().await.unwrap();
+}

@@ -270,14 +270,24 @@ fn spec_file(yaml: &str) -> SpecFile {
 const SECRET_TOKEN: &str = "tok-7f3a9c1e5b";
 const SECRET_KEY: &str = "key-ab12cd34ef";
 const SECRET_COOKIE: &str = "sid-98zyx76wvu";
+const BASIC_USER: &str = "svc-reporting";
+const BASIC_PASSWORD: &str = "pw-9f8e7d6c5b";
 
 fn env(name: &str) -> Option<String> {
     match name {
         "API_TOKEN" => Some(SECRET_TOKEN.into()),
         "API_KEY" => Some(SECRET_KEY.into()),
         "SESSION" => Some(SECRET_COOKIE.into()),
+        "SHOP_USER" => Some(BASIC_USER.into()),
+        "SHOP_PASSWORD" => Some(BASIC_PASSWORD.into()),
+        "OLD_BASIC" => Some(base64_of(&format!("{BASIC_USER}:{BASIC_PASSWORD}"))),
         _ => None,
     }
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 fn runtime(spec: &SpecFile) -> Arc<HttpRuntime> {
@@ -925,6 +935,140 @@ tools:
         .unwrap();
     assert_eq!(seen["body"], r#"{"text":"hello"}"#);
     assert_eq!(second.shared.hits("/echo"), 1);
+}
+
+#[tokio::test]
+async fn label_and_matrix_path_parameters_reach_the_server_in_their_style() {
+    let server = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1"]}}
+tools:
+  - name: styled
+    description: Path parameters in each style.
+    effect: read
+    parameters:
+      type: object
+      properties:
+        id: {{type: integer}}
+        colors: {{type: array, items: {{type: string}}}}
+        order_id: {{type: string}}
+        point: {{type: object}}
+      required: [id, colors, order_id, point]
+    http:
+      url: "http://127.0.0.1:{port}/echo/users/{{args.id}}/colors/{{args.colors}}/orders/{{args.order_id}}/at/{{args.point}}"
+      path:
+        id: {{style: label}}
+        colors: {{style: label, explode: true}}
+        order_id: {{style: matrix, name: order.id}}
+        point: {{style: matrix, explode: true}}
+"#,
+        port = server.port()
+    ));
+    let h = gate(&spec);
+    let outcome = h
+        .call(
+            "styled",
+            json!({"id": 5, "colors": ["blue", "a/b"], "order_id": "A;1", "point": {"x": 1, "y": 2}}),
+        )
+        .await;
+    assert_eq!(
+        ok_value(&outcome)["path"],
+        "/echo/users/.5/colors/.blue.a%2Fb/orders/;order.id=A%3B1/at/;x=1;y=2"
+    );
+}
+
+#[tokio::test]
+async fn basic_credentials_from_two_variables_reach_the_server_and_nowhere_else() {
+    let logs = captured_logs();
+    let server = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1"]}}
+tools:
+  - name: account
+    description: The account.
+    effect: read
+    http:
+      url: "http://127.0.0.1:{port}/echo"
+      basic_auth: {{user: "${{env.SHOP_USER}}", password: "${{env.SHOP_PASSWORD}}"}}
+  - name: account_error
+    description: The account, answered with an error that repeats the request.
+    effect: read
+    http:
+      url: "http://127.0.0.1:{port}/echo-error"
+      basic_auth: {{user: "${{env.SHOP_USER}}", password: "${{env.SHOP_PASSWORD}}"}}
+  - name: account_old
+    description: The account, from one pre-encoded variable.
+    effect: read
+    http:
+      url: "http://127.0.0.1:{port}/echo"
+      headers: {{Authorization: "Basic ${{env.OLD_BASIC}}"}}
+  - name: account_unset
+    description: The account, with a password variable that is not set.
+    effect: read
+    http:
+      url: "http://127.0.0.1:{port}/echo"
+      basic_auth: {{user: "${{env.SHOP_USER}}", password: "${{env.SHOP_PASSWORD_UNSET}}"}}
+"#,
+        port = server.port()
+    ));
+    let h = gate(&spec);
+    let expected = format!(
+        "Basic {}",
+        base64_of(&format!("{BASIC_USER}:{BASIC_PASSWORD}"))
+    );
+
+    let outcome = h.call("account", json!({})).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(
+        server.shared.last_authorization.lock().unwrap().as_deref(),
+        Some(expected.as_str())
+    );
+    let seen = ok_value(&outcome).clone();
+    assert_eq!(seen["headers"]["authorization"], "[redacted]");
+
+    // The old form, one variable holding the base64 of `user:password`, still works.
+    *server.shared.last_authorization.lock().unwrap() = None;
+    let outcome = h.call("account_old", json!({})).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(
+        server.shared.last_authorization.lock().unwrap().as_deref(),
+        Some(expected.as_str())
+    );
+
+    let outcome = h.call("account_error", json!({})).await;
+    let (echoed, _) = error_of(&outcome);
+    assert!(echoed.contains("HTTP 400"), "{echoed}");
+    assert!(echoed.contains("[redacted]"), "{echoed}");
+
+    // A variable that is not set is named, and nothing is sent.
+    let hits = server.shared.hits("/echo");
+    let outcome = h.call("account_unset", json!({})).await;
+    let (message, retryable) = error_of(&outcome);
+    assert!(
+        message.contains("`SHOP_PASSWORD_UNSET` for its password, which is not set"),
+        "{message}"
+    );
+    assert!(!retryable);
+    assert_eq!(server.shared.hits("/echo"), hits);
+
+    let audit = serde_json::to_string(&h.store.tail(100).unwrap()).unwrap();
+    let raw = h.raw_store();
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    let encoded = base64_of(&format!("{BASIC_USER}:{BASIC_PASSWORD}"));
+    for secret in [BASIC_USER, BASIC_PASSWORD, encoded.as_str()] {
+        for (place, text) in [
+            ("the value", &seen.to_string()),
+            ("the echoed error", &echoed.to_owned()),
+            ("the missing-variable error", &message.to_owned()),
+            ("the audit log", &audit),
+            ("the SQLite files", &raw),
+            ("the logs", &logged),
+        ] {
+            assert!(!text.contains(secret), "{secret} appears in {place}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -473,6 +473,41 @@ fn an_argument_limit_written_as_a_size_asks_for_the_number_of_bytes() {
     insta::assert_snapshot!(source.render_diagnostics());
 }
 
+// Telemetry.
+
+#[test]
+fn opting_a_secret_argument_into_spans_is_a_warning_that_says_it_stays_redacted() {
+    let source = check("span_arguments_secret.yaml");
+    let found: Vec<(Severity, &str, &str)> = source
+        .checked
+        .diagnostics
+        .iter()
+        .map(|d| (d.severity, d.message.as_str(), marked(&source, d)))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Severity::Warning,
+                "argument `pin` of `login` is marked secret in its schema, so spans record it as `[redacted]`",
+                "pin"
+            ),
+            (
+                Severity::Warning,
+                "argument `password` of `login` is named like a secret, so spans record it as `[redacted]`",
+                "password"
+            ),
+            (
+                Severity::Warning,
+                "`*` opts in every argument of `lookup`, but spans record its secret argument `api_key` as `[redacted]`",
+                "\"*\""
+            ),
+        ]
+    );
+    assert!(source.checked.is_ok());
+    insta::assert_snapshot!(source.render_diagnostics());
+}
+
 // State and placeholders.
 
 #[test]

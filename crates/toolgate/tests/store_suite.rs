@@ -830,6 +830,8 @@ fn expired_rate_buckets_are_swept_and_live_ones_stay_counted(backend: &dyn Backe
         counters.take_rate(&[swept]).unwrap(),
         RateTaken::Refused { bucket: 0, .. }
     ));
+}
+
 fn a_session_written_on_one_handle_is_renewed_and_ended_on_another(backend: &dyn Backend) {
     let store = backend.open().unwrap();
     let other = backend.open().unwrap();

@@ -25,6 +25,7 @@ pub(super) enum Source {
         name: String,
         style: Option<String>,
         explode: Option<bool>,
+        allow_reserved: bool,
     },
     /// A property of an object body.
     BodyProperty(String),
@@ -93,6 +94,7 @@ pub(super) fn arguments(
                 name: p.name.clone(),
                 style: p.style.clone(),
                 explode: p.explode,
+                allow_reserved: p.allow_reserved,
             },
         });
     }

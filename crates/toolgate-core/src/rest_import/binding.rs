@@ -1,6 +1,7 @@
 //! An operation's `http:` binding: the server and path template, each parameter
-//! where the document puts it (query values in their `style` and `explode`), the
-//! body as its media type, and the credentials of its security requirement.
+//! where the document puts it (path and query values in their `style` and
+//! `explode`, query values with `allowReserved`), the body as its media type, and
+//! the credentials of its security requirement.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -8,7 +9,9 @@ use serde_json::{Map, Value};
 use super::arguments::{Arguments, Source};
 use super::operations::{Location, Operation, is_json};
 use super::security::Auth;
-use crate::spec::{HttpBinding, HttpMethod, QueryStyle, QueryValue, StyledQuery};
+use crate::spec::{
+    HttpBinding, HttpMethod, PathStyle, QueryStyle, QueryValue, StyledPath, StyledQuery,
+};
 
 /// The binding, and notes on what it sends in part only.
 pub(super) fn binding(
@@ -19,6 +22,7 @@ pub(super) fn binding(
 ) -> (HttpBinding, Vec<String>) {
     let mut notes = Vec::new();
     let mut path = op.path.clone();
+    let mut path_styles = IndexMap::new();
     let mut query = IndexMap::new();
     let mut headers = IndexMap::new();
     let mut cookies = IndexMap::new();
@@ -32,20 +36,23 @@ pub(super) fn binding(
                 name,
                 style,
                 explode,
+                allow_reserved,
             } => match location {
                 Location::Path => {
-                    if let Some(style) = style.as_deref().filter(|s| *s != "simple") {
-                        notes.push(format!(
-                            "path parameter `{name}` is in `{style}` style, which toolgate sends as `simple`"
-                        ));
+                    if let Some(styled) =
+                        path_style(style.as_deref(), *explode, name, &arg.name, &mut notes)
+                    {
+                        path_styles.insert(arg.name.clone(), styled);
                     }
                     path = path.replace(&format!("{{{name}}}"), &placeholder);
                 }
                 Location::Query => {
-                    query.insert(
-                        name.clone(),
-                        query_value(placeholder, style.as_deref(), *explode, name, &mut notes),
-                    );
+                    let mut value =
+                        query_value(placeholder, style.as_deref(), *explode, name, &mut notes);
+                    if *allow_reserved {
+                        value = allowing_reserved(value);
+                    }
+                    query.insert(name.clone(), value);
                 }
                 Location::Header => {
                     headers.insert(name.clone(), placeholder);
@@ -107,7 +114,9 @@ pub(super) fn binding(
         url: format!("{server}{path}"),
         headers,
         query,
+        path: path_styles,
         cookies,
+        basic_auth: auth.basic,
         body,
         content_type: content_type.filter(|_| !no_body),
         no_body,
@@ -115,6 +124,53 @@ pub(super) fn binding(
         max_redirects: None,
     };
     (binding, notes)
+}
+
+/// How a path parameter is written, when it is not plain `simple`: `label` and
+/// `matrix` (named as the document names it, when the argument is spelled
+/// otherwise), and `simple` exploded.
+fn path_style(
+    style: Option<&str>,
+    explode: Option<bool>,
+    name: &str,
+    arg: &str,
+    notes: &mut Vec<String>,
+) -> Option<StyledPath> {
+    let style = match style.unwrap_or("simple") {
+        "simple" => PathStyle::Simple,
+        "label" => PathStyle::Label,
+        "matrix" => PathStyle::Matrix,
+        other => {
+            notes.push(format!(
+                "path parameter `{name}` is in `{other}` style, which toolgate sends as `simple`"
+            ));
+            PathStyle::Simple
+        }
+    };
+    let explode = explode.unwrap_or(false);
+    if style == PathStyle::Simple && !explode {
+        return None;
+    }
+    Some(StyledPath {
+        style,
+        explode,
+        name: (style == PathStyle::Matrix && name != arg).then(|| name.to_owned()),
+    })
+}
+
+/// A query value with `allow_reserved` set.
+fn allowing_reserved(value: QueryValue) -> QueryValue {
+    let mut styled = match value {
+        QueryValue::Template(value) => StyledQuery {
+            value,
+            style: QueryStyle::Form,
+            explode: true,
+            allow_reserved: false,
+        },
+        QueryValue::Styled(s) => s,
+    };
+    styled.allow_reserved = true;
+    QueryValue::Styled(styled)
 }
 
 fn query_value(
@@ -145,6 +201,7 @@ fn query_value(
             value: placeholder,
             style,
             explode,
+            allow_reserved: false,
         })
     }
 }

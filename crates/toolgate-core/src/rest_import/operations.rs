@@ -62,6 +62,8 @@ pub(super) struct Param {
     pub base: Rc<str>,
     pub style: Option<String>,
     pub explode: Option<bool>,
+    /// `allowReserved` (a query parameter's).
+    pub allow_reserved: bool,
 }
 
 /// The request body chosen among the media types the operation accepts.
@@ -192,6 +194,7 @@ pub(super) fn operations(
                         base: item_base.clone(),
                         style: None,
                         explode: None,
+                        allow_reserved: false,
                     });
                 }
             }
@@ -351,6 +354,7 @@ fn read_params(
                     base: base.clone(),
                     style: p.get("style").and_then(Value::as_str).map(str::to_owned),
                     explode: p.get("explode").and_then(Value::as_bool),
+                    allow_reserved: p.get("allowReserved") == Some(&Value::Bool(true)),
                 }
             }
         };

@@ -3,13 +3,16 @@
 //!
 //! An operation uses the first security requirement it lists (or the document's);
 //! every scheme of that requirement is applied. API keys go where the scheme says;
-//! `http` bearer and basic become `Authorization: Bearer ...` and `Basic ...` (the
-//! variable then holds the base64 of `user:password`); OAuth2 and OpenID Connect
+//! `http` bearer becomes `Authorization: Bearer ...`; `http` basic becomes the
+//! binding's `basic_auth`, reading the user and the password from two variables
+//! (`SHOP_BASIC_USER`, `SHOP_BASIC_PASSWORD`), encoded at call time; OAuth2 and OpenID Connect
 //! become a bearer token the operator obtains, with a note. The variable is named
 //! after the API and the scheme: `SHOP_API_KEY`.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+
+use crate::spec::BasicAuth;
 
 /// Where one scheme puts its credential.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -17,6 +20,8 @@ pub(super) struct Auth {
     pub headers: Vec<(String, String)>,
     pub query: Vec<(String, String)>,
     pub cookies: Vec<(String, String)>,
+    /// HTTP basic authentication's user and password.
+    pub basic: Option<BasicAuth>,
 }
 
 /// The schemes of one import, turned into templates once each.
@@ -88,10 +93,12 @@ impl Security {
                 .as_deref()
             {
                 Some("basic") => {
-                    auth.headers
-                        .push(("Authorization".into(), format!("Basic {reference}")));
+                    auth.basic = Some(BasicAuth {
+                        user: format!("${{env.{var}_USER}}"),
+                        password: format!("${{env.{var}_PASSWORD}}"),
+                    });
                     format!(
-                        "HTTP basic `{name}` sent from `${{env.{var}}}`, which holds the base64 of `user:password`"
+                        "HTTP basic `{name}` sent from the user in `${{env.{var}_USER}}` and the password in `${{env.{var}_PASSWORD}}`"
                     )
                 }
                 Some("bearer") | None => {
@@ -156,6 +163,7 @@ mod tests {
         let schemes = json!({
             "key": {"type": "apiKey", "in": "query", "name": "api_key"},
             "bearerAuth": {"type": "http", "scheme": "bearer"},
+            "basicAuth": {"type": "http", "scheme": "basic"},
             "oauth": {"type": "oauth2", "flows": {}},
         });
         let mut security = Security::new(
@@ -182,6 +190,15 @@ mod tests {
         let auth = security.auth(Some(&req(json!({"oauth": ["read"]}))));
         assert_eq!(auth.headers[0].1, "Bearer ${env.SWAGGER_PETSTORE_OAUTH}");
         assert!(security.used["oauth"].contains("obtain the token"));
+        let auth = security.auth(Some(&req(json!({"basicAuth": []}))));
+        assert_eq!(
+            auth.basic,
+            Some(BasicAuth {
+                user: "${env.SWAGGER_PETSTORE_BASIC_AUTH_USER}".into(),
+                password: "${env.SWAGGER_PETSTORE_BASIC_AUTH_PASSWORD}".into(),
+            })
+        );
+        assert!(auth.headers.is_empty());
         assert_eq!(security.auth(Some(&[])), Auth::default());
         assert_eq!(security.auth(None), Auth::default());
     }

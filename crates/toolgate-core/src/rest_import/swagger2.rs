@@ -59,6 +59,7 @@ pub(super) fn param(
         base: base.clone(),
         style: style.map(str::to_owned),
         explode,
+        allow_reserved: false,
     }
 }
 

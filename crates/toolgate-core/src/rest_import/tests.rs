@@ -30,6 +30,10 @@ pub(super) fn fixtures() -> Files {
             include_str!("../../tests/data/openapi/common.yaml").to_owned(),
         ),
         (
+            "styles.yaml".to_owned(),
+            include_str!("../../tests/data/openapi/styles.yaml").to_owned(),
+        ),
+        (
             "pets.json".to_owned(),
             include_str!("../../tests/data/openapi/pets-2.0.json").to_owned(),
         ),
@@ -348,4 +352,29 @@ fn a_server_on_loopback_is_allowed_under_network() {
         .map(|d| d.message.clone())
         .collect();
     assert!(checked.is_ok(), "{errors:?}");
+}
+
+#[test]
+fn path_styles_allow_reserved_and_basic_credentials_reach_the_binding() {
+    let imported = import("styles.yaml", &RestImportOptions::default());
+    let bindings: Vec<Value> = imported
+        .spec
+        .tools
+        .iter()
+        .map(|t| {
+            let http = t.http.as_ref().unwrap();
+            json!({
+                "tool": t.name,
+                "url": http.url,
+                "path": http.path,
+                "query": http.query,
+                "basic_auth": http.basic_auth,
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!("styles_bindings", bindings);
+    let summary = imported.summary().join("\n");
+    assert!(!summary.contains("sends as `simple`"), "{summary}");
+    let checked = crate::spec::check(&serde_json::to_string(&imported.spec).unwrap());
+    assert!(checked.is_ok(), "{:?}", checked.diagnostics);
 }

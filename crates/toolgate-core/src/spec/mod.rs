@@ -11,6 +11,9 @@ mod auth;
 mod code_mode;
 mod diagnostic;
 mod document;
+mod http_basic;
+mod http_checks;
+mod http_styles;
 mod limits;
 mod mcp_servers;
 mod model;
@@ -33,6 +36,8 @@ pub use auth::{
 pub use code_mode::{CodeModeSection, MIN_CODE_MEMORY_BYTES};
 pub use diagnostic::{Diagnostic, Severity, Span};
 pub use document::{Document, MAX_SPEC_BYTES};
+pub use http_basic::BasicAuth;
+pub use http_styles::{PathStyle, StyledPath};
 pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};
 pub use mcp_servers::{
     EnvRef, McpServerSpec, McpTimeouts, URL_READS_ENV, UpstreamRevision, env_references,

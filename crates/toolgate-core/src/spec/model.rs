@@ -216,10 +216,19 @@ pub struct HttpBinding {
     /// as OpenAPI's query styles do.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub query: IndexMap<String, QueryValue>,
+    /// How path placeholders reading a list, an object or (for `label` and
+    /// `matrix`) any value are written, by the argument they read (`id` for
+    /// `{args.id}`): OpenAPI's path styles. A placeholder not named here is `simple`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub path: IndexMap<String, super::StyledPath>,
     /// Cookies, sent in one `Cookie` header (a secret); values may reference
     /// `${env.NAME}`, and one that is a placeholder reading nothing is left out.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub cookies: IndexMap<String, String>,
+    /// HTTP basic authentication from a user and a password (`${env.NAME}`),
+    /// sent as `Authorization: Basic …`, encoded at call time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basic_auth: Option<super::BasicAuth>,
     /// The request body; without it, POST, PUT and PATCH send the arguments as JSON.
     /// A member whose value is one `{args.NAME}` the call leaves out is left out.
     /// Strings may reference `${env.NAME}`; those values and any under a secret key
@@ -298,6 +307,11 @@ impl QueryValue {
         }
     }
 
+    /// Whether reserved characters pass unencoded (`allow_reserved`).
+    pub fn allow_reserved(&self) -> bool {
+        matches!(self, QueryValue::Styled(s) if s.allow_reserved)
+    }
+
     /// The style and explode flag (form, exploded, for a plain template).
     pub fn style(&self) -> (QueryStyle, bool) {
         match self {
@@ -332,6 +346,11 @@ pub struct StyledQuery {
     /// (`tag=a&tag=b`, `x=1&y=2`); `false` joins them into one value (`tag=a,b`).
     #[serde(default = "explode_default", skip_serializing_if = "is_true")]
     pub explode: bool,
+    /// Let RFC 3986's reserved characters (`:/?@!$'()*,;`) and percent-encoded
+    /// triples through as they are (OpenAPI's `allowReserved`); `[`, `]`, `#`, `&`,
+    /// `=`, `+` and everything else not unreserved are still encoded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_reserved: bool,
 }
 
 fn explode_default() -> bool {

@@ -53,6 +53,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules.out.extend(crate::flow::check_flow(doc, spec));
     rules
         .out
+        .extend(super::telemetry::check_span_arguments(doc, spec));
+    rules
+        .out
         .extend(super::policy_checks::check_policy(doc, spec));
     let mut first_by_name: HashMap<&str, usize> = HashMap::new();
     for (tool, place) in spec.tools.iter().zip(placed) {
@@ -195,6 +198,11 @@ impl Rules<'_> {
             self.url(&format!("{at}/http/url"), &http.url);
             self.reachable(&format!("{at}/http/url"), &http.url);
             self.secret_header_arguments(at, tool);
+            self.out.extend(super::http_checks::check_http_binding(
+                self.doc,
+                &format!("{at}/http"),
+                http,
+            ));
             if http.no_body && http.body.is_some() {
                 self.error(
                     &format!("{at}/http/no_body"),

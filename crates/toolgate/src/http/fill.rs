@@ -11,10 +11,13 @@
 //! environment and encoded the same way; never in the scheme, host or port, and
 //! never from text an argument supplies (arguments are filled between references).
 
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use toolgate_core::spec::template::{Placeholder, Scope, placeholders};
-use toolgate_core::spec::{QueryStyle, QueryValue, env_references};
+use toolgate_core::spec::{QueryStyle, QueryValue, StyledPath, env_references};
 use url::Url;
+
+use super::path_style::styled_path;
 
 /// Why a URL could not be built. `Input` is the model's to fix; `Spec` and `Env`
 /// the operator's.
@@ -61,24 +64,37 @@ pub(crate) fn fill(
     state: &Map<String, Value>,
     encode: impl Fn(&str) -> String,
 ) -> String {
+    fill_each(s, args, state, &|_, value| simple(value, &encode))
+}
+
+/// A value in the `simple` style, unexploded, each part encoded.
+fn simple(value: Value, encode: &impl Fn(&str) -> String) -> String {
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(|v| encode(&as_text(v))).collect();
+            items.join(",")
+        }
+        Value::Object(members) => {
+            let members: Vec<String> = members
+                .iter()
+                .flat_map(|(k, v)| [encode(k), encode(&as_text(v))])
+                .collect();
+            members.join(",")
+        }
+        value => encode(&as_text(&value)),
+    }
+}
+
+/// How one placeholder's value is written into a template.
+type Render<'r> = &'r dyn Fn(&Placeholder, Value) -> String;
+
+/// `s` with each placeholder replaced by what `render` makes of its value.
+fn fill_each(s: &str, args: &Value, state: &Map<String, Value>, render: Render<'_>) -> String {
     let mut out = String::with_capacity(s.len());
     let mut last = 0;
     for p in placeholders(s) {
         out.push_str(&s[last..p.range.start]);
-        match lookup(&p, args, state) {
-            Value::Array(items) => {
-                let items: Vec<String> = items.iter().map(|v| encode(&as_text(v))).collect();
-                out.push_str(&items.join(","));
-            }
-            Value::Object(members) => {
-                let members: Vec<String> = members
-                    .iter()
-                    .flat_map(|(k, v)| [encode(k), encode(&as_text(v))])
-                    .collect();
-                out.push_str(&members.join(","));
-            }
-            value => out.push_str(&encode(&as_text(&value))),
-        }
+        out.push_str(&render(&p, lookup(&p, args, state)));
         last = p.range.end;
     }
     out.push_str(&s[last..]);
@@ -96,20 +112,46 @@ pub(crate) fn fill_env(
     env: Env<'_>,
     read: &mut Vec<String>,
 ) -> Result<String, String> {
+    fill_env_each(
+        s,
+        args,
+        state,
+        &|_, v| simple(v, &encode),
+        &encode,
+        env,
+        read,
+    )
+}
+
+/// As [`fill_each`], with `${env.NAME}` read as [`fill_env`] reads it.
+fn fill_env_each(
+    s: &str,
+    args: &Value,
+    state: &Map<String, Value>,
+    render: Render<'_>,
+    encode: &dyn Fn(&str) -> String,
+    env: Env<'_>,
+    read: &mut Vec<String>,
+) -> Result<String, String> {
     let references = env_references(s);
     if references.is_empty() {
-        return Ok(fill(s, args, state, encode));
+        return Ok(fill_each(s, args, state, render));
     }
     let mut out = String::with_capacity(s.len());
     let mut at = 0;
     for reference in references {
-        out.push_str(&fill(&s[at..reference.range.start], args, state, &encode));
+        out.push_str(&fill_each(
+            &s[at..reference.range.start],
+            args,
+            state,
+            render,
+        ));
         let value = env(&reference.name).ok_or_else(|| reference.name.clone())?;
         out.push_str(&encode(&value));
         read.push(value);
         at = reference.range.end;
     }
-    out.push_str(&fill(&s[at..], args, state, &encode));
+    out.push_str(&fill_each(&s[at..], args, state, render));
     Ok(out)
 }
 
@@ -126,6 +168,46 @@ pub fn encode_component(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Percent-encodes as OpenAPI's `allowReserved` does in a query value: RFC 3986's
+/// unreserved and reserved characters and percent-encoded triples pass, but for
+/// `[`, `]` and `#` (not allowed in a query) and `&`, `=` and `+` (the
+/// form-urlencoded delimiters); every other byte, and a `%` that starts no
+/// triple, is encoded.
+pub fn encode_allowing_reserved(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        let triple = b == b'%'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+        let passes = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b':'
+                    | b'/'
+                    | b'?'
+                    | b'@'
+                    | b'!'
+                    | b'$'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b','
+                    | b';'
+            );
+        if passes || triple {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -169,10 +251,13 @@ fn split_origin(template: &str) -> Result<(&str, &str), UrlProblem> {
 /// Builds the request URL: the template's origin, its path and query with
 /// placeholders and `${env.NAME}` filled and encoded, then the `query:` entries. A
 /// query entry whose value is one placeholder reading `null` is left out; one
-/// reading a list or an object is written in the entry's style ([`styled`]).
-/// Values read from the environment are pushed onto `read`, to be masked as secrets.
+/// reading a list or an object is written in the entry's style ([`styled`]). A
+/// path placeholder reading an argument `path` names is written in its style
+/// ([`styled_path`]). Values read from the environment are pushed onto `read`, to
+/// be masked as secrets.
 pub fn build_url<'q>(
     template: &str,
+    path_styles: &IndexMap<String, StyledPath>,
     query: impl IntoIterator<Item = (&'q String, &'q QueryValue)>,
     args: &Value,
     state: &Map<String, Value>,
@@ -199,13 +284,33 @@ pub fn build_url<'q>(
         Some((path, q)) => (path, Some(q)),
         None => (rest, None),
     };
+    let render_path = |p: &Placeholder, value: Value| match p.scope {
+        Scope::Args => match path_styles.get(&p.path.join(".")) {
+            Some(s) => styled_path(
+                s.name.as_deref().unwrap_or(p.name()),
+                &value,
+                s.style,
+                s.explode,
+            ),
+            None => simple(value, &encode_component),
+        },
+        Scope::State => simple(value, &encode_component),
+    };
     let mut out = String::from(origin);
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
             out.push('/');
         }
-        let filled =
-            fill_env(segment, args, state, encode_component, env, read).map_err(missing)?;
+        let filled = fill_env_each(
+            segment,
+            args,
+            state,
+            &render_path,
+            &encode_component,
+            env,
+            read,
+        )
+        .map_err(missing)?;
         if filled != segment && is_dot_segment(&filled) {
             return Err(UrlProblem::Input(format!(
                 "the URL path segment `{segment}` would be `{filled}`, which a URL cannot carry as data; pass a name other than `.` or `..`"
@@ -239,17 +344,22 @@ pub fn build_url<'q>(
     }
     for (key, value) in query {
         let template = value.template();
+        let encode: fn(&str) -> String = if value.allow_reserved() {
+            encode_allowing_reserved
+        } else {
+            encode_component
+        };
         match lone(template, args, state) {
             Some(Value::Null) => {}
             Some(found @ (Value::Array(_) | Value::Object(_))) => {
                 let (style, explode) = value.style();
-                for (k, v) in styled(key, &found, style, explode) {
+                for (k, v) in styled(key, &found, style, explode, encode) {
                     add(&k, &v);
                 }
             }
             _ => add(
                 &encode_component(key),
-                &fill_env(template, args, state, encode_component, env, read).map_err(missing)?,
+                &fill_env(template, args, state, encode, env, read).map_err(missing)?,
             ),
         }
     }
@@ -285,8 +395,9 @@ pub(crate) fn styled(
     value: &Value,
     style: QueryStyle,
     explode: bool,
+    encode: fn(&str) -> String,
 ) -> Vec<(String, String)> {
-    let enc = |v: &Value| encode_component(&as_text(v));
+    let enc = |v: &Value| encode(&as_text(v));
     let ekey = encode_component(key);
     match value {
         Value::Array(items) => {
@@ -347,7 +458,15 @@ mod tests {
         args: &Value,
         state: &Map<String, Value>,
     ) -> Result<Url, UrlProblem> {
-        super::build_url(template, query, args, state, &no_env, &mut Vec::new())
+        super::build_url(
+            template,
+            &IndexMap::new(),
+            query,
+            args,
+            state,
+            &no_env,
+            &mut Vec::new(),
+        )
     }
 
     fn build(template: &str, args: Value) -> Result<Url, UrlProblem> {
@@ -370,6 +489,7 @@ mod tests {
         let mut read = Vec::new();
         let url = super::build_url(
             "https://h.example/t/${env.TENANT}/x?sig=${env.KEY}",
+            &IndexMap::new(),
             query.iter().map(|(k, v)| (k, v)),
             &json!({"q": "${env.KEY}"}),
             &Map::new(),
@@ -387,6 +507,7 @@ mod tests {
         for template in ["https://${env.TENANT}/x", "https://h.example:${env.KEY}/x"] {
             let err = super::build_url(
                 template,
+                &IndexMap::new(),
                 NO_QUERY.iter().map(|(k, v)| (k, v)),
                 &json!({}),
                 &Map::new(),
@@ -401,6 +522,7 @@ mod tests {
         }
         let err = super::build_url(
             "https://h.example/${env.ABSENT}",
+            &IndexMap::new(),
             NO_QUERY.iter().map(|(k, v)| (k, v)),
             &json!({}),
             &Map::new(),
@@ -563,6 +685,125 @@ mod tests {
         )
         .unwrap();
         assert_eq!(path.path(), "/items/a%2Fb,2");
+    }
+
+    fn path_styles(entries: Value) -> IndexMap<String, StyledPath> {
+        serde_json::from_value(entries).unwrap()
+    }
+
+    fn styled_build(
+        template: &str,
+        styles: &IndexMap<String, StyledPath>,
+        args: Value,
+    ) -> Result<Url, UrlProblem> {
+        super::build_url(
+            template,
+            styles,
+            NO_QUERY.iter().map(|(k, v)| (k, v)),
+            &args,
+            &Map::new(),
+            &no_env,
+            &mut Vec::new(),
+        )
+    }
+
+    #[test]
+    fn path_placeholders_take_the_style_the_binding_names() {
+        let styles = path_styles(json!({
+            "id": {"style": "label"},
+            "ids": {"style": "matrix", "explode": true},
+            "point": {"style": "matrix", "name": "pt"},
+            "filter": {"explode": true},
+        }));
+        let url = styled_build(
+            "https://h.example/users/{args.id}/orders{args.ids}/at{args.point}/f/{args.filter}/{args.plain}",
+            &styles,
+            json!({
+                "id": 5,
+                "ids": [3, 4],
+                "point": {"x": 1, "y": "a/b"},
+                "filter": {"k": "v", "n": 2},
+                "plain": ["p", "q"],
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            url.path(),
+            "/users/.5/orders;ids=3;ids=4/at;pt=x,1,y,a%2Fb/f/k=v,n=2/p,q"
+        );
+        // `label` with the empty string is `.`, which a URL cannot carry as data.
+        let err = styled_build(
+            "https://h.example/users/{args.id}",
+            &styles,
+            json!({"id": ""}),
+        );
+        assert!(matches!(err, Err(UrlProblem::Input(_))), "{err:?}");
+    }
+
+    #[test]
+    fn allow_reserved_lets_reserved_characters_through_a_query_value_but_not_delimiters() {
+        let query: Vec<(String, QueryValue)> = vec![
+            (
+                "path".into(),
+                serde_json::from_value(json!({"value": "{args.p}", "allow_reserved": true}))
+                    .unwrap(),
+            ),
+            ("plain".into(), QueryValue::from("{args.p}")),
+        ];
+        let url = build_url(
+            "https://h.example/s",
+            query.iter().map(|(k, v)| (k, v)),
+            &json!({"p": "a/b:c?d,e;f@g%41 h&i=j+k#l[m]%zz"}),
+            &Map::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            url.query(),
+            Some(
+                "path=a/b:c?d,e;f@g%41%20h%26i%3Dj%2Bk%23l%5Bm%5D%25zz&plain=a%2Fb%3Ac%3Fd%2Ce%3Bf%40g%2541%20h%26i%3Dj%2Bk%23l%5Bm%5D%25zz"
+            )
+        );
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        assert_eq!(pairs.len(), 2, "{pairs:?}");
+    }
+
+    /// A path parameter's value in a strategy's shapes: a string, a list of
+    /// strings or an object of strings.
+    fn path_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            "\\PC{0,16}".prop_map(Value::from),
+            prop::collection::vec("\\PC{0,8}", 0..4).prop_map(|v| json!(v)),
+            prop::collection::btree_map("\\PC{0,6}", "\\PC{0,6}", 0..4).prop_map(|m| json!(m)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn a_styled_value_never_leaves_its_path_segment(
+            value in path_value(),
+            style in prop_oneof![Just("simple"), Just("label"), Just("matrix")],
+            explode in any::<bool>(),
+            name in "\\PC{1,8}",
+        ) {
+            let styles = path_styles(json!({"v": {"style": style, "explode": explode, "name": name}}));
+            match styled_build("https://api.example.com/a/{args.v}/b", &styles, json!({"v": value})) {
+                Ok(url) => {
+                    prop_assert_eq!(url.host_str(), Some("api.example.com"));
+                    prop_assert_eq!(url.port_or_known_default(), Some(443));
+                    let segments: Vec<&str> = url.path_segments().unwrap().collect();
+                    prop_assert_eq!(segments.len(), 3, "{}", url);
+                    prop_assert_eq!(segments[0], "a");
+                    prop_assert_eq!(segments[2], "b");
+                    prop_assert_eq!(url.query(), None);
+                    prop_assert_eq!(url.fragment(), None);
+                }
+                // Only a segment that would read as `.` or `..` is refused.
+                Err(e) => prop_assert!(matches!(e, UrlProblem::Input(_)), "{:?}", e),
+            }
+        }
     }
 
     proptest! {

@@ -12,11 +12,15 @@
 //! its bindings outside an allow-list downgraded to mocks.
 
 #[cfg(feature = "http")]
+mod basic_auth;
+#[cfg(feature = "http")]
 mod body;
 #[cfg(feature = "http")]
 mod fetch;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod fill;
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+mod path_style;
 #[cfg(feature = "http")]
 mod request;
 #[cfg(any(feature = "http", feature = "mcp"))]

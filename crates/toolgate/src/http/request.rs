@@ -13,6 +13,7 @@ use toolgate_core::spec::{HttpBinding, HttpMethod, env_references, template};
 use toolgate_core::{ToolError, is_secret_header, is_secret_key};
 use url::Url;
 
+use super::basic_auth::basic_authorization;
 use super::body::encode_body;
 use super::fill::{UrlProblem, build_url, fill_env, lookup};
 use super::secrets::Secrets;
@@ -48,6 +49,7 @@ pub fn prepare(
     let mut from_env = Vec::new();
     let url = build_url(
         &binding.url,
+        &binding.path,
         &binding.query,
         args,
         state,
@@ -80,6 +82,11 @@ pub fn prepare(
             secrets.add_header_value(&value);
         }
         headers.push((name.clone(), value, secret));
+    }
+    if let Some(basic) = &binding.basic_auth {
+        let value = basic_authorization(basic, env, &mut secrets)?;
+        headers.retain(|(name, _, _)| !name.eq_ignore_ascii_case("authorization"));
+        headers.push(("Authorization".to_owned(), value, true));
     }
     if let Some(cookie) = cookie_header(binding, args, state, env, &mut secrets)? {
         secrets.add_header_value(&cookie);

@@ -177,6 +177,10 @@ pub fn mask_binding(binding: &HttpBinding) -> HttpBinding {
     for value in masked.cookies.values_mut() {
         *value = mask_template_value(value);
     }
+    if let Some(basic) = masked.basic_auth.as_mut() {
+        basic.user = mask_template_value(&basic.user);
+        basic.password = mask_template_value(&basic.password);
+    }
     if let Some(body) = &binding.body {
         masked.body = Some(mask_body(body, false));
     }
