@@ -25,8 +25,8 @@ mod gate;
 mod others;
 mod rate;
 mod schema;
-mod tls;
 mod sessions;
+mod tls;
 mod writer;
 
 use std::future::Future;
