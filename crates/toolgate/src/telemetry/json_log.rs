@@ -10,7 +10,6 @@ use opentelemetry::trace::TraceContextExt;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -40,10 +39,20 @@ where
         if let Some(span) = ctx.event_span(event) {
             line.insert("span".into(), span.name().into());
         }
-        let context = tracing::Span::current().context();
-        let span = context.span();
-        let ids = span.span_context();
-        if ids.is_valid() {
+        // The ids of the nearest span that is traced: a detail span that is not
+        // exported (see `span_detail`) takes its caller's.
+        let traced = ctx
+            .event_scope(event)
+            .into_iter()
+            .flatten()
+            .find_map(|span| {
+                let context = tracing::dispatcher::get_default(|dispatch| {
+                    tracing_opentelemetry::get_otel_context(&span.id(), dispatch)
+                })?;
+                let ids = context.span().span_context().clone();
+                ids.is_valid().then_some(ids)
+            });
+        if let Some(ids) = traced {
             line.insert("trace_id".into(), ids.trace_id().to_string().into());
             line.insert("span_id".into(), ids.span_id().to_string().into());
         }
