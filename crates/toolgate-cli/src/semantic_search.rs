@@ -62,3 +62,14 @@ fn open(choice: &ModelChoice) -> Result<Arc<dyn CatalogScorer>, String> {
         choice.model.display()
     ))
 }
+
+/// Runs `build` (a catalog's vectors made anew, or any other work of a model) on
+/// one of the runtime's blocking threads: embedding takes CPU for as long as a
+/// model needs, and an async worker running it would stall every session on it.
+pub async fn off_the_workers<T: Send + 'static>(
+    build: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(build)
+        .await
+        .map_err(|e| format!("the work stopped before it finished: {e}"))?
+}

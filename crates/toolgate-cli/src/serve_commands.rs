@@ -440,6 +440,7 @@ fn follow_upstreams(
 ) {
     let server = server.clone();
     let mut events = upstreams.subscribe();
+    let (spec, file) = (Arc::new(spec), Arc::<str>::from(file));
     tokio::spawn(async move {
         loop {
             match events.recv().await {
@@ -448,14 +449,20 @@ fn follow_upstreams(
                 Err(RecvError::Closed) => break,
             }
             let serving = server.gate();
-            match served_gate(
-                &spec,
-                &file,
-                Some(&upstreams),
-                &store,
-                search.as_ref(),
-                Some(&serving),
-            ) {
+            let (spec, file, upstreams) = (spec.clone(), file.clone(), upstreams.clone());
+            let (store, search) = (store.clone(), search.clone());
+            // A model embeds the new tools: on a blocking thread, not this worker.
+            let built = crate::semantic_search::off_the_workers(move || {
+                served_gate(
+                    &spec,
+                    &file,
+                    Some(&upstreams),
+                    &store,
+                    search.as_ref(),
+                    Some(&serving),
+                )
+            });
+            match built.await {
                 Ok((gate, withheld)) => server.replace_gate(Arc::new(gate), withheld),
                 Err(e) => tellln!(
                     "warning: the upstream tools changed, but the new catalog cannot be served ({e}); serving the old one"

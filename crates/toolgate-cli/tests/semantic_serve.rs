@@ -173,3 +173,108 @@ async fn serve_with_a_model_finds_an_upstream_tool_by_meaning_once_it_appears_an
     assert_eq!(cached_vectors(&vectors), 2, "nothing embedded again");
     client.cancel().await.unwrap();
 }
+
+/// How many tools the upstream adds at once in the test below: enough that
+/// embedding them takes seconds in a debug build.
+const ADDED: usize = 30;
+
+#[tokio::test]
+async fn a_catalog_change_is_embedded_off_the_async_worker_so_calls_go_on_meanwhile() {
+    let Some(model) = std::env::var_os("TOOLGATE_TEST_MODEL") else {
+        eprintln!("skipped: TOOLGATE_TEST_MODEL is not set (scripts/semantic-model sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Once `verify` has run, the upstream offers ADDED more tools at once.
+    let names: Vec<String> = (0..ADDED).map(|i| format!("archive_{i}")).collect();
+    let tools: String = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            format!(
+                "  - {{name: {name}, description: Look up record {i} in the archive of shipments and invoices and the customer's letters and say where it stands., effect: read, response: found}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("inner.yaml"),
+        format!(
+            "tools:\n\
+             \x20 - {{name: verify, description: Verify the customer., effect: read, set_state: {{verified: true}}}}\n\
+             {tools}\
+             state:\n  verified: {{type: boolean, default: false}}\n\
+             flow:\n  steps:\n\
+             \x20   - {{id: identify, allow: [verify], done: {{called_ok: verify}}}}\n\
+             \x20   - {{id: assist, after: [identify], allow: [{}]}}\n",
+            names.join(", ")
+        ),
+    )
+    .unwrap();
+    let effects: Vec<String> = std::iter::once("verify: read".to_owned())
+        .chain(names.iter().map(|n| format!("{n}: read")))
+        .collect();
+    std::fs::write(
+        dir.path().join("outer.yaml"),
+        format!(
+            "search:\n  model: {}\n\
+             mcp_servers:\n  inner:\n    command: {}\n    args: [serve, --stdio, -f, inner.yaml, --state-dir, {}]\n\
+             \x20   effects: {{{}}}\n",
+            serde_json::to_string(&model.to_string_lossy()).unwrap(),
+            env!("CARGO_BIN_EXE_toolgate"),
+            dir.path().join("inner-state").display(),
+            effects.join(", ")
+        ),
+    )
+    .unwrap();
+    let vectors = dir.path().join(".toolgate/vectors");
+
+    // One async worker: an embedding run on it would hold up every request.
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command
+        .args(["serve", "--stdio", "--search", "-f", "outer.yaml"])
+        .current_dir(dir.path())
+        .env_remove("TOOLGATE_STATE_DIR")
+        .env("TOKIO_WORKER_THREADS", "1");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ListListener::default().serve(transport).await.unwrap();
+    assert_eq!(
+        cached_vectors(&vectors),
+        1,
+        "inner.verify, embedded at start"
+    );
+
+    let result = client
+        .call_tool(call("inner.verify", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(300);
+    let mut slowest = Duration::ZERO;
+    while cached_vectors(&vectors) < 1 + ADDED as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "the new tools were never embedded"
+        );
+        let asked = Instant::now();
+        client.list_all_tools().await.unwrap();
+        slowest = slowest.max(asked.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let embedding = started.elapsed();
+    eprintln!(
+        "embedding {ADDED} tools took {embedding:?}; the slowest request meanwhile {slowest:?}"
+    );
+    assert!(
+        embedding > Duration::from_secs(1),
+        "embedding {ADDED} tools took only {embedding:?}: too quick to tell whether requests wait for it"
+    );
+    assert!(
+        slowest < embedding / 3,
+        "a request waited {slowest:?} while the catalog change was embedded (for {embedding:?})"
+    );
+    client.cancel().await.unwrap();
+}

@@ -53,6 +53,10 @@ pub trait CatalogScorer: Scorer {
 
 /// The built-in `search_tools` tool (effect `read`, source `builtin`).
 ///
+/// With a scorer (an embedding model), a call searches on a blocking thread
+/// ([`tokio::task::spawn_blocking`]): embedding a query takes milliseconds of CPU,
+/// which must not stall the other sessions served by the same async worker.
+///
 /// ```
 /// use std::sync::Arc;
 /// use serde_json::json;
@@ -67,10 +71,14 @@ pub trait CatalogScorer: Scorer {
 /// let found = tools.find(&Principal::operator(), "refund my order", 5);
 /// assert_eq!(found["tools"][0]["name"], "orders.refund");
 /// ```
+///
+/// Its parts are shared (a clone is a handle on the same index), so a call can
+/// move one to the blocking thread.
+#[derive(Clone)]
 pub struct SearchTools {
-    descriptor: ToolDescriptor,
-    indexed: RwLock<Indexed>,
-    policy: Option<Policy>,
+    descriptor: Arc<ToolDescriptor>,
+    indexed: Arc<RwLock<Indexed>>,
+    policy: Option<Arc<Policy>>,
     filter: Option<Arc<SearchFilter>>,
     scorer: Option<Arc<dyn CatalogScorer>>,
     fusion: Fusion,
@@ -86,8 +94,8 @@ impl SearchTools {
     /// A search over `tools` (itself left out).
     pub fn from_tools<'a>(tools: impl IntoIterator<Item = &'a ToolDescriptor>) -> Self {
         let search = SearchTools {
-            descriptor: search_tools_descriptor(),
-            indexed: RwLock::new(Indexed::default()),
+            descriptor: Arc::new(search_tools_descriptor()),
+            indexed: Arc::new(RwLock::new(Indexed::default())),
             policy: None,
             filter: None,
             scorer: None,
@@ -115,7 +123,7 @@ impl SearchTools {
     /// Leaves out the tools `policy` denies to the caller's principal (tier
     /// ceiling, scopes, denying rules). Tools that need approval stay in.
     pub fn with_policy(mut self, policy: Policy) -> Self {
-        self.policy = Some(policy);
+        self.policy = Some(Arc::new(policy));
         self
     }
 
@@ -294,7 +302,20 @@ impl DynTool for SearchTools {
                     "`query` is empty; say in a few words what you want to do",
                 ));
             }
-            Ok(self.find_in(ctx.principal(), ctx.flow_view(), &input.query, input.k()))
+            let k = input.k();
+            let query = input.query;
+            if self.scorer.is_none() {
+                return Ok(self.find_in(ctx.principal(), ctx.flow_view(), &query, k));
+            }
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return Ok(self.find_in(ctx.principal(), ctx.flow_view(), &query, k));
+            };
+            let (search, principal) = (self.clone(), ctx.principal().clone());
+            let flow = ctx.flow_view().cloned();
+            runtime
+                .spawn_blocking(move || search.find_in(&principal, flow.as_ref(), &query, k))
+                .await
+                .map_err(|e| ToolError::permanent(format!("the search failed: {e}")))
         })
     }
 

@@ -72,7 +72,7 @@ impl Bert {
             vb
         };
         let h = config.hidden_size;
-        if config.num_attention_heads == 0 || h % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0 || !h.is_multiple_of(config.num_attention_heads) {
             candle_core::bail!(
                 "hidden_size {h} is not a multiple of num_attention_heads {}",
                 config.num_attention_heads
