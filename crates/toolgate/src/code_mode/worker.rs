@@ -8,7 +8,9 @@
 //! never written through.
 
 use std::borrow::Cow;
-use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -51,12 +53,19 @@ pub fn worker_main() -> ExitCode {
         eprintln!("toolgate code worker: cannot set its OS limits: {error}");
         return ExitCode::from(2);
     }
+    let (input, output) = match pipes() {
+        Ok(pipes) => pipes,
+        Err(error) => {
+            eprintln!("toolgate code worker: cannot take its stdin and stdout: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let thread = std::thread::Builder::new()
         .name("code-mode".into())
         .stack_size(INTERPRETER_STACK)
-        .spawn(|| {
-            let mut input = BufReader::new(io::stdin());
-            let mut output = BufWriter::new(io::stdout());
+        .spawn(move || {
+            let mut input = BufReader::new(input);
+            let mut output = output;
             serve(&mut input, &mut output)
         });
     match thread.map(|t| t.join()) {
@@ -69,8 +78,19 @@ pub fn worker_main() -> ExitCode {
     }
 }
 
-type Input = BufReader<Stdin>;
-type Output = BufWriter<Stdout>;
+type Input = BufReader<File>;
+/// Unbuffered: [`write_frame`] builds each frame in one buffer, so a frame is
+/// one `write`. (std's `Stdout` is line-buffered: a frame whose length or body
+/// holds a 0x0A byte would go out in two writes and wake the gate twice.)
+type Output = File;
+
+/// The worker's stdin and stdout as files of their own (duplicates of fds 0
+/// and 1), read and written without std's locks and line buffering.
+fn pipes() -> io::Result<(File, File)> {
+    let input = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let output = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    Ok((input, output))
+}
 
 fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
     let first = loop {
