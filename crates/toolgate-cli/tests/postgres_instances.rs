@@ -8,160 +8,22 @@
 //! `TOOLGATE_TEST_POSTGRES_REQUIRED` is set (as `scripts/postgres-store` sets it),
 //! when it fails.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+mod support;
+
+use support::postgres::{Database, Instance, Site, is_error};
+use support::slow_server::counting_server;
+
 const PROTOCOL: &str = "2026-07-28";
 
-/// A fresh database, its URL split into the password and the rest (the password
-/// goes to the instances through the environment, as `${env.TG_TEST_PGPASSWORD}`).
-struct Database {
-    /// `postgres://USER:${env.TG_TEST_PGPASSWORD}@HOST:PORT/NAME`.
-    templated: String,
-    password: String,
-}
-
-impl Database {
-    fn new() -> Option<Self> {
-        let Some(base) = std::env::var("TOOLGATE_TEST_POSTGRES")
-            .ok()
-            .filter(|v| !v.is_empty())
-        else {
-            assert!(
-                std::env::var_os("TOOLGATE_TEST_POSTGRES_REQUIRED").is_none(),
-                "TOOLGATE_TEST_POSTGRES_REQUIRED is set but TOOLGATE_TEST_POSTGRES is not"
-            );
-            eprintln!(
-                "skipped: set TOOLGATE_TEST_POSTGRES to a PostgreSQL URL (scripts/postgres-store does) to run the multi-instance tests"
-            );
-            return None;
-        };
-        let name = format!("inst_{}", std::process::id() as u64 * 1000 + next());
-        let out = Command::new("psql")
-            .args([
-                base.as_str(),
-                "-q",
-                "-c",
-                &format!("CREATE DATABASE {name}"),
-            ])
-            .output()
-            .expect("psql runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (scheme_user, rest) = base.split_once(':').and_then(|(scheme, rest)| {
-            let rest = rest.strip_prefix("//")?;
-            let (user_pass, host) = rest.split_once('@')?;
-            let (user, password) = user_pass.split_once(':')?;
-            Some((
-                format!("{scheme}://{user}"),
-                (password.to_owned(), host.to_owned()),
-            ))
-        })?;
-        let (password, host) = rest;
-        let server = host.rsplit_once('/').map_or(host.as_str(), |(s, _)| s);
-        Some(Self {
-            templated: format!("{scheme_user}:${{env.TG_TEST_PGPASSWORD}}@{server}/{name}"),
-            password,
-        })
-    }
-}
-
-fn next() -> u64 {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::SeqCst) as u64
-}
-
-/// A scratch directory with a spec naming the database.
-struct Site {
-    dir: tempfile::TempDir,
-    db: Database,
-}
-
-impl Site {
-    fn new(db: Database, spec: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = format!("store: \"{}\"\n{spec}", db.templated);
-        std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
-        Self { dir, db }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-        command
-            .args(args)
-            .current_dir(self.dir.path())
-            .env_remove("TOOLGATE_STATE_DIR")
-            .env_remove("TOOLGATE_STORE")
-            .env("TG_TEST_PGPASSWORD", &self.db.password);
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = self.command(args).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// `toolgate serve --http 127.0.0.1:0`, its URL, and its first lines of stderr.
-    fn serve(&self) -> Instance {
-        let mut child = self
-            .command(&["serve", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut said = String::new();
-        let url = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                panic!("toolgate serve stopped: {said}");
-            }
-            said.push_str(&line);
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break url.to_owned();
-            }
-        };
-        // Keep draining stderr so the instance never blocks on it.
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
-        Instance { child, url, said }
-    }
-
-    fn audit(&self) -> Vec<Value> {
-        let (ok, out, err) = self.run(&["audit", "tail", "-n", "1000000", "--json"]);
-        assert!(ok, "{err}");
-        serde_json::from_str(&out).unwrap()
-    }
-}
-
-struct Instance {
-    child: Child,
-    url: String,
-    said: String,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// What the tool server answers.
+const OK: &str = r#"{"ok": true}"#;
 
 /// One stateless MCP client: every request a self-contained POST, to whichever
 /// instance it is given.
@@ -225,10 +87,6 @@ impl Client {
     }
 }
 
-fn is_error(result: &Value) -> bool {
-    result.get("isError") == Some(&Value::Bool(true))
-}
-
 const LOOKUP: &str = r#"
 tools:
   - name: lookup
@@ -256,7 +114,9 @@ fn calls_per_client() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_on_one_database_record_exactly_one_intent_and_completion_per_call() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let site = Site::new(db, LOOKUP);
     let (ok, out, err) = site.run(&["store", "migrate"]);
     assert!(ok, "{err}");
@@ -328,44 +188,12 @@ async fn three_instances_on_one_database_record_exactly_one_intent_and_completio
     }
 }
 
-/// A server that answers every request after `delay`, counting them.
-fn counting_server(delay: Duration) -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counted = hits.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let hits = counted.clone();
-            std::thread::spawn(move || {
-                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                hits.fetch_add(1, Ordering::SeqCst);
-                std::thread::sleep(delay);
-                let body = r#"{"ok": true}"#;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    (port, hits)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_attempts_at_a_once_tool_across_instances_run_it_exactly_once() {
-    let Some(db) = Database::new() else { return };
-    let (port, hits) = counting_server(Duration::from_millis(300));
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
+    let (port, hits) = counting_server(Duration::from_millis(300), OK);
     let spec = format!(
         r#"
 network: {{allow: ["127.0.0.1"]}}
@@ -408,7 +236,9 @@ flow:
 
 #[test]
 fn a_database_named_with_its_password_from_the_environment_never_shows_the_password() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let site = Site::new(db, LOOKUP);
     let (ok, out, err) = site.run(&["call", "lookup", r#"{"n": 1}"#]);
     assert!(ok, "{err}");
@@ -449,8 +279,10 @@ fn a_database_named_with_its_password_from_the_environment_never_shows_the_passw
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_instance_killed_under_load_leaves_its_calls_pending_and_the_others_go_on_and_it_serves_again_restarted()
  {
-    let Some(db) = Database::new() else { return };
-    let (port, hits) = counting_server(Duration::from_millis(1500));
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
+    let (port, hits) = counting_server(Duration::from_millis(1500), OK);
     let spec = format!(
         r#"
 network: {{allow: ["127.0.0.1:{port}"]}}
@@ -536,7 +368,9 @@ tools:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_on_one_database_admit_exactly_a_rate_limit_between_them() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let spec = format!("{LOOKUP}limits:\n  rate:\n    - {{tool: lookup, calls: 20, per: 1h}}\n");
     let site = Site::new(db, &spec);
     let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
@@ -634,7 +468,9 @@ struct Served {
 /// goes down with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances_serve_again() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let Some(ctl) = pg_ctl() else { return };
     let site = Site::new(db, LOOKUP);
     let mut instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
@@ -745,8 +581,10 @@ async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_call_approved_once_and_sent_to_every_instance_at_once_runs_exactly_once() {
-    let Some(db) = Database::new() else { return };
-    let (port, hits) = counting_server(Duration::from_millis(300));
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
+    let (port, hits) = counting_server(Duration::from_millis(300), OK);
     let spec = format!(
         r#"
 network: {{allow: ["127.0.0.1:{port}"]}}
