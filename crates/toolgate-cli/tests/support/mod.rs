@@ -8,6 +8,7 @@
 pub mod console;
 pub mod postgres;
 pub mod slow_server;
+pub mod stateless;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

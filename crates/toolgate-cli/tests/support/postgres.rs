@@ -151,6 +151,23 @@ impl Drop for Instance {
     }
 }
 
+/// A `lookup` tool anyone may call, which writes (so every call is audited).
+pub const LOOKUP: &str = r#"
+tools:
+  - name: lookup
+    description: Look up an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        n: {type: integer}
+      required: [n]
+    response: {status: shipped}
+policy:
+  rules:
+    - {tools: lookup, decision: allow, reason: lookups run at once}
+"#;
+
 /// Whether a `tools/call` result is an error result.
 pub fn is_error(result: &Value) -> bool {
     result.get("isError") == Some(&Value::Bool(true))
