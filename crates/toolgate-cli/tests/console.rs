@@ -4,8 +4,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -13,6 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
+use support::console::{self, Served, browser, csrf, get, log_in, post, waiting_approval};
 
 /// One external tool (the default policy asks a person), whose description
 /// carries a script that must never run.
@@ -29,138 +29,15 @@ tools:
     response: {sent: true}
 "#;
 
-/// A running `toolgate ARGS` with a console, killed when dropped.
-struct Served {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-    login: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `toolgate ARGS` in a directory holding [`SPEC`], once it printed its login link.
+/// `toolgate ARGS` in `dir`, or in a directory holding [`SPEC`], once it printed
+/// its login link.
 fn start(args: &[&str], dir: Option<tempfile::TempDir>) -> Served {
     let dir = dir.unwrap_or_else(|| {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
         dir
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir.path())
-        .env_remove("TOOLGATE_STATE_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut login = None;
-    for _ in 0..20 {
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        if let Some(url) = line
-            .split_whitespace()
-            .find(|w| w.contains("/login?token="))
-        {
-            login = Some(url.to_owned());
-            break;
-        }
-        // With `auth:` there is no link, only the address to log in at.
-        if line.contains("console at http://") {
-            let at = line.split_whitespace().find(|w| w.starts_with("http://"));
-            login = at.map(|a| a.trim_end_matches('/').to_owned());
-            break;
-        }
-    }
-    let login = login.expect("a login link on stderr");
-    let base = login.split("/login").next().unwrap().to_owned();
-    // Keep reading stderr so the process never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Served {
-        child,
-        base,
-        login,
-        dir,
-    }
-}
-
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// Opens the login link; the session cookie it sets.
-async fn log_in(served: &Served) -> String {
-    let response = browser().get(&served.login).send().await.unwrap();
-    assert_eq!(response.status().as_u16(), 303);
-    let cookie = response
-        .headers()
-        .get("set-cookie")
-        .expect("a session cookie")
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(cookie.contains("HttpOnly"), "{cookie}");
-    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
-    cookie.split(';').next().unwrap().to_owned()
-}
-
-async fn get(served: &Served, path: &str, cookie: &str) -> (u16, String) {
-    let response = browser()
-        .get(format!("{}{path}", served.base))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.text().await.unwrap())
-}
-
-/// Posts `form` as the console's own page does (same origin).
-async fn post(served: &Served, path: &str, cookie: &str, form: &[(&str, &str)]) -> u16 {
-    browser()
-        .post(format!("{}{path}", served.base))
-        .header("cookie", cookie)
-        .header("origin", &served.base)
-        .header("sec-fetch-site", "same-origin")
-        .form(form)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
-}
-
-/// The value of `name="csrf-token" content="..."` in a page.
-fn csrf(page: &str) -> String {
-    let at = page
-        .find(r#"name="csrf-token" content=""#)
-        .expect("a CSRF token");
-    let rest = &page[at + r#"name="csrf-token" content=""#.len()..];
-    rest[..rest.find('"').unwrap()].to_owned()
-}
-
-/// Waits until the Approvals page shows a waiting request; its id.
-async fn waiting_approval(served: &Served, cookie: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, page) = get(served, "/approvals/rows", cookie).await;
-        if let Some(at) = page.find(r#"id="ap-"#) {
-            let rest = &page[at + 4..];
-            return rest[..rest.find('"').unwrap()].to_owned();
-        }
-        assert!(Instant::now() < deadline, "no approval appeared: {page}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    console::start(dir, args)
 }
 
 async fn mcp_client(served: &Served) -> RunningService<RoleClient, ()> {

@@ -3,15 +3,16 @@
 //! loopback, an MCP client that cannot ask its user (so only the console can
 //! answer), and the console's own approve and deny forms under its CSRF token.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt, service::RunningService};
 use serde_json::{Value, json};
+use support::console::{self, Served, csrf, log_in, post, waiting_approval};
+
+mod support;
 
 /// A lookup anyone may run, and a refund policy asks an approver about.
 const SPEC: &str = r#"
@@ -52,125 +53,36 @@ except PermissionError as e:
 outcome
 "#;
 
-/// A running `toolgate serve`, killed when dropped.
-struct Served {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-    login: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `toolgate serve --http --console --code-mode EXTRA` over [`SPEC`], once it
 /// printed its login link.
 fn start(extra: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--http", "127.0.0.1:0", "--console", "--code-mode"])
-        .args(extra)
-        .current_dir(dir.path())
-        .env_remove("TOOLGATE_STATE_DIR")
-        .env_remove("TOOLGATE_STORE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    let login = loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            panic!("toolgate serve stopped: {said}");
-        }
-        said.push_str(&line);
-        if let Some(url) = line
-            .split_whitespace()
-            .find(|w| w.contains("/login?token="))
-        {
-            break url.to_owned();
-        }
-    };
-    let base = login.split("/login").next().unwrap().to_owned();
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Served {
-        child,
-        base,
-        login,
-        _dir: dir,
-    }
+    let mut args = vec!["serve", "--http", "127.0.0.1:0", "--console", "--code-mode"];
+    args.extend_from_slice(extra);
+    console::start(dir, &args)
 }
 
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// Opens the login link; the session cookie it sets.
-async fn log_in(served: &Served) -> String {
-    let response = browser().get(&served.login).send().await.unwrap();
-    assert_eq!(response.status().as_u16(), 303);
-    let cookie = response
-        .headers()
-        .get("set-cookie")
-        .expect("a session cookie");
-    let cookie = cookie.to_str().unwrap();
-    cookie.split(';').next().unwrap().to_owned()
-}
-
+/// A page the console serves (200), under `cookie`.
 async fn get(served: &Served, path: &str, cookie: &str) -> String {
-    let response = browser()
-        .get(format!("{}{path}", served.base))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200, "{path}");
-    response.text().await.unwrap()
+    let (status, page) = console::get(served, path, cookie).await;
+    assert_eq!(status, 200, "{path}");
+    page
 }
 
 /// Answers approval `id` (`approve` or `deny`) with the console's form, under the
 /// CSRF token its Approvals page carries.
 async fn answer(served: &Served, cookie: &str, id: &str, action: &str, reason: &str) {
-    let page = get(served, "/approvals", cookie).await;
-    let marker = r#"name="csrf-token" content=""#;
-    let at = page.find(marker).expect("a CSRF token") + marker.len();
-    let token = &page[at..at + page[at..].find('"').unwrap()];
-    let status = browser()
-        .post(format!("{}/approvals/{id}/{action}", served.base))
-        .header("cookie", cookie)
-        .header("origin", &served.base)
-        .header("sec-fetch-site", "same-origin")
-        .form(&[("csrf", token), ("reason", reason)])
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert_eq!(status.as_u16(), 303, "{action} {id}");
-}
-
-/// Waits until the Approvals page shows a waiting request; its id.
-async fn waiting_approval(served: &Served, cookie: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let page = get(served, "/approvals/rows", cookie).await;
-        if let Some(at) = page.find(r#"id="ap-"#) {
-            let rest = &page[at + 4..];
-            return rest[..rest.find('"').unwrap()].to_owned();
-        }
-        assert!(Instant::now() < deadline, "no approval appeared: {page}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let token = csrf(&get(served, "/approvals", cookie).await);
+    let path = format!("/approvals/{id}/{action}");
+    let status = post(
+        served,
+        &path,
+        cookie,
+        &[("csrf", &token), ("reason", reason)],
+    )
+    .await;
+    assert_eq!(status, 303, "{action} {id}");
 }
 
 /// An MCP client with a session that cannot ask its user anything.

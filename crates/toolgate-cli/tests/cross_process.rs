@@ -4,53 +4,20 @@
 //! counts what reached it and answers slowly, so every process is admitted while the
 //! first call still runs.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use support::slow_server::counting_server;
 use support::toolgate;
 
 mod support;
 
 const PROCESSES: usize = 10;
 
-/// A server that answers every request after `delay`, counting them.
-fn counting_server(delay: Duration) -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counted = hits.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let hits = counted.clone();
-            std::thread::spawn(move || {
-                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                hits.fetch_add(1, Ordering::SeqCst);
-                std::thread::sleep(delay);
-                let body = r#"{"ok": true}"#;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    (port, hits)
-}
+/// What the tool server answers.
+const OK: &str = r#"{"ok": true}"#;
 
 /// A spec whose `charge` tool posts to the server, under `constraint`.
 fn spec(port: u16, constraint: &str) -> String {
@@ -89,7 +56,7 @@ fn start(dir: &Path, session: &str) -> Child {
 /// Starts `PROCESSES` calls at once on one conversation; returns how many ran the
 /// tool, by the server's count and by exit code, and the others' messages.
 fn race(constraint: &str) -> (usize, usize, Vec<String>) {
-    let (port, hits) = counting_server(Duration::from_millis(400));
+    let (port, hits) = counting_server(Duration::from_millis(400), OK);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("toolgate.yaml"), spec(port, constraint)).unwrap();
     // Create the state file first, so the race is over the call and not the schema.
@@ -148,7 +115,7 @@ fn a_never_until_guard_on_state_holds_across_processes() {
 #[test]
 fn a_once_call_whose_process_died_holds_the_conversation_until_the_operator_resolves_it() {
     // The server never answers in time: the call is still running when it is killed.
-    let (port, hits) = counting_server(Duration::from_secs(60));
+    let (port, hits) = counting_server(Duration::from_secs(60), OK);
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(port, "once: charge").replace(
         "    set_state: {charged: true}\n",

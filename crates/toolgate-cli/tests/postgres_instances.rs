@@ -8,242 +8,20 @@
 //! `TOOLGATE_TEST_POSTGRES_REQUIRED` is set (as `scripts/postgres-store` sets it),
 //! when it fails.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const PROTOCOL: &str = "2026-07-28";
+mod support;
 
-/// A fresh database, its URL split into the password and the rest (the password
-/// goes to the instances through the environment, as `${env.TG_TEST_PGPASSWORD}`).
-struct Database {
-    /// `postgres://USER:${env.TG_TEST_PGPASSWORD}@HOST:PORT/NAME`.
-    templated: String,
-    password: String,
-}
+use support::postgres::{Database, Instance, LOOKUP, Site, is_error};
+use support::slow_server::counting_server;
+use support::stateless::Client;
 
-impl Database {
-    fn new() -> Option<Self> {
-        let Some(base) = std::env::var("TOOLGATE_TEST_POSTGRES")
-            .ok()
-            .filter(|v| !v.is_empty())
-        else {
-            assert!(
-                std::env::var_os("TOOLGATE_TEST_POSTGRES_REQUIRED").is_none(),
-                "TOOLGATE_TEST_POSTGRES_REQUIRED is set but TOOLGATE_TEST_POSTGRES is not"
-            );
-            eprintln!(
-                "skipped: set TOOLGATE_TEST_POSTGRES to a PostgreSQL URL (scripts/postgres-store does) to run the multi-instance tests"
-            );
-            return None;
-        };
-        let name = format!("inst_{}", std::process::id() as u64 * 1000 + next());
-        let out = Command::new("psql")
-            .args([
-                base.as_str(),
-                "-q",
-                "-c",
-                &format!("CREATE DATABASE {name}"),
-            ])
-            .output()
-            .expect("psql runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (scheme_user, rest) = base.split_once(':').and_then(|(scheme, rest)| {
-            let rest = rest.strip_prefix("//")?;
-            let (user_pass, host) = rest.split_once('@')?;
-            let (user, password) = user_pass.split_once(':')?;
-            Some((
-                format!("{scheme}://{user}"),
-                (password.to_owned(), host.to_owned()),
-            ))
-        })?;
-        let (password, host) = rest;
-        let server = host.rsplit_once('/').map_or(host.as_str(), |(s, _)| s);
-        Some(Self {
-            templated: format!("{scheme_user}:${{env.TG_TEST_PGPASSWORD}}@{server}/{name}"),
-            password,
-        })
-    }
-}
-
-fn next() -> u64 {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::SeqCst) as u64
-}
-
-/// A scratch directory with a spec naming the database.
-struct Site {
-    dir: tempfile::TempDir,
-    db: Database,
-}
-
-impl Site {
-    fn new(db: Database, spec: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = format!("store: \"{}\"\n{spec}", db.templated);
-        std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
-        Self { dir, db }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-        command
-            .args(args)
-            .current_dir(self.dir.path())
-            .env_remove("TOOLGATE_STATE_DIR")
-            .env_remove("TOOLGATE_STORE")
-            .env("TG_TEST_PGPASSWORD", &self.db.password);
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = self.command(args).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// `toolgate serve --http 127.0.0.1:0`, its URL, and its first lines of stderr.
-    fn serve(&self) -> Instance {
-        let mut child = self
-            .command(&["serve", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut said = String::new();
-        let url = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                panic!("toolgate serve stopped: {said}");
-            }
-            said.push_str(&line);
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break url.to_owned();
-            }
-        };
-        // Keep draining stderr so the instance never blocks on it.
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
-        Instance { child, url, said }
-    }
-
-    fn audit(&self) -> Vec<Value> {
-        let (ok, out, err) = self.run(&["audit", "tail", "-n", "1000000", "--json"]);
-        assert!(ok, "{err}");
-        serde_json::from_str(&out).unwrap()
-    }
-}
-
-struct Instance {
-    child: Child,
-    url: String,
-    said: String,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One stateless MCP client: every request a self-contained POST, to whichever
-/// instance it is given.
-struct Client {
-    http: reqwest::Client,
-    conversation: String,
-}
-
-impl Client {
-    fn new(conversation: &str) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            conversation: conversation.to_owned(),
-        }
-    }
-
-    /// Calls `tool`; the call's result, or the JSON-RPC error as `Err`.
-    async fn call(
-        &self,
-        url: &str,
-        id: u64,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<Value, String> {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": tool,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "postgres_instances", "version": "1"},
-                "toolgate/conversation": self.conversation,
-            },
-        }});
-        let response = self
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool)
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let text = response.text().await.map_err(|e| e.to_string())?;
-        let message: Value = if text.trim_start().starts_with('{') {
-            serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?
-        } else {
-            text.lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .find_map(|d| serde_json::from_str(d.trim()).ok())
-                .ok_or_else(|| format!("no answer in {text:?}"))?
-        };
-        match (message.get("result"), message.get("error")) {
-            (Some(result), _) => Ok(result.clone()),
-            (_, Some(error)) => Err(error.to_string()),
-            _ => Err(format!("neither result nor error: {message}")),
-        }
-    }
-}
-
-fn is_error(result: &Value) -> bool {
-    result.get("isError") == Some(&Value::Bool(true))
-}
-
-const LOOKUP: &str = r#"
-tools:
-  - name: lookup
-    description: Look up an order.
-    effect: write
-    parameters:
-      type: object
-      properties:
-        n: {type: integer}
-      required: [n]
-    response: {status: shipped}
-policy:
-  rules:
-    - {tools: lookup, decision: allow, reason: lookups run at once}
-"#;
+/// What the tool server answers.
+const OK: &str = r#"{"ok": true}"#;
 
 /// How many calls each of the 8 clients makes (`TOOLGATE_TEST_CALLS`, default 125:
 /// 1,000 calls in all).
@@ -256,7 +34,9 @@ fn calls_per_client() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_on_one_database_record_exactly_one_intent_and_completion_per_call() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let site = Site::new(db, LOOKUP);
     let (ok, out, err) = site.run(&["store", "migrate"]);
     assert!(ok, "{err}");
@@ -328,44 +108,12 @@ async fn three_instances_on_one_database_record_exactly_one_intent_and_completio
     }
 }
 
-/// A server that answers every request after `delay`, counting them.
-fn counting_server(delay: Duration) -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counted = hits.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let hits = counted.clone();
-            std::thread::spawn(move || {
-                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                hits.fetch_add(1, Ordering::SeqCst);
-                std::thread::sleep(delay);
-                let body = r#"{"ok": true}"#;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    (port, hits)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_attempts_at_a_once_tool_across_instances_run_it_exactly_once() {
-    let Some(db) = Database::new() else { return };
-    let (port, hits) = counting_server(Duration::from_millis(300));
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
+    let (port, hits) = counting_server(Duration::from_millis(300), OK);
     let spec = format!(
         r#"
 network: {{allow: ["127.0.0.1"]}}
@@ -408,7 +156,9 @@ flow:
 
 #[test]
 fn a_database_named_with_its_password_from_the_environment_never_shows_the_password() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let site = Site::new(db, LOOKUP);
     let (ok, out, err) = site.run(&["call", "lookup", r#"{"n": 1}"#]);
     assert!(ok, "{err}");
@@ -449,8 +199,10 @@ fn a_database_named_with_its_password_from_the_environment_never_shows_the_passw
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_instance_killed_under_load_leaves_its_calls_pending_and_the_others_go_on_and_it_serves_again_restarted()
  {
-    let Some(db) = Database::new() else { return };
-    let (port, hits) = counting_server(Duration::from_millis(1500));
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
+    let (port, hits) = counting_server(Duration::from_millis(1500), OK);
     let spec = format!(
         r#"
 network: {{allow: ["127.0.0.1:{port}"]}}
@@ -536,7 +288,9 @@ tools:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_on_one_database_admit_exactly_a_rate_limit_between_them() {
-    let Some(db) = Database::new() else { return };
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
     let spec = format!("{LOOKUP}limits:\n  rate:\n    - {{tool: lookup, calls: 20, per: 1h}}\n");
     let site = Site::new(db, &spec);
     let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
@@ -589,164 +343,12 @@ async fn three_instances_on_one_database_admit_exactly_a_rate_limit_between_them
     assert!(ok && out.contains("audit log ok"), "{out}{err}");
 }
 
-/// How to run the database's own `pg_ctl` (`TOOLGATE_TEST_POSTGRES_CTL`, as
-/// `scripts/postgres-store` sets it), or `None` (with a message) without it.
-fn pg_ctl() -> Option<Vec<String>> {
-    let Some(ctl) = std::env::var("TOOLGATE_TEST_POSTGRES_CTL")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
-        assert!(
-            std::env::var_os("TOOLGATE_TEST_POSTGRES_REQUIRED").is_none(),
-            "TOOLGATE_TEST_POSTGRES_REQUIRED is set but TOOLGATE_TEST_POSTGRES_CTL is not"
-        );
-        eprintln!("skipped: set TOOLGATE_TEST_POSTGRES_CTL to the database's pg_ctl command");
-        return None;
-    };
-    Some(ctl.split_whitespace().map(str::to_owned).collect())
-}
-
-fn run_pg_ctl(ctl: &[String], args: &[&str]) {
-    let out = Command::new(&ctl[0])
-        .args(&ctl[1..])
-        .args(args)
-        .output()
-        .expect("pg_ctl runs");
-    assert!(
-        out.status.success(),
-        "pg_ctl {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// What one call under load came to, and when it ended (since the load began).
-#[derive(Debug)]
-struct Served {
-    ended: Duration,
-    took: Duration,
-    /// `None`: ran; `Some(text)`: failed, saying this.
-    failed: Option<String>,
-}
-
-/// Restarts the database under itself while the instances serve: a run on its
-/// own (`scripts/postgres-store` runs it apart), since every test's database
-/// goes down with it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances_serve_again() {
-    let Some(db) = Database::new() else { return };
-    let Some(ctl) = pg_ctl() else { return };
-    let site = Site::new(db, LOOKUP);
-    let mut instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();
-    let urls: Arc<Vec<String>> = Arc::new(instances.iter().map(|i| i.url.clone()).collect());
-    let deadline = Duration::from_secs(20);
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let began = std::time::Instant::now();
-    let clients: Vec<_> = (0..4)
-        .map(|c| {
-            let (urls, stop) = (urls.clone(), stop.clone());
-            tokio::spawn(async move {
-                let mut client = Client::new(&format!("restart-{c}"));
-                client.http = reqwest::Client::builder()
-                    .timeout(deadline)
-                    .build()
-                    .unwrap();
-                let mut served = Vec::new();
-                let mut i = 0;
-                while !stop.load(Ordering::SeqCst) {
-                    let url = &urls[(c + i) % urls.len()];
-                    let start = std::time::Instant::now();
-                    let result = client.call(url, i as u64, "lookup", json!({"n": i})).await;
-                    let failed = match result {
-                        Ok(result) if !is_error(&result) => None,
-                        Ok(result) => Some(result.to_string()),
-                        Err(e) => Some(e),
-                    };
-                    served.push(Served {
-                        ended: began.elapsed(),
-                        took: start.elapsed(),
-                        failed,
-                    });
-                    i += 1;
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                served
-            })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    // Down for a few seconds, then up again as it was (`restart` reads the
-    // options it was started with).
-    let down = began.elapsed();
-    tokio::task::spawn_blocking({
-        let ctl = ctl.clone();
-        move || {
-            run_pg_ctl(&ctl, &["stop", "-m", "fast", "-w"]);
-            std::thread::sleep(Duration::from_secs(3));
-            run_pg_ctl(&ctl, &["restart", "-m", "fast", "-w", "-t", "60"]);
-        }
-    })
-    .await
-    .unwrap();
-    let up = began.elapsed();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.store(true, Ordering::SeqCst);
-    let mut served = Vec::new();
-    for client in clients {
-        served.extend(client.await.unwrap());
-    }
-    let before = served.iter().filter(|s| s.ended < down).count();
-    let failed: Vec<&Served> = served.iter().filter(|s| s.failed.is_some()).collect();
-    assert!(before > 0, "calls were served before the outage");
-    assert!(
-        !failed.is_empty(),
-        "calls failed while the database was down"
-    );
-    for s in &failed {
-        let text = s.failed.as_deref().unwrap_or_default();
-        assert!(
-            text.contains("cannot reach the database at postgres://") && text.contains(":***@"),
-            "a call during the outage failed with a clear error: {text}"
-        );
-        assert!(!text.contains(&site.db.password), "{text}");
-        assert!(s.took < deadline, "no call hung: {s:?}");
-        assert!(
-            s.ended >= down && s.ended < up + Duration::from_secs(2),
-            "only calls during the outage failed: {s:?} (down {down:?}, up {up:?})"
-        );
-    }
-    // After it, without being restarted, every instance serves again.
-    for instance in &mut instances {
-        assert!(
-            instance.child.try_wait().unwrap().is_none(),
-            "the instance is still running"
-        );
-    }
-    let client = Client::new("after-restart");
-    for (i, url) in urls.iter().enumerate() {
-        let result = client
-            .call(url, 1000 + i as u64, "lookup", json!({"n": i}))
-            .await;
-        let result = result.unwrap_or_else(|e| panic!("instance {i} after the restart: {e}"));
-        assert!(
-            !is_error(&result),
-            "instance {i} after the restart: {result}"
-        );
-    }
-    eprintln!(
-        "{} calls: {before} before the outage, {} failed during it, {} after",
-        served.len(),
-        failed.len(),
-        served.iter().filter(|s| s.ended > up).count()
-    );
-    let (ok, out, err) = site.run(&["audit", "verify"]);
-    assert!(ok && out.contains("audit log ok"), "{out}{err}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_call_approved_once_and_sent_to_every_instance_at_once_runs_exactly_once() {
-    let Some(db) = Database::new() else { return };
-    let (port, hits) = counting_server(Duration::from_millis(300));
+    let Some(db) = Database::new("inst") else {
+        return;
+    };
+    let (port, hits) = counting_server(Duration::from_millis(300), OK);
     let spec = format!(
         r#"
 network: {{allow: ["127.0.0.1:{port}"]}}

@@ -8,54 +8,13 @@
 //! `TOOLGATE_TEST_POSTGRES_REQUIRED` is set (as `scripts/postgres-store` sets it),
 //! when it fails.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-
 use serde_json::{Value, json};
 
-const PROTOCOL: &str = "2025-11-25";
+mod support;
 
-/// A fresh database: its URL with the password as `${env.TG_TEST_PGPASSWORD}`,
-/// and the password.
-fn database() -> Option<(String, String)> {
-    let Some(base) = std::env::var("TOOLGATE_TEST_POSTGRES")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        assert!(
-            std::env::var_os("TOOLGATE_TEST_POSTGRES_REQUIRED").is_none(),
-            "TOOLGATE_TEST_POSTGRES_REQUIRED is set but TOOLGATE_TEST_POSTGRES is not"
-        );
-        eprintln!(
-            "skipped: set TOOLGATE_TEST_POSTGRES to a PostgreSQL URL (scripts/postgres-store does) to run the multi-instance session tests"
-        );
-        return None;
-    };
-    let name = format!("sessions_{}", std::process::id());
-    let out = Command::new("psql")
-        .args([
-            base.as_str(),
-            "-q",
-            "-c",
-            &format!("CREATE DATABASE {name}"),
-        ])
-        .output()
-        .expect("psql runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // postgres://USER:PASSWORD@HOST:PORT/DB
-    let (scheme, rest) = base.split_once("://")?;
-    let (user_pass, host) = rest.split_once('@')?;
-    let (user, password) = user_pass.split_once(':')?;
-    let server = host.rsplit_once('/').map_or(host, |(s, _)| s);
-    Some((
-        format!("{scheme}://{user}:${{env.TG_TEST_PGPASSWORD}}@{server}/{name}"),
-        password.to_owned(),
-    ))
-}
+use support::postgres::{Database, Instance, Site, is_error};
+
+const PROTOCOL: &str = "2025-11-25";
 
 /// Two principals with API keys, and a flow: `refund` only after `verify`, and once.
 const SPEC: &str = r#"
@@ -84,73 +43,6 @@ flow:
     - before: {first: verify, then: refund}
     - once: refund
 "#;
-
-struct Site {
-    dir: tempfile::TempDir,
-    password: String,
-}
-
-impl Site {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-        command
-            .args(args)
-            .current_dir(self.dir.path())
-            .env_remove("TOOLGATE_STATE_DIR")
-            .env_remove("TOOLGATE_STORE")
-            .env("TG_TEST_PGPASSWORD", &self.password);
-        command
-    }
-
-    fn key(&self, principal: &str) -> String {
-        let out = self.command(&["keys", "add", principal]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
-    fn serve(&self) -> Instance {
-        let mut child = self
-            .command(&["serve", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut said = String::new();
-        let url = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                panic!("toolgate serve stopped: {said}");
-            }
-            said.push_str(&line);
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break url.to_owned();
-            }
-        };
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
-        Instance { child, url }
-    }
-}
-
-struct Instance {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// An HTTP status and the JSON-RPC message of an answer (`Null` without one).
 struct Answer {
@@ -211,10 +103,6 @@ async fn call(url: &str, key: &str, session: &str, id: u64, tool: &str) -> Answe
     post(url, key, Some(session), message).await
 }
 
-fn is_error(result: &Value) -> bool {
-    result.get("isError") == Some(&Value::Bool(true))
-}
-
 async fn delete(url: &str, key: &str, session: &str) -> u16 {
     reqwest::Client::new()
         .delete(url)
@@ -230,13 +118,10 @@ async fn delete(url: &str, key: &str, session: &str) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_session_continues_on_every_instance_bound_to_its_principal_until_deleted() {
-    let Some((templated, password)) = database() else {
+    let Some(db) = Database::new("sessions") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let spec = format!("store: \"{templated}\"\n{SPEC}");
-    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
-    let site = Site { dir, password };
+    let site = Site::new(db, SPEC);
     let support = site.key("support");
     let intruder = site.key("intruder");
     let instances: Vec<Instance> = (0..3).map(|_| site.serve()).collect();

@@ -3,50 +3,20 @@
 //! that runs it leaves the task interrupted and its call in `audit pending`. The
 //! tool is a real HTTP server on loopback that answers slowly.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+use support::slow_server::counting_server;
 use support::toolgate;
 
 mod support;
 
-/// A server that answers every request after `delay`.
-fn slow_server(delay: Duration) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                std::thread::sleep(delay);
-                let body = r#"{"report": "ready"}"#;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
-}
-
 /// A spec whose background `build_report` posts to the server.
 fn project(delay: Duration) -> tempfile::TempDir {
-    let port = slow_server(delay);
+    let (port, _) = counting_server(delay, r#"{"report": "ready"}"#);
     let dir = tempfile::tempdir().unwrap();
     let spec = format!(
         r#"

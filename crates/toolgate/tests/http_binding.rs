@@ -979,6 +979,47 @@ tools:
 }
 
 #[tokio::test]
+async fn header_objects_reach_the_server_in_the_simple_style_exploded_or_not() {
+    let server = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1"]}}
+tools:
+  - name: colored
+    description: Header parameters in the simple style.
+    effect: read
+    parameters:
+      type: object
+      properties:
+        color: {{type: object}}
+        tags: {{type: array, items: {{type: string}}}}
+    http:
+      url: "http://127.0.0.1:{port}/echo/colors"
+      headers:
+        X-Color: "{{args.color}}"
+        X-Color-Exploded: "{{args.color}}"
+        X-Tags: "{{args.tags}}"
+        X-Tags-Exploded: "{{args.tags}}"
+      explode_headers: [x-color-exploded, X-Tags-Exploded]
+"#,
+        port = server.port()
+    ));
+    let h = gate(&spec);
+    let outcome = h
+        .call(
+            "colored",
+            json!({"color": {"R": 100, "G": 200, "B": 150}, "tags": ["blue", "black"]}),
+        )
+        .await;
+    let headers = &ok_value(&outcome)["headers"];
+    // OpenAPI 3.1's Style Examples: `simple`, an object and an array.
+    assert_eq!(headers["x-color"], "R,100,G,200,B,150");
+    assert_eq!(headers["x-color-exploded"], "R=100,G=200,B=150");
+    assert_eq!(headers["x-tags"], "blue,black");
+    assert_eq!(headers["x-tags-exploded"], "blue,black");
+}
+
+#[tokio::test]
 async fn basic_credentials_from_two_variables_reach_the_server_and_nowhere_else() {
     let logs = captured_logs();
     let server = server().await;

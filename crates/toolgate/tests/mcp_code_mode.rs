@@ -7,16 +7,13 @@
 
 #![cfg(all(feature = "mcp", feature = "code-mode"))]
 
-use std::sync::{Arc, Mutex};
+mod support;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation,
-};
-use rmcp::service::{RequestContext, RunningService};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ElicitationAction};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use support::mcp::{Client, PipeSession, over_pipe};
 use toolgate::code_mode::{CodeMode, WorkerCommand};
 use toolgate::mcp::server::McpServer;
 use toolgate::{
@@ -102,59 +99,7 @@ fn server(desk: &Desk, principal: Principal) -> McpServer {
         .build()
 }
 
-/// A client that answers elicitation as told and keeps the questions.
-#[derive(Clone, Default)]
-struct Client {
-    answer: Option<ElicitationAction>,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.answer {
-            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
-            None => ClientCapabilities::default(),
-        };
-        ClientConfig::new(capabilities, Implementation::new("test-client", "1.0.0"))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        let action = self.answer.clone().expect("asked without the capability");
-        let mut result = ElicitResult::new(action.clone());
-        // An accept approves only with the form's `approve: true`.
-        if action == ElicitationAction::Accept {
-            result.content = Some(serde_json::json!({"approve": true}));
-        }
-        Ok(result)
-    }
-}
-
-struct Pipe {
-    client: RunningService<RoleClient, Client>,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn over_pipe(server: McpServer, client: Client) -> Pipe {
-    let (client_io, server_io) = tokio::io::duplex(1 << 16);
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server.serve_stream(tokio::io::split(server_io), async {
-        let _ = stopped.await;
-    }));
-    let client = client.serve(tokio::io::split(client_io)).await.unwrap();
-    Pipe {
-        client,
-        _stop: stop,
-    }
-}
-
-async fn run_code(pipe: &Pipe, code: &str) -> CallToolResult {
+async fn run_code(pipe: &PipeSession, code: &str) -> CallToolResult {
     let arguments = json!({"code": code}).as_object().cloned().unwrap();
     pipe.client
         .call_tool(CallToolRequestParams::new("run_code").with_arguments(arguments))
@@ -234,10 +179,8 @@ async fn a_program_sent_as_run_code_calls_tools_through_the_gate_in_the_callers_
 #[tokio::test]
 async fn an_approval_answered_by_elicitation_lets_the_program_go_on_within_the_same_call() {
     let desk = desk();
-    let client = Client {
-        answer: Some(ElicitationAction::Accept),
-        ..Client::default()
-    };
+    // An accept approves only with the form's `approve: true`.
+    let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
     let asked = client.asked.clone();
     let pipe = over_pipe(server(&desk, Principal::operator()), client).await;
     let result = run_code(
@@ -264,10 +207,7 @@ async fn an_approval_answered_by_elicitation_lets_the_program_go_on_within_the_s
 #[tokio::test]
 async fn an_approval_declined_by_elicitation_raises_permission_error_the_program_handles() {
     let desk = desk();
-    let client = Client {
-        answer: Some(ElicitationAction::Decline),
-        ..Client::default()
-    };
+    let client = Client::answering(ElicitationAction::Decline, None);
     let pipe = over_pipe(server(&desk, Principal::operator()), client).await;
     let code = "\
 try:

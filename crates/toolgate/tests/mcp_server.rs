@@ -4,26 +4,24 @@
 #![cfg(feature = "mcp")]
 #![allow(deprecated)] // MCP logging: deprecated in 2026-07-28, current in 2025-11-25.
 
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, LoggingLevel, LoggingMessageNotificationParam,
-    NumberOrString, ProgressNotificationParam, ProgressToken, SetLevelRequestParams,
+    ElicitationAction, LoggingLevel, LoggingMessageNotificationParam, NumberOrString,
+    ProgressNotificationParam, ProgressToken, SetLevelRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{ErrorData, RoleClient, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use toolgate::mcp::server::{
-    Downstream, HttpAccess, McpServer, ServeError, ServeOptions, ServeReport,
-};
+use support::mcp::{Client, call, over_http, over_pipe, text};
+use toolgate::mcp::server::{Downstream, HttpAccess, McpServer, ServeError, ServeOptions};
 use toolgate::spec::SpecFile;
 use toolgate::{
     ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore, Principal, Tier, Tool,
@@ -188,113 +186,6 @@ fn client_answers(store: Arc<MemoryGateStore>) -> Arc<Gate> {
 
 // ---- clients -----------------------------------------------------------------
 
-/// A client that answers elicitation as told and keeps the notifications it gets.
-#[derive(Clone, Default)]
-struct Client {
-    /// `None`: the client does not declare elicitation.
-    answer: Option<(ElicitationAction, Option<Value>)>,
-    asked: Arc<Mutex<Vec<String>>>,
-    progress: Arc<Mutex<Vec<f64>>>,
-    progress_tokens: Arc<Mutex<Vec<ProgressToken>>>,
-    tools_changed: Arc<Mutex<usize>>,
-    logs: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Client {
-    fn answering(action: ElicitationAction, content: Option<Value>) -> Self {
-        Client {
-            answer: Some((action, content)),
-            ..Client::default()
-        }
-    }
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.answer {
-            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
-            None => ClientCapabilities::default(),
-        };
-        ClientConfig::new(capabilities, Implementation::new("test-client", "1.0.0"))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        let (action, content) = self.answer.clone().expect("asked without the capability");
-        let mut result = ElicitResult::new(action);
-        result.content = content;
-        Ok(result)
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params.progress);
-        self.progress_tokens
-            .lock()
-            .unwrap()
-            .push(params.progress_token);
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        *self.tools_changed.lock().unwrap() += 1;
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.logs.lock().unwrap().push(params.data);
-    }
-}
-
-/// A server on one end of a pipe, a client on the other.
-struct PipeSession {
-    client: RunningService<RoleClient, Client>,
-    stop: oneshot::Sender<()>,
-    server: JoinHandle<Result<ServeReport, ServeError>>,
-}
-
-async fn over_pipe(server: McpServer, client: Client) -> PipeSession {
-    let (client_io, server_io) = tokio::io::duplex(1 << 16);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(server.serve_stream(tokio::io::split(server_io), async {
-        let _ = stopped.await;
-    }));
-    let client = client.serve(tokio::io::split(client_io)).await.unwrap();
-    PipeSession {
-        client,
-        stop,
-        server,
-    }
-}
-
-/// A server on a loopback port; its URL, and how to stop it.
-struct HttpServer {
-    url: String,
-    stop: oneshot::Sender<()>,
-    server: JoinHandle<Result<ServeReport, ServeError>>,
-}
-
-async fn over_http(server: McpServer, access: HttpAccess) -> HttpServer {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(server.serve_http(listener, "/mcp", access, async {
-        let _ = stopped.await;
-    }));
-    HttpServer { url, stop, server }
-}
-
 async fn http_client(
     url: &str,
     token: Option<&str>,
@@ -314,22 +205,6 @@ async fn http_client(
 async fn listed(client: &rmcp::Peer<RoleClient>) -> Vec<String> {
     let tools = client.list_all_tools().await.unwrap();
     tools.into_iter().map(|t| t.name.to_string()).collect()
-}
-
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn audit(store: &MemoryGateStore) -> Vec<Value> {

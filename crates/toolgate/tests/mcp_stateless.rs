@@ -4,26 +4,25 @@
 
 #![cfg(feature = "mcp")]
 
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::RoleClient;
 use rmcp::model::RequestParamsMeta;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
-    InputResponses, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerNotification,
+    CacheScope, CallToolRequestParams, CallToolResponse, ElicitationAction, InputResponses,
+    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerNotification,
     SubscriptionFilter,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ErrorData, RoleClient};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::mcp::{Client, over_http, text};
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use toolgate::mcp::server::{
-    CONVERSATION_HEADER, CONVERSATION_META, HttpAccess, McpServer, ServeError, ServeReport,
-};
+use toolgate::mcp::server::{CONVERSATION_HEADER, CONVERSATION_META, HttpAccess, McpServer};
 use toolgate::spec::SpecFile;
 use toolgate::{ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore};
 
@@ -68,73 +67,10 @@ fn server(spec: &SpecFile, store: Arc<MemoryGateStore>) -> McpServer {
 
 // ---- the client --------------------------------------------------------------------
 
-/// A client that answers approval questions as told and counts them.
-#[derive(Clone, Default)]
-struct Client {
-    /// `None`: the client does not declare elicitation.
-    answer: Option<(ElicitationAction, Option<Value>)>,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl Client {
-    fn answering(action: ElicitationAction, content: Option<Value>) -> Self {
-        Client {
-            answer: Some((action, content)),
-            ..Client::default()
-        }
-    }
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.answer {
-            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
-            None => ClientCapabilities::default(),
-        };
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("stateless-client", "1.0.0"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        let (action, content) = self.answer.clone().expect("asked without the capability");
-        let mut result = ElicitResult::new(action);
-        result.content = content;
-        Ok(result)
-    }
-}
-
 fn stateless() -> ClientLifecycleMode {
     ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     }
-}
-
-/// A server on a loopback port; its URL, and how to stop it.
-struct HttpServer {
-    url: String,
-    stop: oneshot::Sender<()>,
-    server: JoinHandle<Result<ServeReport, ServeError>>,
-}
-
-async fn over_http(server: McpServer) -> HttpServer {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(
-        server.serve_http(listener, "/mcp", HttpAccess::open(), async {
-            let _ = stopped.await;
-        }),
-    );
-    HttpServer { url, stop, server }
 }
 
 async fn connect(url: &str, client: Client) -> RunningService<RoleClient, Client> {
@@ -170,15 +106,6 @@ async fn listed(client: &RunningService<RoleClient, Client>, conversation: &str)
         .collect()
 }
 
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn sessions(store: &MemoryGateStore) -> std::collections::BTreeSet<String> {
     store
         .tail(1000)
@@ -193,7 +120,7 @@ fn sessions(store: &MemoryGateStore) -> std::collections::BTreeSet<String> {
 #[tokio::test]
 async fn requests_naming_one_conversation_share_its_state_and_others_do_not() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&spec(), store.clone())).await;
+    let http = over_http(server(&spec(), store.clone()), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     client
         .call_tool(call("verify", Some("alice")))
@@ -217,7 +144,7 @@ async fn requests_naming_one_conversation_share_its_state_and_others_do_not() {
 #[tokio::test]
 async fn a_request_naming_no_conversation_is_in_the_server_s_default_one() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&spec(), store.clone())).await;
+    let http = over_http(server(&spec(), store.clone()), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     client.call_tool(call("verify", None)).await.unwrap();
     let later = client.call_tool(call("whoami", None)).await.unwrap();
@@ -227,7 +154,7 @@ async fn a_request_naming_no_conversation_is_in_the_server_s_default_one() {
 
 #[tokio::test]
 async fn a_malformed_conversation_id_is_refused_saying_what_to_send() {
-    let http = over_http(server(&spec(), Arc::default())).await;
+    let http = over_http(server(&spec(), Arc::default()), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     let refused = client
         .call_tool(call("whoami", Some("two words\n")))
@@ -244,7 +171,7 @@ async fn a_malformed_conversation_id_is_refused_saying_what_to_send() {
 #[tokio::test]
 async fn a_conversation_s_flow_governs_its_stateless_requests_and_its_listing() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&flow_spec(), store)).await;
+    let http = over_http(server(&flow_spec(), store), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     assert_eq!(listed(&client, "c1").await, ["verify"]);
     let early = client.call_tool(call("whoami", Some("c1"))).await.unwrap();
@@ -260,12 +187,12 @@ async fn a_conversation_s_flow_governs_its_stateless_requests_and_its_listing() 
 
 #[tokio::test]
 async fn tools_list_says_only_the_client_may_cache_it_and_not_at_all_under_a_flow() {
-    let http = over_http(server(&spec(), Arc::default())).await;
+    let http = over_http(server(&spec(), Arc::default()), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     let plain = client.list_tools(None).await.unwrap();
     assert_eq!(plain.cache_scope, Some(CacheScope::Private));
     assert_eq!(plain.ttl_ms, Some(60_000));
-    let governed = over_http(server(&flow_spec(), Arc::default())).await;
+    let governed = over_http(server(&flow_spec(), Arc::default()), HttpAccess::open()).await;
     let client = connect(&governed.url, Client::default()).await;
     let flowing = client.list_tools(None).await.unwrap();
     assert_eq!(flowing.cache_scope, Some(CacheScope::Private));
@@ -274,7 +201,7 @@ async fn tools_list_says_only_the_client_may_cache_it_and_not_at_all_under_a_flo
 
 #[tokio::test]
 async fn a_subscription_hears_when_a_call_changes_its_conversation_s_tools() {
-    let http = over_http(server(&flow_spec(), Arc::default())).await;
+    let http = over_http(server(&flow_spec(), Arc::default()), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     // The subscription names its conversation in a header: rmcp sets no `_meta` on it.
     let headers = std::collections::HashMap::from([(
@@ -315,7 +242,7 @@ async fn a_subscription_hears_when_a_call_changes_its_conversation_s_tools() {
 #[tokio::test]
 async fn a_call_needing_approval_asks_through_input_required_and_runs_once_approved() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&spec(), store.clone())).await;
+    let http = over_http(server(&spec(), store.clone()), HttpAccess::open()).await;
     let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
     let service = connect(&http.url, client.clone()).await;
     let result = service
@@ -335,7 +262,7 @@ async fn a_call_needing_approval_asks_through_input_required_and_runs_once_appro
 #[tokio::test]
 async fn a_declined_question_is_a_refusal_and_the_tool_does_not_run() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&spec(), store.clone())).await;
+    let http = over_http(server(&spec(), store.clone()), HttpAccess::open()).await;
     let client = Client::answering(ElicitationAction::Decline, None);
     let service = connect(&http.url, client).await;
     let result = service
@@ -360,7 +287,7 @@ async fn a_declined_question_is_a_refusal_and_the_tool_does_not_run() {
 #[tokio::test]
 async fn without_elicitation_a_stateless_client_is_told_how_to_approve() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&spec(), store.clone())).await;
+    let http = over_http(server(&spec(), store.clone()), HttpAccess::open()).await;
     let service = connect(&http.url, Client::default()).await;
     let result = service
         .call_tool(call("close_account", Some("c1")))
@@ -381,7 +308,7 @@ async fn an_approver_only_ask_is_not_put_to_a_stateless_client() {
     let mut approver_only = spec();
     approver_only.policy = Default::default();
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&approver_only, store.clone())).await;
+    let http = over_http(server(&approver_only, store.clone()), HttpAccess::open()).await;
     let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
     let service = connect(&http.url, client.clone()).await;
     let result = service
@@ -404,7 +331,7 @@ async fn an_approver_only_ask_is_not_put_to_a_stateless_client() {
 #[tokio::test]
 async fn a_request_state_from_another_conversation_approves_nothing() {
     let store = Arc::new(MemoryGateStore::default());
-    let http = over_http(server(&spec(), store.clone())).await;
+    let http = over_http(server(&spec(), store.clone()), HttpAccess::open()).await;
     let client = Client::answering(ElicitationAction::Accept, Some(json!({"approve": true})));
     let service = connect(&http.url, client).await;
     let CallToolResponse::InputRequired(asked) = service
@@ -489,7 +416,7 @@ async fn a_call_whose_mcp_param_header_contradicts_its_argument_is_refused() {
         }]
     }))
     .unwrap();
-    let http = over_http(server(&spec, Arc::default())).await;
+    let http = over_http(server(&spec, Arc::default()), HttpAccess::open()).await;
     let client = connect(&http.url, Client::default()).await;
     let tools = client.list_tools(None).await.unwrap();
     assert_eq!(

@@ -1,7 +1,18 @@
-//! What the CLI's integration tests share: the built binary, run as a user runs it.
+//! What the CLI's integration tests share: the built binary, run as a user runs it,
+//! and the helpers several test files need (the PostgreSQL database and
+//! `toolgate serve` instances on it, the web console as a browser meets it, a
+//! slow tool server on loopback).
 
+#![allow(dead_code)]
+
+pub mod console;
+pub mod postgres;
+pub mod slow_server;
+pub mod stateless;
+
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, ChildStderr, Command, Output};
 
 /// Runs `toolgate ARGS` in `dir` to its end, with no state dir taken from the
 /// environment (each test's state stays beside its own spec file).
@@ -12,4 +23,27 @@ pub fn toolgate(dir: &Path, args: &[&str]) -> Output {
         .env_remove("TOOLGATE_STATE_DIR")
         .output()
         .expect("the toolgate binary runs")
+}
+
+/// Reads `child`'s stderr until `found` picks a word out of a line; that word and
+/// everything read so far. Then keeps draining stderr on a thread, so the process
+/// never blocks on a full pipe. Panics, with what it said, if it stops first.
+pub fn await_line(child: &mut Child, found: impl Fn(&str) -> Option<String>) -> (String, String) {
+    let mut stderr: BufReader<ChildStderr> = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let word = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            panic!("toolgate serve stopped: {said}");
+        }
+        said.push_str(&line);
+        if let Some(word) = found(&line) {
+            break word;
+        }
+    };
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+    });
+    (word, said)
 }

@@ -25,6 +25,7 @@ pub(super) fn binding(
     let mut path_styles = IndexMap::new();
     let mut query = IndexMap::new();
     let mut headers = IndexMap::new();
+    let mut explode_headers = Vec::new();
     let mut cookies = IndexMap::new();
     let mut body_fields = Map::new();
     let mut whole_body = None;
@@ -55,6 +56,10 @@ pub(super) fn binding(
                     query.insert(name.clone(), value);
                 }
                 Location::Header => {
+                    // Headers take only `simple`, unexploded unless it says so.
+                    if explode == &Some(true) {
+                        explode_headers.push(name.clone());
+                    }
                     headers.insert(name.clone(), placeholder);
                 }
                 Location::Cookie => {
@@ -113,6 +118,7 @@ pub(super) fn binding(
         method,
         url: format!("{server}{path}"),
         headers,
+        explode_headers,
         query,
         path: path_styles,
         cookies,

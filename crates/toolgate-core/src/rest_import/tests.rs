@@ -378,3 +378,33 @@ fn path_styles_allow_reserved_and_basic_credentials_reach_the_binding() {
     let checked = crate::spec::check(&serde_json::to_string(&imported.spec).unwrap());
     assert!(checked.is_ok(), "{:?}", checked.diagnostics);
 }
+
+#[test]
+fn a_header_parameter_exploded_in_the_simple_style_is_named_in_explode_headers() {
+    let document = r#"
+openapi: 3.1.0
+info: {title: Headers, version: 1.0.0}
+servers: [{url: "https://headers.example"}]
+paths:
+  /colors:
+    get:
+      operationId: colors
+      parameters:
+        - {name: X-Color, in: header, style: simple, explode: true, schema: {type: object}}
+        - {name: X-Shade, in: header, style: simple, explode: false, schema: {type: object}}
+        - {name: X-Tone, in: header, schema: {type: object}}
+      responses:
+        "200": {description: Found.}
+"#;
+    let files = Files(HashMap::from([(
+        "headers.yaml".to_owned(),
+        document.to_owned(),
+    )]));
+    let imported = import_openapi("headers.yaml", &files, &RestImportOptions::default()).unwrap();
+    let http = tool(&imported, "colors").http.as_ref().unwrap();
+    let headers: Vec<&str> = http.headers.keys().map(String::as_str).collect();
+    assert_eq!(headers, ["X-Color", "X-Shade", "X-Tone"]);
+    assert_eq!(http.explode_headers, ["X-Color"]);
+    let checked = crate::spec::check(&serde_json::to_string(&imported.spec).unwrap());
+    assert!(checked.is_ok(), "{:?}", checked.diagnostics);
+}

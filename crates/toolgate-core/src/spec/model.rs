@@ -207,9 +207,16 @@ pub struct HttpBinding {
     /// The absolute http(s) URL; may interpolate `{args.NAME}` and `{state.KEY}`, and
     /// `${env.NAME}` in its path and query (masked as a secret), never in its host.
     pub url: String,
-    /// Request headers; values may also reference `${env.NAME}`.
+    /// Request headers; values may also reference `${env.NAME}`. A placeholder
+    /// reading a list or an object is written in OpenAPI's `simple` style: `a,b`,
+    /// and `k,v,k2,v2` for an object (unexploded).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
+    /// Headers (named as in `headers`) whose placeholders write an object
+    /// exploded, `k=v,k2=v2` (OpenAPI's `simple` style with `explode: true`); a
+    /// list is written the same either way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explode_headers: Vec<String>,
     /// Query parameters, percent-encoded; values may also reference `${env.NAME}`.
     /// A value that is one placeholder reading nothing is left out; one reading a
     /// list repeats the key. `{value, style, explode}` serializes lists and objects

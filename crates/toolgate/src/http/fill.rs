@@ -85,6 +85,21 @@ fn simple(value: Value, encode: &impl Fn(&str) -> String) -> String {
     }
 }
 
+/// A value in the `simple` style, exploded: an object's members as `k=v`, each
+/// part encoded; anything else as unexploded.
+fn simple_exploded(value: Value, encode: &impl Fn(&str) -> String) -> String {
+    match value {
+        Value::Object(members) => {
+            let members: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("{}={}", encode(k), encode(&as_text(v))))
+                .collect();
+            members.join(",")
+        }
+        value => simple(value, encode),
+    }
+}
+
 /// How one placeholder's value is written into a template.
 type Render<'r> = &'r dyn Fn(&Placeholder, Value) -> String;
 
@@ -121,6 +136,24 @@ pub(crate) fn fill_env(
         env,
         read,
     )
+}
+
+/// As [`fill_env`], with an object written exploded (`k=v,k2=v2`) when `explode`
+/// is set: a header's value in OpenAPI's `simple` style.
+pub(crate) fn fill_env_simple(
+    s: &str,
+    args: &Value,
+    state: &Map<String, Value>,
+    explode: bool,
+    env: Env<'_>,
+    read: &mut Vec<String>,
+) -> Result<String, String> {
+    let encode = str::to_owned;
+    let render = |_: &Placeholder, v: Value| match explode {
+        true => simple_exploded(v, &encode),
+        false => simple(v, &encode),
+    };
+    fill_env_each(s, args, state, &render, &encode, env, read)
 }
 
 /// As [`fill_each`], with `${env.NAME}` read as [`fill_env`] reads it.

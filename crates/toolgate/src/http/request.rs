@@ -15,7 +15,7 @@ use url::Url;
 
 use super::basic_auth::basic_authorization;
 use super::body::encode_body;
-use super::fill::{UrlProblem, build_url, fill_env, lookup};
+use super::fill::{UrlProblem, build_url, fill_env, fill_env_simple, lookup};
 use super::secrets::Secrets;
 
 /// Reads an environment variable for `${env.NAME}`.
@@ -74,7 +74,12 @@ pub fn prepare(
     }
     let mut headers = Vec::with_capacity(binding.headers.len());
     for (name, template) in &binding.headers {
-        let Some((value, from_env)) = header_value(name, template, args, state, env)? else {
+        let explode = binding
+            .explode_headers
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name));
+        let Some((value, from_env)) = header_value(name, template, explode, args, state, env)?
+        else {
             continue;
         };
         let secret = from_env || is_secret_header(name);
@@ -139,7 +144,8 @@ fn cookie_header(
 ) -> Result<Option<String>, ToolError> {
     let mut pairs = Vec::new();
     for (name, template) in &binding.cookies {
-        let Some((value, _)) = header_value(&format!("Cookie {name}"), template, args, state, env)?
+        let Some((value, _)) =
+            header_value(&format!("Cookie {name}"), template, false, args, state, env)?
         else {
             continue;
         };
@@ -227,6 +233,7 @@ fn secret_values(body: &Value, under_secret: bool, secrets: &mut Secrets) -> boo
 fn header_value(
     name: &str,
     template: &str,
+    explode: bool,
     args: &Value,
     state: &Map<String, Value>,
     env: &EnvLookup,
@@ -240,7 +247,7 @@ fn header_value(
     // Argument and state placeholders are filled between the `${env.NAME}`
     // references, so a value from the model cannot spell a reference.
     let mut read = Vec::new();
-    let out = fill_env(template, args, state, str::to_owned, env, &mut read).map_err(|var| {
+    let out = fill_env_simple(template, args, state, explode, env, &mut read).map_err(|var| {
         ToolError::permanent(format!(
             "header `{name}` needs the environment variable `{var}`, which is not set; set it where toolgate runs"
         ))

@@ -164,28 +164,25 @@ impl CodeOffer {
                 .peer
                 .supported_elicitation_modes()
                 .contains(&ElicitationMode::Form);
-        let elicit = can_ask.then(|| Elicit {
-            peer: &context.peer,
-            gate,
-            timeout: shared.options.approval_timeout,
-            cancel: shared.inflight.cancellation(),
-            who: &principal.id,
-        });
         #[cfg(feature = "console")]
         let hold = shared.console.is_some();
         #[cfg(not(feature = "console"))]
         let hold = false;
-        if elicit.is_none() && !hold {
+        if !can_ask && !hold {
             return self
                 .call(gate, session, principal, tool, &arguments, &NeverAsk)
                 .await;
         }
         let ask = AskOrHold {
-            elicit,
+            elicit: Elicit {
+                peer: &context.peer,
+                form: can_ask,
+                gate,
+                timeout: shared.options.approval_timeout,
+                cancel: shared.inflight.cancellation(),
+                who: &principal.id,
+            },
             hold,
-            gate,
-            timeout: shared.options.approval_timeout,
-            cancel: shared.inflight.cancellation(),
         };
         self.call(gate, session, principal, tool, &arguments, &ask)
             .await
@@ -195,33 +192,30 @@ impl CodeOffer {
 /// Asks the client's user where it can, then, with the console on, holds the
 /// program until an approver answers: what a plain call waiting for approval does.
 struct AskOrHold<'a> {
-    elicit: Option<Elicit<'a>>,
+    /// How to ask the client's user, and the gate, timeout and cancellation a
+    /// held program waits under.
+    elicit: Elicit<'a>,
     /// Whether to wait for an answer given elsewhere (the console is on).
     hold: bool,
-    gate: &'a Gate,
-    timeout: Duration,
-    cancel: &'a CancellationToken,
 }
 
 impl AskApproval for AskOrHold<'_> {
     fn ask<'b>(&'b self, approval_id: &'b str, reason: &'b str) -> BoxFuture<'b, bool> {
         Box::pin(async move {
-            if let Some(elicit) = &self.elicit
-                && elicit.ask(approval_id, reason).await
-            {
+            if self.elicit.form && self.elicit.ask(approval_id, reason).await {
                 return true;
             }
             #[cfg(feature = "console")]
             if self.hold {
-                return approval::wait_for_answer(
-                    self.gate,
-                    approval_id,
-                    self.timeout,
-                    self.cancel,
-                )
-                .await;
+                let Elicit {
+                    gate,
+                    timeout,
+                    cancel,
+                    ..
+                } = self.elicit;
+                return approval::wait_for_answer(gate, approval_id, timeout, cancel).await;
             }
-            let _ = (self.hold, self.gate, self.timeout, self.cancel);
+            let _ = self.hold;
             false
         })
     }
@@ -246,6 +240,9 @@ fn result_of(run: &CodeRun) -> CallToolResult {
 /// elicitation, and records the answer, as a plain call's approval is asked.
 struct Elicit<'a> {
     peer: &'a Peer<RoleServer>,
+    /// Whether the client can show a form (it has a session and declared form
+    /// elicitation): [`AskOrHold`] asks through this only then.
+    form: bool,
     gate: &'a Gate,
     timeout: Duration,
     cancel: &'a CancellationToken,

@@ -4,8 +4,9 @@
 //! from every bucket a call falls under, or from none: it creates the buckets it
 //! has not seen, locks them in key order (so two calls over the same buckets never
 //! deadlock), reads the database's clock, and moves every bucket's due time on
-//! only if none is too far ahead. One statement, so one round trip per call, and
-//! the row locks make N calls allowed in a window exactly N across instances.
+//! only if none is too far ahead. One statement, prepared once per pooled
+//! connection, so one round trip per call, and the row locks make N calls allowed
+//! in a window exactly N across instances.
 //!
 //! A bucket whose due time has passed is full again, so its row says nothing a
 //! fresh row would not: every [`SWEEP_EVERY`]th call of an instance also deletes
@@ -23,6 +24,9 @@ pub(super) const SWEEP_EVERY: u64 = 64;
 
 /// The most expired buckets one call deletes.
 const SWEEP_LIMIT: i32 = 1000;
+
+/// The statement a call runs, prepared once per pooled connection.
+const TAKE_RATE: &str = "SELECT refused_by, wait_us FROM toolgate_take_rate($1, $2, $3, $4)";
 
 fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
@@ -52,13 +56,14 @@ impl RateCounters for PostgresStore {
         let inner = self.inner.clone();
         let (refused_by, wait_us) = self.run(async move {
             let conn = inner.conn().await?;
+            let failed = inner.error("counting a call against its rate limits");
+            // Prepared once per connection: a plain string is prepared on every
+            // call, a round trip of its own before the one that runs it.
+            let take = conn.prepare_cached(TAKE_RATE).await.map_err(&failed)?;
             let row = conn
-                .query_one(
-                    "SELECT refused_by, wait_us FROM toolgate_take_rate($1, $2, $3, $4)",
-                    &[&keys, &intervals, &tolerances, &sweep],
-                )
+                .query_one(&take, &[&keys, &intervals, &tolerances, &sweep])
                 .await
-                .map_err(inner.error("counting a call against its rate limits"))?;
+                .map_err(failed)?;
             Ok((row.get::<_, i32>(0), row.get::<_, i64>(1)))
         })?;
         let sent = usize::try_from(refused_by).unwrap_or(0);

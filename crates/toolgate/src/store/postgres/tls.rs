@@ -135,7 +135,10 @@ pub(super) fn split(url: &str, location: &str) -> Result<(String, Tls), StoreErr
     }
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::Nothing => Arc::new(Unchecked(provider.clone())),
+        Check::Nothing => Arc::new(Lenient {
+            provider: provider.clone(),
+            chain: None,
+        }),
         Check::Chain | Check::Full => {
             let roots = Arc::new(roots(&root).map_err(bad)?);
             let webpki =
@@ -150,10 +153,9 @@ pub(super) fn split(url: &str, location: &str) -> Result<(String, Tls), StoreErr
             if check == Check::Full {
                 webpki
             } else {
-                Arc::new(ChainOnly {
-                    roots,
+                Arc::new(Lenient {
                     provider: provider.clone(),
-                    webpki,
+                    chain: Some(roots),
                 })
             }
         }
@@ -372,20 +374,35 @@ impl Tls {
     }
 }
 
-/// `require`/`prefer` without a CA: TLS encrypts, and the certificate is not
-/// checked (libpq's behaviour); the handshake's signatures still are.
+/// The two checks short of `verify-full`: `require`/`prefer` without a CA (no
+/// `chain`: TLS encrypts, and the certificate is not checked, libpq's behaviour)
+/// and `verify-ca` (the certificate chains to a trusted CA in `chain`; the host
+/// name is not checked). Either way the handshake's signatures are checked.
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
+struct Lenient {
+    provider: Arc<CryptoProvider>,
+    chain: Option<Arc<rustls::RootCertStore>>,
+}
 
-impl ServerCertVerifier for Unchecked {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
         _server_name: &ServerName<'_>,
         _ocsp_response: &[u8],
-        _now: UnixTime,
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(roots) = &self.chain {
+            let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
@@ -399,7 +416,7 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -413,64 +430,14 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the certificate chains to a trusted CA; the host name is not
-/// checked.
-#[derive(Debug)]
-struct ChainOnly {
-    roots: Arc<rustls::RootCertStore>,
-    provider: Arc<CryptoProvider>,
-    webpki: Arc<WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
