@@ -228,15 +228,19 @@ fn spawn(mut command: Command) -> (Child, String) {
     (child, url)
 }
 
-/// An OTLP/HTTP receiver on loopback that takes every export and keeps
-/// nothing, for the cost of exporting without a collector's own cost.
+/// Spans the OTLP sink has received.
+static SPANS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// An OTLP/HTTP receiver on loopback that takes every export, counts its spans
+/// and keeps nothing, for the cost of exporting without a collector's own cost.
 async fn otlp_sink() -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = axum::Router::new().route(
         "/v1/traces",
         axum::routing::post(|body: axum::body::Bytes| async move {
-            drop(body);
+            let spans = count_spans(&body);
+            SPANS.fetch_add(spans, std::sync::atomic::Ordering::Relaxed);
             (
                 [("content-type", "application/x-protobuf")],
                 Vec::<u8>::new(),
@@ -245,6 +249,56 @@ async fn otlp_sink() -> std::net::SocketAddr {
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     addr
+}
+
+/// The spans in an `ExportTraceServiceRequest`: its `resource_spans` (field 1)
+/// hold `scope_spans` (field 2), which hold `spans` (field 2). Only the
+/// length-delimited fields on that path are opened; every other is skipped.
+fn count_spans(request: &[u8]) -> u64 {
+    /// The length-delimited fields numbered `number` in `message`.
+    fn fields(message: &[u8], number: u64) -> Vec<&[u8]> {
+        let mut found = Vec::new();
+        let mut at = 0;
+        let varint = |at: &mut usize| {
+            let mut value = 0u64;
+            for shift in (0..64).step_by(7) {
+                let Some(&byte) = message.get(*at) else { break };
+                *at += 1;
+                value |= u64::from(byte & 0x7f) << shift;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+            value
+        };
+        while at < message.len() {
+            let key = varint(&mut at);
+            match key & 7 {
+                0 => {
+                    varint(&mut at);
+                }
+                1 => at += 8,
+                5 => at += 4,
+                2 => {
+                    let len = varint(&mut at) as usize;
+                    let end = (at + len).min(message.len());
+                    if key >> 3 == number {
+                        found.push(&message[at..end]);
+                    }
+                    at = end;
+                }
+                _ => break,
+            }
+        }
+        found
+    }
+    let mut spans = 0;
+    for resource in fields(request, 1) {
+        for scope in fields(resource, 2) {
+            spans += fields(scope, 2).len() as u64;
+        }
+    }
+    spans
 }
 
 /// Scrapes `url` every second, as a Prometheus would (more often than most).
@@ -336,6 +390,8 @@ impl Caller {
 /// call of the server and of the clients (where `/proc` tells).
 struct Measured {
     calls: usize,
+    /// Calls made, the warm-up's too.
+    issued: u64,
     per_second: f64,
     p50: Duration,
     p99: Duration,
@@ -421,12 +477,15 @@ async fn measure_spread(
                     latencies.push(began.elapsed());
                 }
             }
-            latencies
+            (latencies, n)
         }));
     }
     let mut latencies = Vec::new();
+    let mut issued = 0;
     for worker in workers {
-        latencies.extend(worker.await.unwrap());
+        let (took, n) = worker.await.unwrap();
+        latencies.extend(took);
+        issued += n;
     }
     let (server_cpu, client_cpu) = (server_cpu.await.unwrap(), client_cpu.await.unwrap());
     for caller in callers {
@@ -439,6 +498,7 @@ async fn measure_spread(
     let per_call = |cpu: Option<Duration>| cpu.map(|cpu| cpu / latencies.len().max(1) as u32);
     Measured {
         calls: latencies.len(),
+        issued,
         per_second: latencies.len() as f64 / run.as_secs_f64(),
         p50: at(0.50),
         p99: at(0.99),
@@ -568,7 +628,8 @@ async fn main() {
     // `--telemetry`: the same `toolgate serve` with telemetry off (no
     // metrics, nothing exported) beside one with `--metrics`, scraped every
     // second, and its spans exported over OTLP/HTTP to a sink on loopback.
-    if args.iter().any(|a| a == "--telemetry") {
+    let telemetry = args.iter().any(|a| a == "--telemetry");
+    if telemetry {
         let sink = otlp_sink().await;
         let mut command = Command::new(&toolgate);
         command
@@ -622,10 +683,12 @@ async fn main() {
     println!("\nmedians of {rounds} rounds");
     let mut bare_rate = 0.0;
     let mut unauthenticated: Option<Measured> = None;
+    let mut traced_calls = 0;
     for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
         let runs = &measured[c];
         let m = Measured {
             calls: runs.iter().map(|m| m.calls).sum(),
+            issued: runs.iter().map(|m| m.issued).sum(),
             per_second: median(runs.iter().map(|m| m.per_second).collect()),
             p50: median(runs.iter().map(|m| m.p50).collect()),
             p99: median(runs.iter().map(|m| m.p99).collect()),
@@ -640,6 +703,9 @@ async fn main() {
                 .collect::<Option<_>>()
                 .map(median),
         };
+        if telemetry && s == 1 {
+            traced_calls += m.issued;
+        }
         let cost = if s == 0 {
             bare_rate = m.per_second;
             String::new()
@@ -671,6 +737,18 @@ async fn main() {
                 over(m.p50, plain.p50)
             );
         }
+    }
+    if telemetry {
+        // What the batch processor still holds goes out within its delay (5 s).
+        let mut spans = SPANS.load(std::sync::atomic::Ordering::Relaxed);
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            spans = SPANS.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        println!(
+            "\nspans received by the OTLP sink: {spans} for {traced_calls} calls ({:.2} a call; fewer than each call's spans means the exporter dropped some)",
+            spans as f64 / traced_calls.max(1) as f64
+        );
     }
     let _ = Command::new("kill")
         .args(["-TERM", &gate_child.id().to_string()])

@@ -69,6 +69,7 @@ pub async fn compare(toolgate: &str, url: &str, clients: usize, seconds: u64, ro
         let runs = &measured[s];
         let m = Measured {
             calls: runs.iter().map(|m| m.calls).sum(),
+            issued: runs.iter().map(|m| m.issued).sum(),
             per_second: median(runs.iter().map(|m| m.per_second).collect()),
             p50: median(runs.iter().map(|m| m.p50).collect()),
             p99: median(runs.iter().map(|m| m.p99).collect()),

@@ -381,27 +381,27 @@ impl Gate {
         scope: Option<TaskScope>,
     ) -> Outcome {
         let name = clip_text(&call.name, MAX_NAME_LEN);
+        // The name is given where the span is made (one visit of its fields,
+        // not a later `record`), and strings as `&str`, not `Display`, so that
+        // a recorded span formats nothing it does not need.
         let span = tracing::info_span!(
             "execute_tool",
-            otel.name = tracing::field::Empty,
+            otel.name = format_args!("execute_tool {name}"),
             otel.kind = "internal",
             otel.status_code = tracing::field::Empty,
             error.type = tracing::field::Empty,
             gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %name,
-            gen_ai.tool.call.id = %clip_text(&call.id, MAX_NAME_LEN),
+            gen_ai.tool.name = name.as_ref(),
+            gen_ai.tool.call.id = clip_text(&call.id, MAX_NAME_LEN).as_ref(),
             gen_ai.tool.type = "function",
             gen_ai.tool.call.arguments = tracing::field::Empty,
-            toolgate.principal = %principal.id,
+            toolgate.principal = principal.id.as_str(),
             toolgate.session = session,
             toolgate.effect = tracing::field::Empty,
             toolgate.decision = tracing::field::Empty,
             toolgate.outcome = tracing::field::Empty,
             toolgate.attempts = tracing::field::Empty,
         );
-        if !span.is_disabled() {
-            span.record("otel.name", format!("execute_tool {name}"));
-        }
         // A call's future holds every stage's state (kilobytes); boxed, the
         // futures of everything that awaits it stay small and are cheap to move.
         Box::pin(

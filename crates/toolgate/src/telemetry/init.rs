@@ -116,25 +116,40 @@ pub fn init(log: Option<LogFormat>) -> Result<TelemetryGuard, TelemetryError> {
         (None, Some(LogFormat::Json)) => Some(SdkTracerProvider::builder().build()),
         (None, _) => None,
     };
-    let detail = span_detail()?;
-    let spans = recorder.map(|provider| {
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("toolgate"))
-            .with_location(false)
-            .with_threads(false)
-            .with_target(false)
-            .with_tracked_inactivity(false)
-            .with_filter(Targets::new().with_target("toolgate", detail))
-    });
-    Registry::default()
-        .with(logs)
-        .with(spans)
-        .try_init()
-        .map_err(|_| TelemetryError::AlreadySet)?;
+    let detail = Targets::new().with_target("toolgate", span_detail()?);
+    let set = match (logs, recorder) {
+        // Spans alone: their filter is the subscriber's, so that a span of
+        // another crate is never made and each enter, exit and record of one
+        // of toolgate's skips the per-layer filter's bookkeeping.
+        (None, Some(provider)) => Registry::default()
+            .with(detail)
+            .with(span_layer(&provider))
+            .try_init(),
+        (logs, recorder) => Registry::default()
+            .with(logs)
+            .with(recorder.map(|provider| span_layer(&provider).with_filter(detail)))
+            .try_init(),
+    };
+    set.map_err(|_| TelemetryError::AlreadySet)?;
     Ok(TelemetryGuard {
         provider,
         _runtime: runtime,
     })
+}
+
+/// The layer that records toolgate's spans as OpenTelemetry spans of `provider`.
+fn span_layer<S>(
+    provider: &SdkTracerProvider,
+) -> tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("toolgate"))
+        .with_location(false)
+        .with_threads(false)
+        .with_target(false)
+        .with_tracked_inactivity(false)
 }
 
 /// Which of toolgate's spans are exported: by default the spans of requests, tool

@@ -474,17 +474,16 @@ fn request_span(
     let name = toolgate_core::clip_text(&request.name, toolgate_core::MAX_NAME_LEN);
     let span = tracing::info_span!(
         "tools/call",
-        otel.name = tracing::field::Empty,
+        otel.name = format_args!("tools/call {name}"),
         otel.kind = "server",
         mcp.method.name = "tools/call",
-        gen_ai.tool.name = %name,
+        gen_ai.tool.name = name.as_ref(),
         gen_ai.operation.name = "execute_tool",
         jsonrpc.request.id = %context.id,
     );
     if span.is_disabled() {
         return span;
     }
-    span.record("otel.name", format!("tools/call {name}"));
     let headers = context
         .extensions
         .get::<axum::http::request::Parts>()
