@@ -365,6 +365,8 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(toolgate::code_mode::WORKER_ARG.as_ref()) {
         return toolgate::code_mode::worker_main();
     }
+    #[cfg(feature = "semantic")]
+    semantic_search::one_model_thread_unless_set();
     let cli = Cli::parse();
     // Log lines, and spans over OTLP when the OTEL_* variables ask; flushed
     // when the command ends.
