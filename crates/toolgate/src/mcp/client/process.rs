@@ -15,7 +15,8 @@
 //!   OOM kill), no destructor runs. `PR_SET_PDEATHSIG` makes the kernel signal the
 //!   direct child then, but only it: a server's own children would live on. So on
 //!   Linux the direct child is a small `/bin/sh` guardian that runs the server in the
-//!   background and, on that signal (`SIGHUP`), kills the whole group. The death
+//!   background and, on that signal (`SIGHUP`, reset to its default first, as
+//!   `nohup` leaves it ignored), kills the whole group. The death
 //!   signal is tied to the *thread* that forked, not the process, so every server is
 //!   started from one dedicated thread that lives as long as the process; starting
 //!   it from a runtime worker that later exits would kill the server early.
@@ -332,9 +333,16 @@ fn isolate(command: &mut std::process::Command) {
     {
         let parent = std::process::id();
         // SAFETY: the hook runs in the child between fork and exec, and calls only
-        // async-signal-safe functions (`prctl`, `getppid`); it allocates nothing.
+        // async-signal-safe functions (`signal`, `prctl`, `getppid`); it allocates
+        // nothing.
         unsafe {
             command.pre_exec(move || {
+                // An ignored SIGHUP (toolgate run under `nohup`) stays ignored
+                // across exec, and a shell cannot trap a signal ignored at its
+                // start: the guardian would never kill the group.
+                if libc::signal(libc::SIGHUP, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(io::Error::last_os_error());
+                }
                 if libc::prctl(
                     libc::PR_SET_PDEATHSIG,
                     libc::SIGHUP as libc::c_ulong,
