@@ -304,10 +304,12 @@ impl DynTool for SearchTools {
             }
             let k = input.k();
             let query = input.query;
-            if self.scorer.is_none() {
-                return Ok(self.find_in(ctx.principal(), ctx.flow_view(), &query, k));
-            }
-            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Lexical search (no scorer) or no runtime to lend a thread: here.
+            let runtime = self
+                .scorer
+                .as_ref()
+                .and_then(|_| tokio::runtime::Handle::try_current().ok());
+            let Some(runtime) = runtime else {
                 return Ok(self.find_in(ctx.principal(), ctx.flow_view(), &query, k));
             };
             let (search, principal) = (self.clone(), ctx.principal().clone());
