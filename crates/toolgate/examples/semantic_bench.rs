@@ -14,10 +14,12 @@
 //!
 //! ```text
 //! cargo run --release -p toolgate --no-default-features --features semantic \
-//!     --example semantic_bench -- MODEL_DIR [--costs]
+//!     --example semantic_bench -- MODEL_DIR [--costs] [--full]
 //! ```
 //!
-//! `--costs` stops before the accuracy figures, `--embedding` after one text's.
+//! `--costs` stops before the accuracy figures, `--embedding` after one text's
+//! (timed at both precisions); `--full` measures the model at f32 instead of the
+//! default 8-bit weights.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use toolgate::search::eval;
 use toolgate::search::{Fusion, Scorer, SearchIndex, SearchRequest};
-use toolgate::semantic::{SemanticIndex, VectorCache, load_model};
+use toolgate::semantic::{Precision, SemanticIndex, VectorCache, load_model_at};
 
 const POOL: &str = include_str!("../../../tests/data/bfcl/functions.jsonl");
 const QUERIES: &str = include_str!("../../../tests/data/bfcl/search-eval.jsonl");
@@ -112,9 +114,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let queries = eval::parse_queries(QUERIES)?;
 
+    let precision = if std::env::args().any(|a| a == "--full") {
+        Precision::Full
+    } else {
+        Precision::Int8
+    };
     let before = resident();
     let started = Instant::now();
-    let model = std::sync::Arc::new(load_model(&dir)?);
+    let model = std::sync::Arc::new(load_model_at(&dir, precision)?);
     let after = resident();
     println!(
         "model: loaded in {:.2} s; resident set {:.1} MB before, {:.1} MB after (+{:.1} MB), peak {:.1} MB",
@@ -126,25 +133,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // One embedding of a short text and of a question, alone: what a query costs
-    // per text the model reads (the whole request, and each part of one of several).
+    // per text the model reads (the whole request, and each part of one of several),
+    // at both precisions, taken in turns so that both see the same machine.
+    let other = load_model_at(
+        &dir,
+        match precision {
+            Precision::Full => Precision::Int8,
+            Precision::Int8 => Precision::Full,
+        },
+    )?;
     for (label, text) in [
         ("a short request", "give the customer their money back"),
+        ("the median question", median_question(&queries)),
         ("the longest question", longest(&queries)),
     ] {
-        let times: Vec<Duration> = (0..50)
-            .map(|_| {
+        let mut times = [Vec::new(), Vec::new()];
+        for _ in 0..50 {
+            for (model, times) in [&*model, &other].into_iter().zip(&mut times) {
                 let started = Instant::now();
                 std::hint::black_box(model.embed(text).ok());
-                started.elapsed()
-            })
-            .collect();
-        let (p50, _) = median(times);
+                times.push(started.elapsed());
+            }
+        }
+        let [this, that] = times.map(|t| median(t).0.as_secs_f64() * 1e3);
         println!(
-            "one embedding of {label} ({} bytes): median {:.2} ms",
+            "one embedding of {label} ({} bytes): median {this:.2} ms {precision:?}, {that:.2} ms the other",
             text.len(),
-            p50.as_secs_f64() * 1e3
         );
     }
+    drop(other);
     if std::env::args().any(|a| a == "--embedding") {
         return Ok(());
     }
@@ -251,6 +268,16 @@ fn longest(queries: &[eval::EvalQuery]) -> &str {
         .iter()
         .map(|q| q.query.as_str())
         .max_by_key(|q| q.len())
+        .unwrap_or_default()
+}
+
+/// The question of median length.
+fn median_question(queries: &[eval::EvalQuery]) -> &str {
+    let mut questions: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
+    questions.sort_by_key(|q| q.len());
+    questions
+        .get(questions.len() / 2)
+        .copied()
         .unwrap_or_default()
 }
 

@@ -21,7 +21,7 @@ use std::path::Path;
 pub use cache::{CacheError, CacheKey, VectorCache, cache_key};
 pub use index::SemanticIndex;
 pub use toolgate_core::search::semantic::{
-    DEFAULT_MAX_TOKENS, Embedder, EmbeddingScorer, ModelError, ModelFiles, Vectors,
+    DEFAULT_MAX_TOKENS, Embedder, EmbeddingScorer, ModelError, ModelFiles, Precision, Vectors,
 };
 
 /// A model directory that cannot be used.
@@ -49,8 +49,14 @@ pub enum SemanticError {
 
 /// Loads the sentence-embedding model in `dir`: `config.json`, `tokenizer.json`,
 /// `model.safetensors`, and the window from `sentence_bert_config.json`
-/// (`max_seq_length`) when there is one.
+/// (`max_seq_length`) when there is one; its dense layers quantized to 8 bits
+/// ([`Precision::Int8`]).
 pub fn load_model(dir: &Path) -> Result<Embedder, SemanticError> {
+    load_model_at(dir, Precision::default())
+}
+
+/// [`load_model`] with the dense layers held at `precision`.
+pub fn load_model_at(dir: &Path, precision: Precision) -> Result<Embedder, SemanticError> {
     let shown = dir.display().to_string();
     let read = |file: &'static str| {
         std::fs::read(dir.join(file)).map_err(|source| SemanticError::Read {
@@ -72,6 +78,7 @@ pub fn load_model(dir: &Path) -> Result<Embedder, SemanticError> {
         tokenizer,
         weights,
         max_tokens,
+        precision,
     })
     .map_err(|source| SemanticError::Model { dir: shown, source })
 }

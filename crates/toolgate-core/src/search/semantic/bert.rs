@@ -8,7 +8,9 @@
 //! build of the feature, for one file's worth of code.
 
 use candle_core::{DType, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+use candle_nn::{Embedding, LayerNorm, VarBuilder, embedding, layer_norm};
+
+use super::dense::{Dense, Precision};
 use serde::Deserialize;
 
 /// The fields of a Hugging Face `config.json` that the encoder needs.
@@ -41,13 +43,13 @@ fn gelu() -> String {
 }
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
+    query: Dense,
+    key: Dense,
+    value: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     output_norm: LayerNorm,
 }
 
@@ -65,7 +67,7 @@ pub(crate) struct Bert {
 
 impl Bert {
     /// Loads the weights under `vb` (with or without a `bert.` prefix).
-    pub fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
+    pub fn load(vb: VarBuilder, config: &BertConfig, precision: Precision) -> Result<Self> {
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
         } else {
@@ -85,18 +87,19 @@ impl Bert {
         };
         let eps = config.layer_norm_eps;
         let e = vb.pp("embeddings");
+        let dense = |inputs, outputs, vb| Dense::load(inputs, outputs, vb, precision);
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let l = vb.pp(format!("encoder.layer.{i}"));
             let a = l.pp("attention");
             layers.push(Layer {
-                query: linear(h, h, a.pp("self.query"))?,
-                key: linear(h, h, a.pp("self.key"))?,
-                value: linear(h, h, a.pp("self.value"))?,
-                attention_out: linear(h, h, a.pp("output.dense"))?,
+                query: dense(h, h, a.pp("self.query"))?,
+                key: dense(h, h, a.pp("self.key"))?,
+                value: dense(h, h, a.pp("self.value"))?,
+                attention_out: dense(h, h, a.pp("output.dense"))?,
                 attention_norm: layer_norm(h, eps, a.pp("output.LayerNorm"))?,
-                intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
-                output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
+                intermediate: dense(h, config.intermediate_size, l.pp("intermediate.dense"))?,
+                output: dense(config.intermediate_size, h, l.pp("output.dense"))?,
                 output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
             });
         }

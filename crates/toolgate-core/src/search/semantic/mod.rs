@@ -8,8 +8,10 @@
 //! [`embedding_text`]: super::embedding_text
 
 mod bert;
+mod dense;
 mod model;
 mod vectors;
 
+pub use dense::Precision;
 pub use model::{DEFAULT_MAX_TOKENS, Embedder, ModelError, ModelFiles};
 pub use vectors::{EmbeddingScorer, Vectors};

@@ -6,6 +6,7 @@
 //! (`toolgate::semantic::load_model`), since this crate does no I/O.
 
 use super::bert::{Bert, BertConfig};
+use super::dense::Precision;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use sha2::{Digest, Sha256};
@@ -44,6 +45,8 @@ pub struct ModelFiles {
     pub weights: Vec<u8>,
     /// The longest input in tokens (sentence-transformers' `max_seq_length`).
     pub max_tokens: Option<usize>,
+    /// How the dense layers hold their weights.
+    pub precision: Precision,
 }
 
 /// A sentence-embedding model: texts in, unit vectors out.
@@ -73,6 +76,10 @@ impl Embedder {
             hasher.update((part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
+        // The same files at another precision make other vectors.
+        if files.precision != Precision::Full {
+            hasher.update(format!("{:?}", files.precision));
+        }
         let id = format!("{:x}", hasher.finalize());
         let config: BertConfig =
             serde_json::from_str(&files.config).map_err(|e| ModelError::Config(e.to_string()))?;
@@ -95,7 +102,8 @@ impl Embedder {
         let weights =
             VarBuilder::from_buffered_safetensors(files.weights, DType::F32, &Device::Cpu)
                 .map_err(|e| ModelError::Weights(e.to_string()))?;
-        let model = Bert::load(weights, &config).map_err(|e| ModelError::Weights(e.to_string()))?;
+        let model = Bert::load(weights, &config, files.precision)
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
         Ok(Embedder {
             model,
             tokenizer,
