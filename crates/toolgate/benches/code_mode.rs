@@ -10,10 +10,13 @@
 //!   from a program is `(100_calls − one_call) / 99` (100 is the default
 //!   `max_calls`); `cold/one_call` is the same run starting its worker when it
 //!   begins (as `toolgate code run` does);
-//! - `bare/one_call` and `bare/100_calls`: the same runs of a program that does
-//!   nothing but its calls, so `(bare/100_calls − bare/one_call) / 99 −
-//!   gate/direct` is what a call from a program adds to the call itself (the
-//!   20-line program's figure also counts the work it does between calls);
+//! - `bare/one_call`, `bare/100_calls` and `bare/1000_calls`: the same runs of a
+//!   program that does nothing but its calls, so `(bare/100_calls −
+//!   bare/one_call) / 99 − gate/direct` is what a call from a program adds to
+//!   the call itself (the 20-line program's figure also counts the work it does
+//!   between calls), and `(bare/1000_calls − bare/100_calls) / 900 −
+//!   gate/direct` the same once the worker is past its first calls (the limit
+//!   on calls raised to 1,000 for that run);
 //! - `gate/direct`: one `Gate::call` of the same tool (in-memory store);
 //! - `cpu/gate_direct`, `cpu/one_call`, `cpu/100_calls` and `cpu/bare_…`:
 //!   `gate/direct` and the runs of `worker/…` and `bare/…`, timed in CPU
@@ -35,12 +38,15 @@
 //!
 //! A call from a program makes 5 syscalls (`strace -f` over `bare/100_calls`):
 //! the gate's epoll_wait, read and write, the worker's write and read — the
-//! same as the floor's round trip. On 2 shared cores at load 12–15 the floor's
-//! round trip measured 7–18 µs and a call's CPU-time overhead
-//! (`cpu/bare_…`) 15–41 µs from one round to the next, the same build.
+//! same as the floor's round trip.
 //!
 //! The machine's load moves every figure that starts a process or crosses a
-//! pipe: quote them with the load average of the run. `TOOLGATE_BENCH_WORKER`
+//! pipe: quote them with the load average of the run. On a shared machine, run
+//! it on one core (`taskset -c 0 cargo bench ...`; the worker inherits it): two
+//! processes that take turns on two cores, one of them busy with other work,
+//! wait for each other's wake-ups, and on a virtual machine each wakes the
+//! other's idle CPU. Idle, in one sitting: a call from a program cost 17 µs
+//! more than the direct call pinned and 46 µs unpinned. `TOOLGATE_BENCH_WORKER`
 //! names another worker binary, to time two builds against each other in one
 //! sitting.
 //!
@@ -55,7 +61,7 @@ use monty_types::{
     CompileOptions, MontyObject, NameLookupResult, PrintWriter, ResourceLimits, ResourceTracker,
 };
 use serde_json::json;
-use toolgate::code_mode::{CodeMode, WorkerCommand};
+use toolgate::code_mode::{CodeLimits, CodeMode, WorkerCommand};
 use toolgate::{ApprovalStore, Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall};
 
 const SPEC: &str = r#"
@@ -217,12 +223,17 @@ fn bench(c: &mut Criterion) {
     let worker = || WorkerCommand::program(worker_program.clone());
     let cold = CodeMode::new(worker());
     let mode = CodeMode::new(worker()).warm();
+    let many = CodeMode::new(worker()).warm().limits(CodeLimits {
+        max_calls: 1000,
+        ..CodeLimits::default()
+    });
     for (name, mode, code) in [
         ("cold/one_call", &cold, program(1)),
         ("worker/one_call", &mode, program(1)),
         ("worker/100_calls", &mode, program(100)),
         ("bare/one_call", &mode, bare(1)),
         ("bare/100_calls", &mode, bare(100)),
+        ("bare/1000_calls", &many, bare(1000)),
     ] {
         c.bench_function(name, |b| {
             b.to_async(&runtime).iter(|| async {
