@@ -144,8 +144,13 @@ fn span_layer<S>(
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
+    // No context activation: each enter and exit of a span (every poll of a
+    // future it instruments) would attach and detach an OpenTelemetry
+    // `Context`, which nothing here reads; parents are found from tracing's
+    // own current span, and ids from the span's extensions.
     tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("toolgate"))
+        .with_context_activation(false)
         .with_location(false)
         .with_threads(false)
         .with_target(false)
