@@ -42,11 +42,20 @@ pub enum CodeAction {
     /// List the programs paused for approval: session, principal, what each
     /// waits for, since when.
     List,
+    /// Put a program left being resumed by a process that died mid-resume back
+    /// as paused, so that it can be resumed again. Only when no process is still
+    /// resuming it: one that is would go on, and the program would run twice.
+    Release {
+        /// The program's run id (from the refused `toolgate code resume`).
+        run_id: String,
+    },
 }
 
 pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandResult {
-    if let CodeAction::List = action {
-        return list(args, state);
+    match action {
+        CodeAction::List => return list(args, state),
+        CodeAction::Release { run_id } => return release(args, state, &run_id),
+        _ => {}
     }
     let (spec, source) = load(args)?;
     let store = open_store(args, state)?;
@@ -54,7 +63,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
         CodeAction::Stubs { caller }
         | CodeAction::Run { caller, .. }
         | CodeAction::Resume { caller, .. } => caller.as_deref(),
-        CodeAction::List => None,
+        CodeAction::List | CodeAction::Release { .. } => None,
     };
     let principal = principal(&spec, caller)?;
     let pins = store.clone() as Arc<dyn toolgate::PinStore>;
@@ -91,8 +100,25 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
             let run = runtime.block_on(mode.resume(&gate, &run_id, &principal));
             Ok(report(args.json, &run))
         }
-        CodeAction::List => Ok(ExitCode::SUCCESS),
+        CodeAction::List | CodeAction::Release { .. } => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// `toolgate code release RUN_ID`: a program left `resuming` goes back to paused.
+fn release(args: &SpecArgs, state: &StateArgs, run_id: &str) -> CommandResult {
+    let store = open_store(args, state)?;
+    toolgate::CodeRunStore::release_run(store.as_ref(), run_id.trim()).map_err(|_| {
+        format!(
+            "program `{}` is not being resumed, so there is nothing to release; `toolgate code list` shows the paused programs",
+            run_id.trim()
+        )
+    })?;
+    sayln!(
+        "program {} is paused again; resume it with `toolgate code resume {}`",
+        run_id.trim(),
+        run_id.trim()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// How a program run (or resume) ended: its JSON with `--json`, else what it

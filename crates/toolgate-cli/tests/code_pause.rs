@@ -113,3 +113,48 @@ fn a_paused_program_is_listed_approved_and_resumed_once_by_separate_processes() 
     let empty = run(dir.path(), &["code", "list"]);
     assert_eq!(text(&empty.stdout), "no programs are paused for approval\n");
 }
+
+#[test]
+fn a_program_left_resuming_by_a_dead_process_is_released_by_the_operator_and_resumed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
+    std::fs::write(dir.path().join("program.py"), PROGRAM).unwrap();
+    let out = run(dir.path(), &["code", "run", "program.py", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let paused = json(&out);
+    let run_id = paused["run_id"].as_str().unwrap().to_owned();
+    let approval_id = paused["approval_id"].as_str().unwrap().to_owned();
+    let approved = run(dir.path(), &["approvals", "approve", &approval_id]);
+    assert!(approved.status.success(), "{}", text(&approved.stderr));
+
+    // A process takes the run to resume it and dies before it ends.
+    {
+        let store = toolgate::SqliteStore::open_in_dir(dir.path().join(".toolgate")).unwrap();
+        toolgate::CodeRunStore::take_run(&store, &run_id).unwrap();
+    }
+    let stuck = run(dir.path(), &["code", "resume", &run_id]);
+    assert_eq!(stuck.status.code(), Some(1));
+    let said = text(&stuck.stderr);
+    assert!(
+        said.contains("being resumed already")
+            && said.contains(&format!("toolgate code release {run_id}")),
+        "{said}"
+    );
+
+    let released = run(dir.path(), &["code", "release", &run_id]);
+    assert!(released.status.success(), "{}", text(&released.stderr));
+    assert!(text(&released.stdout).contains("is paused again"));
+    let twice = run(dir.path(), &["code", "release", &run_id]);
+    assert_eq!(
+        twice.status.code(),
+        Some(1),
+        "a paused program is not released"
+    );
+    assert!(text(&twice.stderr).contains("is not being resumed"));
+
+    let resumed = run(dir.path(), &["code", "resume", &run_id]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(text(&resumed.stdout), "refunding A-1\ntrue\n");
+    let state = run(dir.path(), &["state", "get", "refunds"]);
+    assert_eq!(text(&state.stdout).trim(), "1", "the refund ran once");
+}

@@ -196,7 +196,7 @@ pub enum StoreError {
 fn code_run_not_paused(id: &str, status: Option<&str>) -> String {
     match status {
         Some("resuming") => format!(
-            "program {id} is being resumed already (here or in another process); wait for that resume to end"
+            "program {id} is being resumed already (here or in another process); wait for that resume to end. If the process resuming it died, `toolgate code release {id}` makes it paused again"
         ),
         Some("finished") => format!(
             "program {id} was resumed and has finished; a paused program resumes only once (run it again to repeat it)"
