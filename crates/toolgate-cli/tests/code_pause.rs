@@ -65,18 +65,23 @@ fn run(dir: &Path, args: &[&str]) -> std::process::Output {
     toolgate(dir, args)
 }
 
-#[test]
-fn a_paused_program_is_listed_approved_and_resumed_once_by_separate_processes() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
-    std::fs::write(dir.path().join("program.py"), PROGRAM).unwrap();
-
-    let out = run(dir.path(), &["code", "run", "program.py", "--json"]);
+/// Writes the spec and the program into `dir` and runs it to its pause: its run
+/// id and the approval it waits for.
+fn paused_program(dir: &Path) -> (String, String) {
+    std::fs::write(dir.join("toolgate.yaml"), SPEC).unwrap();
+    std::fs::write(dir.join("program.py"), PROGRAM).unwrap();
+    let out = run(dir, &["code", "run", "program.py", "--json"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let paused = json(&out);
     assert_eq!(paused["status"], "pending_approval", "{paused}");
-    let run_id = paused["run_id"].as_str().unwrap().to_owned();
-    let approval_id = paused["approval_id"].as_str().unwrap().to_owned();
+    let id = |field: &str| paused[field].as_str().unwrap().to_owned();
+    (id("run_id"), id("approval_id"))
+}
+
+#[test]
+fn a_paused_program_is_listed_approved_and_resumed_once_by_separate_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run_id, approval_id) = paused_program(dir.path());
 
     let listed = run(dir.path(), &["code", "list"]);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
@@ -117,13 +122,7 @@ fn a_paused_program_is_listed_approved_and_resumed_once_by_separate_processes() 
 #[test]
 fn a_program_left_resuming_by_a_dead_process_is_released_by_the_operator_and_resumed_once() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), SPEC).unwrap();
-    std::fs::write(dir.path().join("program.py"), PROGRAM).unwrap();
-    let out = run(dir.path(), &["code", "run", "program.py", "--json"]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let paused = json(&out);
-    let run_id = paused["run_id"].as_str().unwrap().to_owned();
-    let approval_id = paused["approval_id"].as_str().unwrap().to_owned();
+    let (run_id, approval_id) = paused_program(dir.path());
     let approved = run(dir.path(), &["approvals", "approve", &approval_id]);
     assert!(approved.status.success(), "{}", text(&approved.stderr));
 
