@@ -228,6 +228,12 @@ fn fused_search_keeps_the_development_set_figures_and_gains_on_reworded_requests
             assert!(fused.recall_at_5 >= 0.9191 - 0.005, "{}", fused.recall_at_5);
             assert!(fused.recall_at_1 >= 0.8087 - 0.005, "{}", fused.recall_at_1);
             assert!(fused.mrr >= 0.8695 - 0.005, "{}", fused.mrr);
+            // The trade: requests for several tools lose a little (recall@5 0.745
+            // against lexical 0.785, measured; every weight examples/semantic_bench.rs
+            // compares stays below lexical there), for the gains on the rest of the
+            // set and on the reworded requests.
+            let part = |r: &eval::EvalReport| r.recall_at_5_of("parallel_multiple_").unwrap();
+            assert!(part(&fused) >= part(&lexical) - 0.05, "{}", part(&fused));
         } else {
             assert!(fused.recall_at_5 > lexical.recall_at_5 + 0.1);
             assert!(fused.mrr > lexical.mrr + 0.1);
