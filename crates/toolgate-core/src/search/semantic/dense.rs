@@ -15,7 +15,7 @@
 //! gets cheaper as a pass grows (measured with all-MiniLM-L6-v2 on one core:
 //! 0.39 against 0.91 ms a token for 11 tokens, 0.46 against 0.76 for 28, 0.46
 //! against 0.40 for 256). So an 8-bit layer keeps its f32 weights too, and a
-//! pass of more than [`INT8_MAX_ROWS`] tokens uses them.
+//! pass of more than `INT8_MAX_ROWS` tokens uses them.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{D, Module, Result, Tensor};
@@ -26,8 +26,8 @@ use candle_nn::{Linear, VarBuilder};
 pub enum Precision {
     /// As the model's files have them: f32, exact.
     Full,
-    /// Quantized to 8 bits at load, for passes of up to [`INT8_MAX_ROWS`]
-    /// tokens (a query's); their vectors are a little off the exact ones
+    /// Quantized to 8 bits at load, for passes of up to 160 tokens (a
+    /// query's); their vectors are a little off the exact ones
     /// (cosine above 0.99 to them).
     Int8,
 }
@@ -56,7 +56,7 @@ const TILE_INPUTS: usize = 256;
 
 /// The most tokens (over every text of a pass) that the 8-bit weights take;
 /// a longer pass runs on the f32 ones, which are faster there.
-pub const INT8_MAX_ROWS: usize = 160;
+const INT8_MAX_ROWS: usize = 160;
 
 pub(crate) struct Dense {
     full: Linear,
