@@ -579,9 +579,13 @@ impl Gate {
                 crate::telemetry::rate_limited(&call.name, &principal.id);
                 let outcome = Outcome::RateLimited {
                     limit: refused.limit,
-                    retry_after_ms: u64::try_from(refused.retry_after.as_millis())
-                        .unwrap_or(u64::MAX)
-                        .max(1),
+                    // Rounded up: a call made after the floor of it could
+                    // still be a fraction of a millisecond early.
+                    retry_after_ms: u64::try_from(
+                        refused.retry_after.as_nanos().div_ceil(1_000_000),
+                    )
+                    .unwrap_or(u64::MAX)
+                    .max(1),
                 };
                 return self.refuse(entry, "rate_limited", outcome);
             }
