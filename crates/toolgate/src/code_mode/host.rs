@@ -22,6 +22,7 @@ use super::protocol::{
 };
 use super::replies::reply_for;
 use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_error};
+use super::spin::Watched;
 use super::wall_clock::{Stopped, WallClock};
 use crate::{Gate, Outcome, PausedRun, ToolCall};
 
@@ -374,8 +375,9 @@ impl CodeMode {
                 "the worker has no pipes",
             )));
         };
-        // A frame's header and body arrive together: one read takes both.
-        let mut stdout = tokio::io::BufReader::with_capacity(64 << 10, stdout);
+        // A frame's header and body arrive together: one read takes both. Each
+        // wait for the worker's next message spins briefly before it sleeps.
+        let mut stdout = tokio::io::BufReader::with_capacity(64 << 10, Watched::new(stdout));
         let mut deadline = clock.timer();
         deadline
             .within(write_frame_async(&mut stdin, &first))

@@ -20,6 +20,7 @@ use tokio::process::{Child, Command};
 use super::limits::CodeLimits;
 use super::protocol::{FromWorker, ToWorker, read_frame_async, write_frame_async};
 use super::run_result::{CodeError, limit_error, worker_error};
+use super::spin::SPIN_ENV;
 
 /// The argument that makes a binary embedding toolgate act as a code-mode worker
 /// (it calls [`super::worker_main`]); the `toolgate` binary handles it.
@@ -126,6 +127,9 @@ impl Workers {
         // it reads anything, so std can `posix_spawn` it instead of forking the
         // gateway, whose page tables a fork copies (milliseconds for a large one).
         command.env(LIMITS_ENV, OsLimits::of(limits).to_string());
+        if let Some(spin) = std::env::var_os(SPIN_ENV) {
+            command.env(SPIN_ENV, spin);
+        }
         command.spawn()
     }
 }

@@ -28,6 +28,7 @@ use super::protocol::{
     BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, WorkerError, read_frame,
     write_frame,
 };
+use super::spin::Watched;
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
 /// bounded by the address-space limit like everything else.
@@ -64,7 +65,7 @@ pub fn worker_main() -> ExitCode {
         .name("code-mode".into())
         .stack_size(INTERPRETER_STACK)
         .spawn(move || {
-            let mut input = BufReader::new(input);
+            let mut input = BufReader::new(Watched::new(input));
             let mut output = output;
             serve(&mut input, &mut output)
         });
@@ -78,7 +79,8 @@ pub fn worker_main() -> ExitCode {
     }
 }
 
-type Input = BufReader<File>;
+/// Each wait for the gate's answer spins briefly before it sleeps ([`Watched`]).
+type Input = BufReader<Watched<File>>;
 /// Unbuffered: [`write_frame`] builds each frame in one buffer, so a frame is
 /// one `write`. (std's `Stdout` is line-buffered: a frame whose length or body
 /// holds a 0x0A byte would go out in two writes and wake the gate twice.)
