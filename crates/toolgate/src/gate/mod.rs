@@ -759,7 +759,7 @@ impl Gate {
     }
 
     /// Records a call that did not run, and returns its outcome.
-    fn refuse(&self, mut entry: AuditEntry, status: &str, outcome: Outcome) -> Outcome {
+    fn refuse(&self, mut entry: AuditEntry, status: &'static str, outcome: Outcome) -> Outcome {
         // A tool the catalog has has an effect; any other name counts as unknown.
         let known = entry.effect.is_some();
         crate::telemetry::call_outcome(&entry.tool, known, status, &entry.principal);
@@ -773,33 +773,52 @@ impl Gate {
     }
 }
 
-/// Records how the call ended on its `execute_tool` span.
+/// Records how the call ended on its `execute_tool` span, in one pass over the
+/// span (each `record` is a lookup of the span and a visit of its layers).
+///
+/// A call that failed gets the error status and `error.type`; one that
+/// succeeded keeps the status unset, as the OpenTelemetry specification asks of
+/// instrumentation.
 pub(crate) fn trace_end(
     span: &tracing::Span,
     entry: &AuditEntry,
     status: &str,
     attempts: Option<u32>,
 ) {
-    if span.is_disabled() {
+    use tracing::field::Value;
+    let Some(fields) = span.metadata().map(|m| m.fields()) else {
         return;
-    }
-    span.record("toolgate.outcome", status);
-    if let Some(effect) = entry.effect {
-        span.record("toolgate.effect", effect.as_str());
-    }
-    if let Some(decision) = entry.decision {
-        span.record("toolgate.decision", decision.as_str());
-    }
-    if let Some(attempts) = attempts {
-        span.record("toolgate.attempts", i64::from(attempts));
-    }
-    match status {
-        "ok" => span.record("otel.status_code", "ok"),
-        "pending_approval" | "started" => span,
-        _ => span
-            .record("otel.status_code", "error")
-            .record("error.type", status),
     };
+    let (
+        Some(outcome),
+        Some(effect),
+        Some(decision),
+        Some(tries),
+        Some(status_code),
+        Some(error_type),
+    ) = (
+        fields.field("toolgate.outcome"),
+        fields.field("toolgate.effect"),
+        fields.field("toolgate.decision"),
+        fields.field("toolgate.attempts"),
+        fields.field("otel.status_code"),
+        fields.field("error.type"),
+    )
+    else {
+        return;
+    };
+    let failed = !matches!(status, "ok" | "pending_approval" | "started");
+    let effect_name = entry.effect.map(|e| e.as_str());
+    let decision_name = entry.decision.map(|d| d.as_str());
+    let attempts = attempts.map(i64::from);
+    span.record_all(&fields.value_set(&[
+        (&outcome, Some(&status as &dyn Value)),
+        (&effect, effect_name.as_ref().map(|v| v as &dyn Value)),
+        (&decision, decision_name.as_ref().map(|v| v as &dyn Value)),
+        (&tries, attempts.as_ref().map(|v| v as &dyn Value)),
+        (&status_code, failed.then_some(&"error" as &dyn Value)),
+        (&error_type, failed.then_some(&status as &dyn Value)),
+    ]));
 }
 
 /// An outcome's message as the audit log keeps it: cut when long.

@@ -25,12 +25,12 @@ pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
 
 /// A call came to `outcome` (an audit status: `ok`, `denied`, `invalid`, ...).
 #[inline]
-pub(crate) fn call_outcome(tool: &str, known: bool, outcome: &str, principal: &str) {
+pub(crate) fn call_outcome(tool: &str, known: bool, outcome: &'static str, principal: &str) {
     let tool = if known { tool } else { UNKNOWN_TOOL };
     metrics::counter!(
         CALLS,
         "tool" => tool.to_owned(),
-        "outcome" => outcome.to_owned(),
+        "outcome" => outcome,
         "principal" => principal.to_owned()
     )
     .increment(1);
@@ -38,8 +38,8 @@ pub(crate) fn call_outcome(tool: &str, known: bool, outcome: &str, principal: &s
 
 /// A call that ran took `elapsed` from its arrival to its recorded completion.
 #[inline]
-pub(crate) fn call_duration(tool: &str, outcome: &str, elapsed: Duration) {
-    metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome.to_owned())
+pub(crate) fn call_duration(tool: &str, outcome: &'static str, elapsed: Duration) {
+    metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
         .record(elapsed.as_secs_f64());
 }
 

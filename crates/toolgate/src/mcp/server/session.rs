@@ -479,7 +479,7 @@ fn request_span(
         mcp.method.name = "tools/call",
         gen_ai.tool.name = name.as_ref(),
         gen_ai.operation.name = "execute_tool",
-        jsonrpc.request.id = %context.id,
+        jsonrpc.request.id = request_id(&context.id).as_ref(),
     );
     if span.is_disabled() {
         return span;
@@ -497,6 +497,14 @@ fn request_span(
         }
     });
     span
+}
+
+/// A JSON-RPC request id as the conventions record it: a string.
+fn request_id(id: &rmcp::model::NumberOrString) -> std::borrow::Cow<'_, str> {
+    match id {
+        rmcp::model::NumberOrString::Number(n) => n.to_string().into(),
+        rmcp::model::NumberOrString::String(s) => s.as_ref().into(),
+    }
 }
 
 /// The reason an approval is asked for, as the approvals store has it.
