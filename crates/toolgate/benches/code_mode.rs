@@ -41,12 +41,11 @@
 //! same as the floor's round trip.
 //!
 //! The machine's load moves every figure that starts a process or crosses a
-//! pipe: quote them with the load average of the run. On a shared machine, run
-//! it on one core (`taskset -c 0 cargo bench ...`; the worker inherits it): two
-//! processes that take turns on two cores, one of them busy with other work,
-//! wait for each other's wake-ups, and on a virtual machine each wakes the
-//! other's idle CPU. Idle, in one sitting: a call from a program cost 17 µs
-//! more than the direct call pinned and 46 µs unpinned. `TOOLGATE_BENCH_WORKER`
+//! pipe: quote them with the load average of the run. Each side of the pipe
+//! watches it for up to 50 µs before it sleeps (`spin.rs`), so that on two
+//! CPUs neither wakes the other's idle CPU; `TOOLGATE_CODE_SPIN_MICROS=0` turns
+//! that off, to time both in one sitting, and on one core (`taskset -c 0 cargo
+//! bench ...`; the worker inherits it) there is none. `TOOLGATE_BENCH_WORKER`
 //! names another worker binary, to time two builds against each other in one
 //! sitting.
 //!
