@@ -59,9 +59,9 @@ pub use pins::{
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
 pub use rate_counters::{RateBucket, RateCounters, RateTaken};
 pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
-pub use sessions::{
-    MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions, now_ms,
-};
+#[cfg(feature = "mcp")]
+pub use sessions::now_ms;
+pub use sessions::{MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions};
 pub use sqlite::SqliteStore;
 pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
 pub(crate) use turns::lease_end;

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 use sha2_11::{Digest, Sha256};
@@ -101,9 +101,10 @@ pub fn renewal_interval(idle: Duration) -> Duration {
 }
 
 /// Milliseconds since the Unix epoch, now.
+#[cfg(feature = "mcp")]
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 

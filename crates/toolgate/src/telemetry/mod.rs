@@ -17,6 +17,11 @@ mod json_log;
 mod metrics;
 mod record;
 mod span_arguments;
+// Trace context in and out is for MCP requests and HTTP bindings.
+#[cfg_attr(
+    not(all(feature = "mcp", feature = "http")),
+    allow(dead_code, unused_imports)
+)]
 mod traces;
 
 pub(crate) use record::*;
