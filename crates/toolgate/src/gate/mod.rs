@@ -786,6 +786,9 @@ pub(crate) fn trace_end(
     attempts: Option<u32>,
 ) {
     use tracing::field::Value;
+    if span.is_disabled() {
+        return;
+    }
     let Some(fields) = span.metadata().map(|m| m.fields()) else {
         return;
     };
