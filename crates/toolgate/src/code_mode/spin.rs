@@ -33,22 +33,28 @@ const SPIN: Duration = Duration::from_micros(50);
 /// its workers.
 pub(super) const SPIN_ENV: &str = "TOOLGATE_CODE_SPIN_MICROS";
 
-/// The spin this process uses: [`SPIN_ENV`]'s, else [`SPIN`].
-fn configured_spin() -> Duration {
-    static CONFIGURED: OnceLock<Duration> = OnceLock::new();
-    *CONFIGURED.get_or_init(|| {
-        std::env::var(SPIN_ENV)
+/// The spin this process uses: [`SPIN_ENV`]'s, else [`SPIN`]; `None` when it
+/// is turned off or the process may run on only one CPU.
+fn process_spin() -> Option<Duration> {
+    static SPIN_HERE: OnceLock<Option<Duration>> = OnceLock::new();
+    *SPIN_HERE.get_or_init(|| {
+        let spin = std::env::var(SPIN_ENV)
             .ok()
             .and_then(|micros| micros.trim().parse().ok())
-            .map_or(SPIN, Duration::from_micros)
+            .map_or(SPIN, Duration::from_micros);
+        let several_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        (several_cpus && !spin.is_zero()).then_some(spin)
     })
 }
 
 /// Waits up to `spin` for `fd` to be readable; the caller then reads it as
 /// usual (at once, if this saw data).
 fn watch(fd: BorrowedFd<'_>, spin: Duration) {
+    if readable(fd) {
+        return;
+    }
     let started = Instant::now();
-    while !readable(fd) && started.elapsed() < spin {
+    while started.elapsed() < spin && !readable(fd) {
         std::thread::yield_now();
     }
 }
@@ -69,7 +75,7 @@ impl<R> Watched<R> {
     pub(super) fn new(inner: R) -> Self {
         Watched {
             inner,
-            spin: Some(configured_spin()).filter(|spin| !spin.is_zero() && several_cpus()),
+            spin: process_spin(),
             waiting: false,
         }
     }
@@ -110,12 +116,6 @@ fn readable(fd: BorrowedFd<'_>) -> bool {
     // SAFETY: `poll` reads and writes the one pollfd it is given, for no time.
     let ready = unsafe { libc::poll(&mut poll, 1, 0) };
     ready != 0
-}
-
-/// Whether this process may run on more than one CPU.
-fn several_cpus() -> bool {
-    static SEVERAL: OnceLock<bool> = OnceLock::new();
-    *SEVERAL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
 #[cfg(test)]
