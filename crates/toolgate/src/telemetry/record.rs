@@ -12,21 +12,21 @@ pub(crate) const CALL_DURATION: &str = "toolgate_call_duration_seconds";
 pub(crate) const COMMIT_DURATION: &str = "toolgate_store_commit_duration_seconds";
 pub(crate) const AUDIT_RECORDS: &str = "toolgate_audit_records_total";
 pub(crate) const RATE_LIMITED: &str = "toolgate_rate_limited_total";
-// Upstream servers and the gauges `/metrics` samples exist only with `mcp`.
 #[cfg(feature = "mcp")]
-pub(crate) const UPSTREAM_RESTARTS: &str = "toolgate_upstream_restarts_total";
+pub(crate) use served::*;
+
+/// What only a served gateway has: upstream servers, and the gauges `/metrics`
+/// samples.
 #[cfg(feature = "mcp")]
-pub(crate) const UPSTREAM_CALLS: &str = "toolgate_upstream_calls_total";
-#[cfg(feature = "mcp")]
-pub(crate) const APPROVALS_PENDING: &str = "toolgate_approvals_pending";
-#[cfg(feature = "mcp")]
-pub(crate) const APPROVAL_OLDEST_AGE: &str = "toolgate_approval_oldest_age_seconds";
-#[cfg(feature = "mcp")]
-pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
-#[cfg(feature = "mcp")]
-pub(crate) const UPSTREAM_STATE: &str = "toolgate_upstream_state";
-#[cfg(feature = "mcp")]
-pub(crate) const QUARANTINED_TOOLS: &str = "toolgate_quarantined_tools";
+mod served {
+    pub(crate) const UPSTREAM_RESTARTS: &str = "toolgate_upstream_restarts_total";
+    pub(crate) const UPSTREAM_CALLS: &str = "toolgate_upstream_calls_total";
+    pub(crate) const APPROVALS_PENDING: &str = "toolgate_approvals_pending";
+    pub(crate) const APPROVAL_OLDEST_AGE: &str = "toolgate_approval_oldest_age_seconds";
+    pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
+    pub(crate) const UPSTREAM_STATE: &str = "toolgate_upstream_state";
+    pub(crate) const QUARANTINED_TOOLS: &str = "toolgate_quarantined_tools";
+}
 
 /// The tool label of a call to a name that is not in the catalog.
 pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
