@@ -382,6 +382,31 @@ fn two_writers_on_the_same_file_wait_for_each_other_rather_than_fail() {
 }
 
 #[test]
+fn processes_opening_a_new_file_at_the_same_moment_all_open_it() {
+    // Two gateways started together on one state directory both create the schema
+    // and switch the file to WAL: neither may fail for the other's lock.
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let start = Arc::new(std::sync::Barrier::new(3));
+        let openers: Vec<_> = (0..3)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    SqliteStore::open(&path).map(drop)
+                })
+            })
+            .collect();
+        for opener in openers {
+            if let Err(e) = opener.join().unwrap() {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_store_is_shared_across_threads_as_arc_dyn_state_store() {
     let stores: Vec<Arc<dyn StateStore>> = vec![
         Arc::new(MemoryStore::new()),

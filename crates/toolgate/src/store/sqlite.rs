@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -194,8 +194,7 @@ impl SqliteStore {
         // WAL lets readers in other processes go on while one writes. The reply is
         // the mode in force; a filesystem without WAL support keeps the old journal,
         // which is slower but still correct, so it is not an error.
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
-            .map_err(open_error)?;
+        use_wal(&conn, BUSY_TIMEOUT).map_err(open_error)?;
         // In WAL mode, NORMAL still survives any crash of the process and never
         // corrupts the file; a power loss may forget the last few commits. That is
         // the right trade for state written on every tool call: FULL would add an
@@ -307,6 +306,27 @@ impl SqliteStore {
                 source,
             }
         })
+    }
+}
+
+/// Switches the file to WAL. A switch that meets another connection's lock gets
+/// `SQLITE_BUSY` at once, without the busy handler (waiting could deadlock), so
+/// of two processes opening a new file at the same moment one would fail: the
+/// switch is tried again, with growing pauses, until `timeout` has passed.
+fn use_wal(conn: &Connection, timeout: Duration) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(())) {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            done => return done,
+        }
     }
 }
 
