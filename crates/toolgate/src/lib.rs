@@ -64,7 +64,8 @@ pub mod telemetry;
 
 pub use gate::{
     ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
-    Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall, invalid_arguments_message,
+    Launch, Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall,
+    invalid_arguments_message,
 };
 pub use gate::{Authenticated, Limited, RateLimiter, RatePermit, RateRefused};
 #[cfg(feature = "http")]

@@ -11,6 +11,7 @@
 
 mod arguments;
 mod authenticated;
+mod call_span;
 mod execution;
 mod limiter;
 mod outcome;
@@ -36,6 +37,9 @@ use tracing::Instrument;
 
 pub use arguments::{ArgumentProblem, invalid_arguments_message};
 pub use authenticated::Authenticated;
+pub use call_span::Launch;
+use call_span::call_span;
+pub(crate) use call_span::trace_end;
 pub use outcome::Outcome;
 pub use task::{DEFAULT_TASK_TTL, TaskError, TaskFilter, TaskFuture, TaskScope};
 
@@ -361,12 +365,13 @@ impl Gate {
         principal: &Principal,
         cancel: &CancellationToken,
     ) -> Outcome {
-        self.call_launching(session, call, principal, cancel, false, None)
+        self.call_launching(session, call, principal, cancel, Launch::default())
             .await
     }
 
     /// [`Gate::call_with`] that runs the call as a background task when its tool
-    /// runs in the background or `as_task` says so, its future wrapped in `scope`.
+    /// runs in the background or [`Launch::as_task`] says so, in the span
+    /// [`Launch::span`] gives or else its own.
     ///
     /// The call is one `execute_tool {tool}` span, named and attributed by the
     /// OpenTelemetry GenAI conventions for tool execution, with toolgate's own
@@ -377,36 +382,24 @@ impl Gate {
         call: ToolCall,
         principal: &Principal,
         cancel: &CancellationToken,
-        as_task: bool,
-        scope: Option<TaskScope>,
+        launch: Launch,
     ) -> Outcome {
-        let name = clip_text(&call.name, MAX_NAME_LEN);
-        // The name is given where the span is made (one visit of its fields,
-        // not a later `record`), and strings as `&str`, not `Display`, so that
-        // a recorded span formats nothing it does not need.
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = format_args!("execute_tool {name}"),
-            otel.kind = "internal",
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = name.as_ref(),
-            gen_ai.tool.call.id = clip_text(&call.id, MAX_NAME_LEN).as_ref(),
-            gen_ai.tool.type = "function",
-            gen_ai.tool.call.arguments = tracing::field::Empty,
-            toolgate.principal = principal.id.as_str(),
-            toolgate.session = session,
-            toolgate.effect = tracing::field::Empty,
-            toolgate.decision = tracing::field::Empty,
-            toolgate.outcome = tracing::field::Empty,
-            toolgate.attempts = tracing::field::Empty,
-        );
+        let span = match launch.span {
+            Some(span) => span,
+            None => call_span(session, &call, principal),
+        };
         // A call's future holds every stage's state (kilobytes); boxed, the
         // futures of everything that awaits it stay small and are cheap to move.
         Box::pin(
-            self.call_in_span(session, call, principal, cancel, as_task, scope)
-                .instrument(span),
+            self.call_in_span(
+                session,
+                call,
+                principal,
+                cancel,
+                launch.as_task,
+                launch.scope,
+            )
+            .instrument(span),
         )
         .await
     }
@@ -771,57 +764,6 @@ impl Gate {
             Err(e) => store_failure("the audit log", e),
         }
     }
-}
-
-/// Records how the call ended on its `execute_tool` span, in one pass over the
-/// span (each `record` is a lookup of the span and a visit of its layers).
-///
-/// A call that failed gets the error status and `error.type`; one that
-/// succeeded keeps the status unset, as the OpenTelemetry specification asks of
-/// instrumentation.
-pub(crate) fn trace_end(
-    span: &tracing::Span,
-    entry: &AuditEntry,
-    status: &str,
-    attempts: Option<u32>,
-) {
-    use tracing::field::Value;
-    if span.is_disabled() {
-        return;
-    }
-    let Some(fields) = span.metadata().map(|m| m.fields()) else {
-        return;
-    };
-    let (
-        Some(outcome),
-        Some(effect),
-        Some(decision),
-        Some(tries),
-        Some(status_code),
-        Some(error_type),
-    ) = (
-        fields.field("toolgate.outcome"),
-        fields.field("toolgate.effect"),
-        fields.field("toolgate.decision"),
-        fields.field("toolgate.attempts"),
-        fields.field("otel.status_code"),
-        fields.field("error.type"),
-    )
-    else {
-        return;
-    };
-    let failed = !matches!(status, "ok" | "pending_approval" | "started");
-    let effect_name = entry.effect.map(|e| e.as_str());
-    let decision_name = entry.decision.map(|d| d.as_str());
-    let attempts = attempts.map(i64::from);
-    span.record_all(&fields.value_set(&[
-        (&outcome, Some(&status as &dyn Value)),
-        (&effect, effect_name.as_ref().map(|v| v as &dyn Value)),
-        (&decision, decision_name.as_ref().map(|v| v as &dyn Value)),
-        (&tries, attempts.as_ref().map(|v| v as &dyn Value)),
-        (&status_code, failed.then_some(&"error" as &dyn Value)),
-        (&error_type, failed.then_some(&status as &dyn Value)),
-    ]));
 }
 
 /// An outcome's message as the audit log keeps it: cut when long.

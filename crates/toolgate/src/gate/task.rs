@@ -202,15 +202,12 @@ impl Gate {
     /// runs on its own; the outcome is [`Outcome::Started`] (or the refusal, if it
     /// was refused). Read the result with [`Gate::task`] or [`Gate::await_task`].
     pub async fn start(&self, session: &str, call: ToolCall, principal: &Principal) -> Outcome {
-        self.call_launching(
-            session,
-            call,
-            principal,
-            &CancellationToken::new(),
-            true,
-            None,
-        )
-        .await
+        let launch = super::Launch {
+            as_task: true,
+            ..Default::default()
+        };
+        self.call_launching(session, call, principal, &CancellationToken::new(), launch)
+            .await
     }
 
     /// One task, if `principal` may see it (its own; the operator sees all).

@@ -260,6 +260,7 @@ impl Session {
         call: ToolCall,
         downstream: &Downstream,
         request: &CancellationToken,
+        span: Option<tracing::Span>,
     ) -> Outcome {
         let cancel = self.shared.inflight.cancellation().child_token();
         let gate = &caller.offering.gate;
@@ -270,6 +271,7 @@ impl Session {
             &caller.principal,
             downstream,
             &cancel,
+            span,
         ));
         tokio::pin!(gate_call);
         tokio::select! {
@@ -333,10 +335,13 @@ impl Session {
         Some(why)
     }
 
+    /// Serves one `tools/call` in `span`, the request's span: the gate's call
+    /// is that span (an approval asked for makes the second run its child).
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        span: &tracing::Span,
     ) -> Result<CallToolResponse, McpError> {
         let shared = self.shared.clone();
         let caller = self.caller(&context)?;
@@ -406,7 +411,14 @@ impl Session {
         // A tool outside the principal's view is as unknown as a name no tool has.
         let known = gate.knows(&name, &caller.principal);
         let mut outcome = self
-            .run(&caller, &session, call.clone(), &downstream, &context.ct)
+            .run(
+                &caller,
+                &session,
+                call.clone(),
+                &downstream,
+                &context.ct,
+                Some(span.clone()),
+            )
             .await;
         if !known {
             return Err(McpError::invalid_params(outcome.message_for_model(), None));
@@ -448,7 +460,7 @@ impl Session {
                 }
                 None => {
                     outcome = self
-                        .run(&caller, &session, call, &downstream, &context.ct)
+                        .run(&caller, &session, call, &downstream, &context.ct, None)
                         .await;
                 }
             }
@@ -464,22 +476,43 @@ impl Session {
     }
 }
 
-/// The server span of one `tools/call` (the OpenTelemetry MCP conventions),
-/// parented by the trace context its client sent: in `_meta` (SEP-414), else
-/// in the HTTP request's `traceparent` header.
+/// The server span of one `tools/call`, parented by the trace context its client
+/// sent: in `_meta` (SEP-414), else in the HTTP request's `traceparent` header.
+///
+/// It is also the gate's span of the call it carries (the MCP conventions
+/// ask that an MCP span add its attributes to the tool execution's span rather
+/// than make a second), so it is named as the gate names a call and declares
+/// every field the gate records.
 fn request_span(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+    caller: &Caller,
+    session: &str,
 ) -> tracing::Span {
-    let name = toolgate_core::clip_text(&request.name, toolgate_core::MAX_NAME_LEN);
+    use toolgate_core::{MAX_NAME_LEN, clip_text};
+    use tracing::field::Empty;
+    let name = clip_text(caller.offering.tools.canonical(&request.name), MAX_NAME_LEN);
+    let id = request_id(&context.id);
+    let id = clip_text(&id, MAX_NAME_LEN);
     let span = tracing::info_span!(
-        "tools/call",
-        otel.name = format_args!("tools/call {name}"),
+        "execute_tool",
+        otel.name = format_args!("execute_tool {name}"),
         otel.kind = "server",
+        otel.status_code = Empty,
+        error.type = Empty,
         mcp.method.name = "tools/call",
-        gen_ai.tool.name = name.as_ref(),
+        jsonrpc.request.id = id.as_ref(),
         gen_ai.operation.name = "execute_tool",
-        jsonrpc.request.id = request_id(&context.id).as_ref(),
+        gen_ai.tool.name = name.as_ref(),
+        gen_ai.tool.call.id = format_args!("mcp-{id}"),
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.arguments = Empty,
+        toolgate.principal = caller.principal.id.as_str(),
+        toolgate.session = session,
+        toolgate.effect = Empty,
+        toolgate.decision = Empty,
+        toolgate.outcome = Empty,
+        toolgate.attempts = Empty,
     );
     if span.is_disabled() {
         return span;
@@ -705,9 +738,9 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let span = request_span(&request, &context);
         let caller = self.caller(&context)?;
         let session = self.conversation(&context, &caller.principal)?;
+        let span = request_span(&request, &context, &caller, &session);
         // Boxed: rmcp moves the handler's future several times before it runs.
         let served = Box::pin(async {
             let task = super::tasks::start(
@@ -721,9 +754,9 @@ impl ServerHandler for Session {
             if let Some(task) = task.await {
                 return Ok(task);
             }
-            self.call(request, context).await
+            self.call(request, context, &span).await
         });
-        let served = served.instrument(span);
+        let served = served.instrument(span.clone());
         match caller.authenticated.clone() {
             Some(authenticated) => authenticated.scope(served).await,
             None => served.await,

@@ -38,7 +38,7 @@ use super::inflight::CallGuard;
 use super::result::call_result;
 use super::session::Caller;
 use super::tools::arguments;
-use crate::{Gate, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
+use crate::{Gate, Launch, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
 
 /// The `_meta` key a request sets to `true` to run any call as a task.
 pub const TASK_META: &str = "toolgate/task";
@@ -83,16 +83,15 @@ pub(crate) async fn call_through(
     principal: &Principal,
     downstream: &Downstream,
     cancel: &CancellationToken,
+    span: Option<tracing::Span>,
 ) -> Outcome {
+    let launch = Launch {
+        as_task: false,
+        scope: Some(scope(downstream, None)),
+        span,
+    };
     let outcome = gate
-        .call_launching(
-            session,
-            call,
-            principal,
-            cancel,
-            false,
-            Some(scope(downstream, None)),
-        )
+        .call_launching(session, call, principal, cancel, launch)
         .await;
     let Outcome::Started { task_id } = &outcome else {
         return outcome;
@@ -176,8 +175,11 @@ pub(crate) async fn start(
             call,
             principal,
             &cancel,
-            true,
-            Some(scope(&downstream, Some(guard))),
+            Launch {
+                as_task: true,
+                scope: Some(scope(&downstream, Some(guard))),
+                span: None,
+            },
         )
         .await;
     let Outcome::Started { task_id } = &outcome else {
