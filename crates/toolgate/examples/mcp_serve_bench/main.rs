@@ -24,7 +24,9 @@
 //!
 //! `--telemetry` measures only `toolgate serve` with telemetry off beside the
 //! same server with `--metrics` (scraped every second) and its spans exported
-//! over OTLP/HTTP to a sink on loopback.
+//! over OTLP/HTTP to a sink on loopback. `--telemetry --instructions N` counts
+//! instead what each costs a call in instructions, under callgrind (see
+//! `instructions.rs`).
 //!
 //! Options: `--clients N` (concurrent clients, default 8), `--seconds S` (per
 //! round, default 5), `--rounds R` (rounds of every lifecycle and server, taken
@@ -35,6 +37,7 @@
 //! `mcp_serve_bench memory SPEC` run one of the other two servers alone (on
 //! 127.0.0.1, a free port, printed on stderr).
 
+mod instructions;
 mod stateless;
 mod stores;
 
@@ -560,6 +563,14 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("toolgate.yaml");
     std::fs::write(&spec, SPEC).unwrap();
+    let telemetry = args.iter().any(|a| a == "--telemetry");
+    if let (true, Some(calls)) = (telemetry, option(&args, "--instructions")) {
+        let calls = calls
+            .parse()
+            .expect("--instructions takes a number of calls");
+        let sink = otlp_sink().await;
+        return instructions::compare(&toolgate, &spec, dir.path(), sink, &lifecycles, calls).await;
+    }
     let mut gate = Command::new(&toolgate);
     gate.args(["serve", "--http", "127.0.0.1:0", "-f"])
         .arg(&spec)
@@ -628,7 +639,6 @@ async fn main() {
     // `--telemetry`: the same `toolgate serve` with telemetry off (no
     // metrics, nothing exported) beside one with `--metrics`, scraped every
     // second, and its spans exported over OTLP/HTTP to a sink on loopback.
-    let telemetry = args.iter().any(|a| a == "--telemetry");
     if telemetry {
         let sink = otlp_sink().await;
         let mut command = Command::new(&toolgate);
