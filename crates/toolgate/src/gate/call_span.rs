@@ -36,11 +36,11 @@ impl std::fmt::Debug for Launch {
 pub(super) fn call_span(session: &str, call: &ToolCall, principal: &Principal) -> tracing::Span {
     let name = clip_text(&call.name, MAX_NAME_LEN);
     // The name is given where the span is made (one visit of its fields, not a
-    // later `record`), and strings as `&str`, not `Display`, so that a recorded
-    // span formats nothing it does not need.
+    // later `record`), and strings as `&str`, joined rather than formatted, so
+    // that a recorded span runs no formatting machinery.
     tracing::info_span!(
         "execute_tool",
-        otel.name = format_args!("execute_tool {name}"),
+        otel.name = ["execute_tool ", &name].concat().as_str(),
         otel.kind = "internal",
         otel.status_code = tracing::field::Empty,
         error.type = tracing::field::Empty,

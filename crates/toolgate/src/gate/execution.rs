@@ -137,8 +137,12 @@ impl Execution {
         drop(self.slot);
         drop(self.limited);
         let counted = if outcome.is_ok() { "ok" } else { status };
-        crate::telemetry::call_outcome(&name, true, counted, &self.ctx.principal().id);
-        crate::telemetry::call_duration(&name, counted, self.started.elapsed());
+        crate::telemetry::call_ran(
+            &name,
+            counted,
+            &self.ctx.principal().id,
+            self.started.elapsed(),
+        );
         match recorded {
             Ok(_) => (outcome, status),
             Err(e) => (

@@ -107,6 +107,7 @@ impl MetricsEndpoint {
                     .and_then(|b| b.install_recorder())
                     .map_err(|e| MetricsError::Install(e.to_string()))?;
                 describe();
+                super::call_handles::keep();
                 let upkeep = handle.clone();
                 std::thread::Builder::new()
                     .name("toolgate-metrics".into())

@@ -9,6 +9,8 @@
 //! Prometheus recorder that `/metrics` renders. Spans are `tracing` spans: with
 //! no subscriber recording them, each costs a check of a static flag.
 
+#[cfg(feature = "mcp")]
+mod call_handles;
 #[cfg(feature = "otlp")]
 mod init;
 #[cfg(feature = "otlp")]

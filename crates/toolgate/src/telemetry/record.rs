@@ -31,10 +31,26 @@ mod served {
 /// The tool label of a call to a name that is not in the catalog.
 pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
 
-/// A call came to `outcome` (an audit status: `ok`, `denied`, `invalid`, ...).
+/// A call came to `outcome` (an audit status: `ok`, `denied`, `invalid`, ...)
+/// without running.
 #[inline]
 pub(crate) fn call_outcome(tool: &str, known: bool, outcome: &'static str, principal: &str) {
     let tool = if known { tool } else { UNKNOWN_TOOL };
+    count_call(tool, outcome, principal, None);
+}
+
+/// A call that ran came to `outcome`, `elapsed` from its arrival to its
+/// recorded completion.
+#[inline]
+pub(crate) fn call_ran(tool: &str, outcome: &'static str, principal: &str, elapsed: Duration) {
+    count_call(tool, outcome, principal, Some(elapsed.as_secs_f64()));
+}
+
+fn count_call(tool: &str, outcome: &'static str, principal: &str, ran: Option<f64>) {
+    #[cfg(feature = "mcp")]
+    if let Some(handles) = super::call_handles::kept() {
+        return handles.count(tool, outcome, principal, ran);
+    }
     metrics::counter!(
         CALLS,
         "tool" => tool.to_owned(),
@@ -42,13 +58,10 @@ pub(crate) fn call_outcome(tool: &str, known: bool, outcome: &'static str, princ
         "principal" => principal.to_owned()
     )
     .increment(1);
-}
-
-/// A call that ran took `elapsed` from its arrival to its recorded completion.
-#[inline]
-pub(crate) fn call_duration(tool: &str, outcome: &'static str, elapsed: Duration) {
-    metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
-        .record(elapsed.as_secs_f64());
+    if let Some(seconds) = ran {
+        metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
+            .record(seconds);
+    }
 }
 
 /// One transaction of the store committed `records` audit records in `elapsed`.

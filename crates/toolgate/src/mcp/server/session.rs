@@ -494,9 +494,11 @@ fn request_span(
     let name = clip_text(caller.offering.tools.canonical(&request.name), MAX_NAME_LEN);
     let id = request_id(&context.id);
     let id = clip_text(&id, MAX_NAME_LEN);
+    // Joined, not formatted: a recorded `format_args!` runs the formatting
+    // machinery for each field.
     let span = tracing::info_span!(
         "execute_tool",
-        otel.name = format_args!("execute_tool {name}"),
+        otel.name = ["execute_tool ", &name].concat().as_str(),
         otel.kind = "server",
         otel.status_code = Empty,
         error.type = Empty,
@@ -504,7 +506,7 @@ fn request_span(
         jsonrpc.request.id = id.as_ref(),
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = name.as_ref(),
-        gen_ai.tool.call.id = format_args!("mcp-{id}"),
+        gen_ai.tool.call.id = ["mcp-", &id].concat().as_str(),
         gen_ai.tool.type = "function",
         gen_ai.tool.call.arguments = Empty,
         toolgate.principal = caller.principal.id.as_str(),
