@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use toolgate::Gate;
-use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun, WorkerCommand};
+use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun};
 
 use crate::commands::{CommandResult, load, open_store, principal};
 use crate::output::{print_json, say_table};
@@ -84,7 +84,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
         }
         CodeAction::Run { program, .. } => {
             let code = read_program(&program)?;
-            let worker = WorkerCommand::current_exe()
+            let worker = crate::code_worker()
                 .map_err(|e| format!("cannot find this executable to run the program ({e})"))?;
             let limits = CodeLimits::from_spec(&spec.code_mode);
             let mode = CodeMode::new(worker).limits(limits);
@@ -93,7 +93,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
             Ok(report(args.json, &run))
         }
         CodeAction::Resume { run_id, .. } => {
-            let worker = WorkerCommand::current_exe()
+            let worker = crate::code_worker()
                 .map_err(|e| format!("cannot find this executable to run the program ({e})"))?;
             let mode = CodeMode::new(worker).limits(CodeLimits::from_spec(&spec.code_mode));
             let runtime = upstream.runtime();

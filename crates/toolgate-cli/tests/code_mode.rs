@@ -147,6 +147,33 @@ fn code_run_reads_its_limits_from_the_spec_file() {
 }
 
 #[test]
+fn code_run_stops_a_program_at_its_memory_limit_in_a_worker_of_the_binary() {
+    let dir = desk();
+    let spec = SPEC.replace(
+        "max_calls: 3",
+        "max_calls: 3\n  max_memory_bytes: 268435456",
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    // Within the limit, a program runs: the binary's allocator reserves no more
+    // address space than the limit allows.
+    let small = program(dir.path(), "len(greet(name='Ada')['greeting'] * 1000000)\n");
+    assert_eq!(json(&small)["value"], 9_000_000, "{}", json(&small));
+    let grown = program(
+        dir.path(),
+        "xs = []\nwhile True:\n    xs.append('x' * 1000000 + str(len(xs)))\n",
+    );
+    let run = json(&grown);
+    assert_eq!(run["error"]["limit"], "max_memory_bytes", "{run}");
+    assert!(
+        run["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("256 MiB"),
+        "{run}"
+    );
+}
+
+#[test]
 fn render_code_mode_offers_run_code_and_the_always_loaded_tools() {
     let dir = desk();
     let out = toolgate(

@@ -34,6 +34,8 @@ const STDERR_CAP: usize = 8 << 10;
 pub struct WorkerCommand {
     pub program: PathBuf,
     pub args: Vec<OsString>,
+    /// The worker's environment, which is otherwise cleared.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 impl WorkerCommand {
@@ -43,6 +45,7 @@ impl WorkerCommand {
         Ok(WorkerCommand {
             program: std::env::current_exe()?,
             args: vec![WORKER_ARG.into()],
+            env: Vec::new(),
         })
     }
 
@@ -51,7 +54,14 @@ impl WorkerCommand {
         WorkerCommand {
             program: program.into(),
             args: Vec::new(),
+            env: Vec::new(),
         }
+    }
+
+    /// Also starts the worker with `name` set to `value`.
+    pub fn env(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
     }
 }
 
@@ -119,6 +129,7 @@ impl Workers {
         command
             .args(&self.command.args)
             .env_clear()
+            .envs(self.command.env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
