@@ -11,7 +11,7 @@ use std::sync::{OnceLock, PoisonError, RwLock};
 use hashbrown::{Equivalent, HashMap};
 use metrics::{Counter, Histogram};
 
-use super::record::{CALL_DURATION, CALLS};
+use super::record::{calls_counter, duration_histogram};
 
 /// The handles, from when [`keep`] was called (by
 /// [`MetricsEndpoint::install`](super::MetricsEndpoint::install)).
@@ -71,50 +71,37 @@ impl CallHandles {
         principal: &str,
         ran: Option<f64>,
     ) {
-        self.with(tool, outcome, principal, |handles| {
+        let record = |handles: &Handles| {
             handles.calls.increment(1);
             if let Some(seconds) = ran {
-                handles
+                let duration = handles
                     .duration
-                    .get_or_init(|| {
-                        metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
-                    })
-                    .record(seconds);
+                    .get_or_init(|| duration_histogram(tool, outcome));
+                duration.record(seconds);
             }
-        });
-    }
-
-    fn with(&self, tool: &str, outcome: &'static str, principal: &str, f: impl FnOnce(&Handles)) {
+        };
         let lookup = Lookup(tool, outcome, principal);
+        if let Some(handles) = self
+            .by_labels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&lookup)
         {
-            let kept = self
-                .by_labels
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Some(handles) = kept.get(&lookup) {
-                return f(handles);
-            }
+            return record(handles);
         }
         let mut kept = self
             .by_labels
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let handles = kept
-            .entry(Labels {
-                tool: tool.into(),
-                outcome,
-                principal: principal.into(),
-            })
-            .or_insert_with(|| Handles {
-                calls: metrics::counter!(
-                    CALLS,
-                    "tool" => tool.to_owned(),
-                    "outcome" => outcome,
-                    "principal" => principal.to_owned()
-                ),
-                duration: OnceLock::new(),
-            });
-        f(handles)
+        let labels = Labels {
+            tool: tool.into(),
+            outcome,
+            principal: principal.into(),
+        };
+        record(kept.entry(labels).or_insert_with(|| Handles {
+            calls: calls_counter(tool, outcome, principal),
+            duration: OnceLock::new(),
+        }));
     }
 }
 

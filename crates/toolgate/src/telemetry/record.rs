@@ -51,17 +51,29 @@ fn count_call(tool: &str, outcome: &'static str, principal: &str, ran: Option<f6
     if let Some(handles) = super::call_handles::kept() {
         return handles.count(tool, outcome, principal, ran);
     }
+    calls_counter(tool, outcome, principal).increment(1);
+    if let Some(seconds) = ran {
+        duration_histogram(tool, outcome).record(seconds);
+    }
+}
+
+/// The counter of calls with these labels, registered with the recorder.
+pub(super) fn calls_counter(
+    tool: &str,
+    outcome: &'static str,
+    principal: &str,
+) -> metrics::Counter {
     metrics::counter!(
         CALLS,
         "tool" => tool.to_owned(),
         "outcome" => outcome,
         "principal" => principal.to_owned()
     )
-    .increment(1);
-    if let Some(seconds) = ran {
-        metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
-            .record(seconds);
-    }
+}
+
+/// The latency histogram of calls with these labels that ran.
+pub(super) fn duration_histogram(tool: &str, outcome: &'static str) -> metrics::Histogram {
+    metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
 }
 
 /// One transaction of the store committed `records` audit records in `elapsed`.
