@@ -115,10 +115,13 @@ pub(crate) fn eval(guard: &Guard, facts: &dyn Facts) -> Option<bool> {
         Guard::Not(inner) => eval(inner, facts).map(|v| !v),
         Guard::Above(above) => {
             let args = facts.args()?;
-            let Some(value) = args.get(&above.arg).and_then(Value::as_f64) else {
-                // An absent (or non-numeric) argument is above nothing.
+            let Some(value) = args.get(&above.arg) else {
+                // An absent argument is above nothing.
                 return Some(false);
             };
+            // A value that is no number cannot be compared: unknown, which a
+            // policy rule and a confirmation read as their stricter side.
+            let value = as_number(value)?;
             let limit = match (&above.state, &above.value) {
                 (_, Some(limit)) => limit.as_f64(),
                 (Some(key), None) => facts.state(key).and_then(Value::as_f64),
@@ -139,6 +142,19 @@ pub(crate) fn eval(guard: &Guard, facts: &dyn Facts) -> Option<bool> {
             )
         }
     }
+}
+
+/// An argument's value as `above` compares it: a JSON number, or a string that
+/// holds one (`"50000"`, `"1e9"`, surrounding spaces ignored), as upstream
+/// schemas often carry amounts. Anything else — another string, `true`, `null`,
+/// an array, a non-finite number — is `None`: it cannot be compared.
+pub(crate) fn as_number(value: &Value) -> Option<f64> {
+    let number = match value {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    number.is_finite().then_some(number)
 }
 
 /// Whether the call's argument, as a normalized path, starts with the prefix. An

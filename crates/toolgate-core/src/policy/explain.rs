@@ -100,9 +100,19 @@ impl Policy {
                     ),
                 ),
                 Some(when) => {
-                    let holds = eval(when, &facts) == Some(true);
+                    let told = eval(when, &facts);
+                    let holds = rule.applies_to_call(&facts);
                     let values = values_of(when, &facts);
-                    let verb = if holds { "holds" } else { "does not hold" };
+                    let verb = match (told, holds) {
+                        (Some(true), _) => "holds",
+                        (Some(false), _) => "does not hold",
+                        (None, true) => {
+                            "cannot be told on the values given, so it is read as holding, the rule's stricter side"
+                        }
+                        (None, false) => {
+                            "cannot be told on the values given, so it is read as not holding, the rule's stricter side"
+                        }
+                    };
                     let mut why = format!(
                         "`{}` matches `{}`; `when: {when}` {verb} ({})",
                         rule.tools,

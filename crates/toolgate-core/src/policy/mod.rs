@@ -182,6 +182,20 @@ impl PolicyRule {
         })
     }
 
+    /// Whether the rule applies to a call. A `when:` that cannot be told on the
+    /// call's values (an `above` given `"abc"`, `true` or `null`) is read as the
+    /// rule's stricter side: a rule that asks or denies applies, one that allows
+    /// does not, so a value nobody can compare never lets a call through that
+    /// the rule would have stopped.
+    fn applies_to_call(&self, facts: &dyn Facts) -> bool {
+        self.when
+            .as_ref()
+            .is_none_or(|when| match eval(when, facts) {
+                Some(holds) => holds,
+                None => self.decision != Decision::Allow,
+            })
+    }
+
     fn verdict(&self, index: usize) -> Verdict {
         Verdict {
             decision: self.decision,
@@ -337,11 +351,7 @@ impl Policy {
             .iter()
             .enumerate()
             .find(|(_, rule)| {
-                scope_matches(&rule.tools, &tool.name)
-                    && rule
-                        .when
-                        .as_ref()
-                        .is_none_or(|when| eval(when, &facts) == Some(true))
+                scope_matches(&rule.tools, &tool.name) && rule.applies_to_call(&facts)
             })
             .map(|(index, rule)| rule.verdict(index))
             .unwrap_or_else(|| self.by_effect(tool))
@@ -515,6 +525,109 @@ mod tests {
             before.decision,
             Decision::Ask,
             "before a call it depends, and is never a denial"
+        );
+    }
+
+    #[test]
+    fn an_amount_given_as_a_numeric_string_is_compared_as_a_number() {
+        let policy = rules(json!([
+            {"tools": "refund", "when": {"above": {"arg": "amount_cents", "value": 10000}}, "decision": "ask"},
+            {"tools": "refund", "decision": "allow"}
+        ]));
+        let refund = tool("refund", Effect::Write);
+        let operator = Principal::operator();
+        for (amount, want) in [
+            (json!("50000"), Decision::Ask),
+            (json!(" 1e9 "), Decision::Ask),
+            (json!("500"), Decision::Allow),
+        ] {
+            let verdict = decide(&policy, &refund, &operator, json!({"amount_cents": amount}));
+            assert_eq!(verdict.decision, want, "amount {amount}");
+        }
+    }
+
+    #[test]
+    fn an_amount_that_is_no_number_never_slips_past_an_ask_or_a_deny() {
+        let refund = tool("refund", Effect::Write);
+        let operator = Principal::operator();
+        for stop in ["ask", "deny"] {
+            let policy = rules(json!([
+                {"tools": "refund", "when": {"above": {"arg": "amount_cents", "value": 10000}}, "decision": stop},
+                {"tools": "refund", "decision": "allow"}
+            ]));
+            for amount in [
+                json!([1000]),
+                json!("1e999"),
+                json!("ten"),
+                json!(true),
+                json!(null),
+                json!({"v": 1}),
+            ] {
+                let verdict = decide(&policy, &refund, &operator, json!({"amount_cents": amount}));
+                assert_eq!(
+                    (verdict.decision.as_str(), verdict.decided_by.as_str()),
+                    (stop, "policy.rules[0]"),
+                    "amount {amount}"
+                );
+            }
+            let negated = rules(json!([
+                {"tools": "refund", "when": {"not": {"above": {"arg": "amount_cents", "value": 10000}}}, "decision": stop},
+                {"tools": "refund", "decision": "allow"}
+            ]));
+            let verdict = decide(&negated, &refund, &operator, json!({"amount_cents": "ten"}));
+            assert_eq!(verdict.decision.as_str(), stop, "under `not` too");
+        }
+    }
+
+    #[test]
+    fn an_allow_rule_does_not_apply_to_an_amount_that_is_no_number() {
+        let policy = rules(json!([
+            {"tools": "refund", "when": {"not": {"above": {"arg": "amount_cents", "value": 100}}}, "decision": "allow"},
+            {"tools": "refund", "decision": "deny"}
+        ]));
+        let refund = tool("refund", Effect::Write);
+        let verdict = decide(
+            &policy,
+            &refund,
+            &Principal::operator(),
+            json!({"amount_cents": "free"}),
+        );
+        assert_eq!(
+            (verdict.decision, verdict.decided_by.as_str()),
+            (Decision::Deny, "policy.rules[1]")
+        );
+    }
+
+    #[test]
+    fn explain_says_when_a_rule_was_read_as_its_stricter_side() {
+        let policy = rules(json!([
+            {"tools": "refund", "when": {"above": {"arg": "amount_cents", "value": 10000}}, "decision": "ask"}
+        ]));
+        let refund = tool("refund", Effect::Read);
+        let args = json!({"amount_cents": "lots"});
+        let state = Map::new();
+        let explanation = policy.explain(
+            &refund,
+            &Principal::operator(),
+            CallFacts {
+                arguments: &args,
+                state: &state,
+                history: &[],
+            },
+        );
+        assert_eq!(explanation.verdict.decision, Decision::Ask);
+        let rule = &explanation.considered[2];
+        assert!(rule.decided, "{rule:?}");
+        assert!(
+            rule.why
+                .contains("cannot be told on the values given, so it is read as holding"),
+            "{}",
+            rule.why
+        );
+        assert!(
+            rule.why.contains("`amount_cents` is \"lots\""),
+            "{}",
+            rule.why
         );
     }
 

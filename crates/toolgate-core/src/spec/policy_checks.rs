@@ -180,6 +180,26 @@ impl Checks<'_> {
                     ),
                     format!("test an argument that is {kind}"),
                 );
+            } else if matches!(reads, Reads::Number)
+                && let others = types
+                    .iter()
+                    .filter(|t| !readable.contains(t))
+                    .copied()
+                    .collect::<Vec<_>>()
+                && !others.is_empty()
+            {
+                let d = Diagnostic::warning(
+                    path,
+                    format!(
+                        "`{arg}` of `{}` may also be {}{matched_by}: `above` compares a numeric string as a number, and reads any other value as the rule's stricter side (an `ask` or `deny` applies, an `allow` does not)",
+                        tool.name,
+                        others.join(" or ")
+                    ),
+                )
+                .with_help(format!(
+                    "narrow `{arg}` to `type: integer` or `number` if the tool takes only numbers"
+                ));
+                self.push(d);
             }
         }
     }
@@ -265,5 +285,17 @@ tools:
             "{SPEC}policy:\n  rules:\n    - tools: billing.*\n      when: {{above: {{arg: amount_cents, value: 10000}}}}\n      decision: ask\n    - tools: fs.write_file\n      when: {{all: [{{starts_with: {{arg: content, value: /srv}}}}, {{above: {{arg: path, value: 1}}}}, {{done: verify}}]}}\n      decision: deny\n"
         );
         insta::assert_snapshot!(report(&text));
+    }
+
+    #[test]
+    fn an_amount_whose_schema_admits_strings_is_a_warning_that_says_how_it_is_read() {
+        let text = SPEC.replace(
+            "amount_cents: {type: integer}",
+            "amount_cents: {type: [integer, string]}",
+        ) + "policy:\n  rules:\n    - tools: billing.refund\n      when: {above: {arg: amount_cents, value: 10000}}\n      decision: ask\n";
+        assert_eq!(
+            report(&text),
+            "Warning /policy/rules/0/when/above/arg [at]: `amount_cents` of `billing.refund` may also be string: `above` compares a numeric string as a number, and reads any other value as the rule's stricter side (an `ask` or `deny` applies, an `allow` does not)\n  help: narrow `amount_cents` to `type: integer` or `number` if the tool takes only numbers"
+        );
     }
 }
