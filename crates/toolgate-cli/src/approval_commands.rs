@@ -16,7 +16,9 @@ use std::time::{Duration, SystemTime};
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
-use toolgate::{Answerer, Approval, ApprovalStore, Approvers, Grant, GrantScope, ServedStore};
+use toolgate::{
+    Answerer, Approval, ApprovalStore, Approvers, Grant, GrantReach, GrantScope, ServedStore,
+};
 
 use crate::commands::{CommandResult, load};
 use crate::output::{first_line, print_json, say_table};
@@ -44,6 +46,10 @@ pub enum ApprovalAction {
         /// Limit the grant to calls with the same arguments as this one.
         #[arg(long, requires = "grant")]
         same_args: bool,
+        /// Widen the grant from this conversation to every conversation of the
+        /// principal whose call this is (it never covers another principal).
+        #[arg(long, requires = "grant")]
+        every_conversation: bool,
         /// Who approves: a principal granted `approve` (default: your OS user name).
         #[arg(long = "as", value_name = "PRINCIPAL")]
         approver: Option<String>,
@@ -70,10 +76,15 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<ApprovalAction>) -
             id,
             grant,
             same_args,
+            every_conversation,
             approver,
         }) => {
             let by = answerer(approver);
-            approve(args, state, &id, grant.as_deref(), same_args, &by)
+            let widen = GrantWidth {
+                same_args,
+                every_conversation,
+            };
+            approve(args, state, &id, grant.as_deref(), widen, &by)
         }
         Some(ApprovalAction::Deny {
             id,
@@ -144,28 +155,42 @@ pub fn list(args: &SpecArgs, state: &StateArgs, all: bool) -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `toolgate approvals approve ID [--grant DURATION] [--same-args]`.
+/// How far a grant reaches beyond the approved call: its flags.
+#[derive(Clone, Copy, Default)]
+pub struct GrantWidth {
+    /// `--same-args`: only calls with the approved call's arguments.
+    pub same_args: bool,
+    /// `--every-conversation`: the caller's every conversation, not only this one.
+    pub every_conversation: bool,
+}
+
+/// `toolgate approvals approve ID [--grant DURATION] [--same-args] [--every-conversation]`.
 pub fn approve(
     args: &SpecArgs,
     state: &StateArgs,
     id: &str,
     grant: Option<&str>,
-    same_args: bool,
+    width: GrantWidth,
     by: &Answerer,
 ) -> CommandResult {
     let grant = match grant {
-        None if same_args => {
+        None if width.same_args || width.every_conversation => {
             return Err(
-                "--same-args limits a grant; add --grant DURATION (e.g. --grant 1h)".into(),
+                "--same-args and --every-conversation shape a grant; add --grant DURATION (e.g. --grant 1h)".into(),
             );
         }
         None => None,
         Some(text) => Some(Grant {
             ttl: parse_grant(text)?,
-            scope: if same_args {
+            scope: if width.same_args {
                 GrantScope::SameArguments
             } else {
                 GrantScope::Tool
+            },
+            reach: if width.every_conversation {
+                GrantReach::EveryConversation
+            } else {
+                GrantReach::Conversation
             },
         }),
     };
@@ -188,6 +213,12 @@ pub fn approve(
                     GrantScope::Tool => "tool",
                     GrantScope::SameArguments => "same_arguments",
                 },
+                "principal": approval.principal,
+                "conversation": match g.reach {
+                    GrantReach::Conversation => Some(&approval.session),
+                    GrantReach::EveryConversation => None,
+                },
+                "covers": g.covers(&approval),
                 "ttl": humantime::format_duration(g.ttl).to_string(),
                 "expires_at": expires_at,
             })
@@ -203,10 +234,7 @@ pub fn approve(
             by.who
         ),
         Some((g, expires_at)) => {
-            let covered = match g.scope {
-                GrantScope::Tool => format!("every call of `{}`", approval.tool),
-                GrantScope::SameArguments => format!("{call}, and only it,"),
-            };
+            let covered = g.covers(&approval);
             sayln!(
                 "approved {} as {}: {covered} runs without asking until {expires_at} ({})",
                 approval.id,

@@ -85,7 +85,7 @@ pub use spec_tool::{SpecTool, spec_catalog};
 pub use store::{ALLOW_SYMLINK_ENV, Admission, AdmissionCheck};
 pub use store::{
     Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditFilter, AuditLog, CallHistory,
-    GateStore, Grant, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory,
+    GateStore, Grant, GrantReach, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory,
     MemoryGateStore, MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck,
     PinError, PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore,
     StateStore, StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir,

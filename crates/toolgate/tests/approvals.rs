@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::{
-    ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantScope, MemoryApprovals, Resolution,
-    SqliteStore, StoreError,
+    ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantReach, GrantScope, MemoryApprovals,
+    Resolution, SqliteStore, StoreError,
 };
 
 /// A store the gate resolves calls against, and the one a person answers through.
@@ -234,10 +234,11 @@ fn a_denied_call_reports_the_humans_reason_once() {
 }
 
 #[test]
-fn a_tool_grant_lets_every_call_of_that_tool_through_until_it_expires() {
+fn a_tool_grant_lets_every_call_of_that_tool_by_that_caller_through_until_it_expires() {
     let hour = Grant {
         ttl: Duration::from_secs(3600),
         scope: GrantScope::Tool,
+        reach: GrantReach::EveryConversation,
     };
     for f in fixtures() {
         let id = opened(f.gate.resolve(&refund("A-1"), at(0)).unwrap());
@@ -291,11 +292,89 @@ fn a_tool_grant_lets_every_call_of_that_tool_through_until_it_expires() {
 }
 
 #[test]
-fn a_same_arguments_grant_lets_only_those_arguments_through() {
-    let day = Grant {
-        ttl: Duration::from_secs(86_400),
-        scope: GrantScope::SameArguments,
+fn a_grant_covers_only_the_caller_it_answered_and_only_its_conversation_unless_widened() {
+    let hour = Grant::new(Duration::from_secs(3600), GrantScope::Tool);
+    let by = |principal: &str, session: &str| {
+        ApprovalRequest::new(
+            session,
+            "refund",
+            json!({"order": "B-2"}),
+            principal,
+            "asks",
+        )
     };
+    for f in fixtures() {
+        let id = opened(f.gate.resolve(&refund("A-1"), at(0)).unwrap());
+        f.person.approve(&id, Some(hour), at(1)).unwrap();
+
+        let Resolution::Granted { by: what } = f
+            .gate
+            .resolve(&by("support-agent", "default"), at(2))
+            .unwrap()
+        else {
+            panic!("{}: the caller in its conversation is covered", f.name)
+        };
+        assert!(
+            what.contains("in this conversation") && what.contains(&format!("answering {id}")),
+            "{}: the audit names the grant's scope and the approval: {what}",
+            f.name
+        );
+        // Not the approver, not any other principal, not another conversation.
+        for (principal, session) in [
+            ("lead", "default"),
+            ("other-agent", "default"),
+            ("support-agent", "night-shift"),
+        ] {
+            opened(f.gate.resolve(&by(principal, session), at(3)).unwrap());
+        }
+
+        let widened = Grant {
+            reach: GrantReach::EveryConversation,
+            ..hour
+        };
+        let id = opened(
+            f.gate
+                .resolve(&call("default", "delete_account", json!({})), at(10))
+                .unwrap(),
+        );
+        f.person.approve(&id, Some(widened), at(11)).unwrap();
+        let elsewhere = call("night-shift", "delete_account", json!({}));
+        assert!(
+            matches!(f.gate.resolve(&elsewhere, at(12)).unwrap(), Resolution::Granted { by } if by.contains("every conversation")),
+            "{}: widened, the caller's other conversations are covered",
+            f.name
+        );
+        let someone_else =
+            ApprovalRequest::new("night-shift", "delete_account", json!({}), "lead", "asks");
+        opened(f.gate.resolve(&someone_else, at(13)).unwrap());
+    }
+}
+
+#[test]
+fn an_approval_of_one_callers_call_does_not_let_another_caller_run_it() {
+    for f in fixtures() {
+        let id = opened(f.gate.resolve(&refund("A-1"), at(0)).unwrap());
+        f.person.approve(&id, None, at(1)).unwrap();
+        let same_call_other_caller = ApprovalRequest::new(
+            "default",
+            "refund",
+            json!({"order": "A-1", "amount": 20}),
+            "lead",
+            "asks",
+        );
+        opened(f.gate.resolve(&same_call_other_caller, at(2)).unwrap());
+        assert_eq!(
+            f.gate.resolve(&refund("A-1"), at(3)).unwrap(),
+            Resolution::Granted { by: id },
+            "{}: the approved caller still runs it once",
+            f.name
+        );
+    }
+}
+
+#[test]
+fn a_same_arguments_grant_lets_only_those_arguments_through() {
+    let day = Grant::new(Duration::from_secs(86_400), GrantScope::SameArguments);
     for f in fixtures() {
         let id = opened(f.gate.resolve(&refund("A-1"), at(0)).unwrap());
         f.person.approve(&id, Some(day), at(10)).unwrap();

@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolgate::{
     ApprovalStore, AuditLog, AuditRecord, Catalog, Decision, DynTool, Effect, EffectDecisions,
-    Gate, GateOptions, Grant, GrantScope, MemoryGateStore, Outcome, Policy, PolicyRule, Principal,
-    RecordKind, SqliteStore, StateStore, Tier, Tool, ToolCall, ToolCtx, ToolDescriptor, ToolError,
-    ToolHandler, ToolSource,
+    Gate, GateOptions, Grant, GrantReach, GrantScope, MemoryGateStore, Outcome, Policy, PolicyRule,
+    Principal, RecordKind, SqliteStore, StateStore, Tier, Tool, ToolCall, ToolCtx, ToolDescriptor,
+    ToolError, ToolHandler, ToolSource,
 };
 
 // ---------------------------------------------------------------------------------
@@ -847,11 +847,13 @@ async fn a_grant_lets_the_next_calls_through_until_it_expires() {
     let grant = Grant {
         ttl: Duration::from_secs(3600),
         scope: GrantScope::Tool,
+        reach: GrantReach::EveryConversation,
     };
     gate.store().approve(&id, Some(grant), time()).unwrap();
 
     assert!(gate.call("s", refund("A-1"), &operator()).await.is_ok());
-    // The grant covers the tool: other arguments, other conversations.
+    // The grant covers the tool for this caller: other arguments, and, widened,
+    // other conversations.
     assert!(gate.call("s", refund("A-2"), &operator()).await.is_ok());
     advance(Duration::from_secs(59 * 60));
     assert!(gate.call("other", refund("A-3"), &operator()).await.is_ok());
@@ -883,10 +885,7 @@ async fn a_same_arguments_grant_does_not_cover_other_arguments() {
     let refund = |order: &str| tc("c", "refund_order", json!({"order_id": order}));
 
     let id = pending_id(&gate.call("s", refund("A-1"), &operator()).await);
-    let grant = Grant {
-        ttl: Duration::from_secs(3600),
-        scope: GrantScope::SameArguments,
-    };
+    let grant = Grant::new(Duration::from_secs(3600), GrantScope::SameArguments);
     gate.store()
         .approve(&id, Some(grant), SystemTime::now())
         .unwrap();

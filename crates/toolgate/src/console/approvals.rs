@@ -23,7 +23,7 @@ use toolgate_core::Answerer;
 use super::layout::{self, Nav, csrf_field};
 use super::login::csrf_refusal;
 use super::{App, Viewer, error_page};
-use crate::{Approval, ApprovalStore, Grant, GrantScope};
+use crate::{Approval, ApprovalStore, Grant, GrantReach, GrantScope};
 
 /// How often an open page's event stream looks for new or answered requests.
 const POLL: Duration = Duration::from_millis(200);
@@ -148,6 +148,10 @@ fn rows_markup(app: &App, viewer: &Viewer) -> Result<Markup, String> {
                                     option value="tool" { "this tool" }
                                     option value="arguments" { "these arguments" }
                                 }
+                                select name="reach" aria-label="grant reach" {
+                                    option value="conversation" { "for " (approval.principal) " in this conversation" }
+                                    option value="principal" { "for " (approval.principal) " in every conversation" }
+                                }
                                 button.approve type="submit" { "Approve with grant" }
                             }
                         }
@@ -172,9 +176,11 @@ pub(super) struct ApproveForm {
     csrf: String,
     ttl: Option<String>,
     scope: Option<String>,
+    reach: Option<String>,
 }
 
-/// `POST /approvals/{id}/approve`: once, or with a grant (`ttl`, `scope`).
+/// `POST /approvals/{id}/approve`: once, or with a grant (`ttl`, `scope`,
+/// `reach`): a grant covers only the caller whose call it answers.
 pub(super) async fn approve(
     State(app): State<App>,
     Extension(viewer): Extension<Viewer>,
@@ -186,7 +192,7 @@ pub(super) async fn approve(
     }
     let grant = match form.ttl.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         None => None,
-        Some(ttl) => match grant(ttl, form.scope.as_deref()) {
+        Some(ttl) => match grant(ttl, form.scope.as_deref(), form.reach.as_deref()) {
             Ok(grant) => Some(grant),
             Err(e) => return error_page(StatusCode::BAD_REQUEST, Some(&viewer), &e),
         },
@@ -275,8 +281,9 @@ fn asked(store: &dyn ApprovalStore, viewer: &Viewer, id: &str) -> Result<Approva
 }
 
 /// A grant of `ttl` (one of the offered lengths, or any human duration up to a
-/// day) for the tool or, with `scope` `arguments`, these arguments only.
-fn grant(ttl: &str, scope: Option<&str>) -> Result<Grant, String> {
+/// day) for the tool or, with `scope` `arguments`, these arguments only; to the
+/// caller in this conversation or, with `reach` `principal`, in all of its own.
+fn grant(ttl: &str, scope: Option<&str>, reach: Option<&str>) -> Result<Grant, String> {
     const LONGEST: Duration = Duration::from_secs(24 * 3600);
     let ttl = humantime::parse_duration(ttl)
         .map_err(|e| format!("the grant length `{ttl}` is not a duration ({e})"))?;
@@ -292,7 +299,16 @@ fn grant(ttl: &str, scope: Option<&str>) -> Result<Grant, String> {
             ));
         }
     };
-    Ok(Grant { ttl, scope })
+    let reach = match reach {
+        None | Some("conversation") => GrantReach::Conversation,
+        Some("principal") => GrantReach::EveryConversation,
+        Some(other) => {
+            return Err(format!(
+                "the grant reach `{other}` is neither `conversation` nor `principal`"
+            ));
+        }
+    };
+    Ok(Grant { ttl, scope, reach })
 }
 
 #[cfg(test)]
@@ -302,19 +318,30 @@ mod tests {
     #[test]
     fn a_grant_is_one_of_the_offered_lengths_for_the_tool_or_its_arguments() {
         assert_eq!(
-            grant("1h", Some("arguments")),
+            grant("1h", Some("arguments"), Some("principal")),
             Ok(Grant {
                 ttl: Duration::from_secs(3600),
-                scope: GrantScope::SameArguments
+                scope: GrantScope::SameArguments,
+                reach: GrantReach::EveryConversation,
             })
         );
-        assert_eq!(grant("15m", None).unwrap().scope, GrantScope::Tool);
-        assert!(grant("0s", None).is_err());
-        assert!(grant("7days", None).is_err());
+        let default = grant("15m", None, None).unwrap();
+        assert_eq!(
+            (default.scope, default.reach),
+            (GrantScope::Tool, GrantReach::Conversation),
+            "a grant reaches this conversation unless widened"
+        );
+        assert!(grant("0s", None, None).is_err());
+        assert!(grant("7days", None, None).is_err());
         assert!(
-            grant("1h", Some("everything"))
+            grant("1h", Some("everything"), None)
                 .unwrap_err()
                 .contains("everything")
+        );
+        assert!(
+            grant("1h", None, Some("everyone"))
+                .unwrap_err()
+                .contains("everyone")
         );
     }
 }

@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use approvals::{
-    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantScope, MemoryApprovals,
-    Resolution,
+    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantReach, GrantScope,
+    MemoryApprovals, Resolution,
 };
 pub use audit::{AuditLog, MemoryAuditLog};
 pub use audit_query::AuditFilter;

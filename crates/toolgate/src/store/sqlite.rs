@@ -143,6 +143,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::audit_query::MIGRATION),
     // Version 11: client sessions any process sharing the file can continue.
     Migration::Sql(super::sessions::MIGRATION),
+    // Version 12: grants bound to the principal (and conversation) they answered.
+    Migration::Sql(super::approvals::GRANT_SCOPES),
 ];
 
 /// The schema version this toolgate writes and understands.

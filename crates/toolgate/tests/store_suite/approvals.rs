@@ -77,17 +77,41 @@ pub(super) fn a_denial_is_reported_once_and_asking_twice_opens_one_request(backe
         matches!(unknown, StoreError::UnknownApproval { .. }),
         "{unknown}"
     );
-    // A grant covers the tool for every conversation.
+    // A grant widened to every conversation covers the caller's, and no one else's.
     let Resolution::Pending { id, .. } = store.resolve(&request("t"), now).unwrap() else {
         panic!()
     };
     let grant = toolgate::Grant {
         ttl: Duration::from_secs(60),
         scope: toolgate::GrantScope::Tool,
+        reach: toolgate::GrantReach::EveryConversation,
     };
     store.approve(&id, Some(grant), now).unwrap();
     assert!(matches!(
         store.resolve(&request("u"), now).unwrap(),
         Resolution::Granted { by } if by.starts_with("grant ")
+    ));
+    let mut other = request("u");
+    other.principal = "someone-else".into();
+    assert!(matches!(
+        store.resolve(&other, now).unwrap(),
+        Resolution::Pending { created: true, .. }
+    ));
+    // One given without widening covers the caller in that conversation only.
+    let mut again = request("v");
+    again.principal = "agent-2".into();
+    let Resolution::Pending { id, .. } = store.resolve(&again, now).unwrap() else {
+        panic!()
+    };
+    let here = toolgate::Grant::new(Duration::from_secs(60), toolgate::GrantScope::SameArguments);
+    store.approve(&id, Some(here), now).unwrap();
+    assert!(matches!(
+        store.resolve(&again, now).unwrap(),
+        Resolution::Granted { .. }
+    ));
+    again.session = "w".into();
+    assert!(matches!(
+        store.resolve(&again, now).unwrap(),
+        Resolution::Pending { created: true, .. }
     ));
 }

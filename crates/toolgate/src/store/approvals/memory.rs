@@ -41,6 +41,11 @@ struct MemoryGrant {
     id: u64,
     tool: String,
     args_hash: Option<String>,
+    principal: String,
+    /// `None`: every conversation of `principal`.
+    session: Option<String>,
+    approval_id: String,
+    granted_by: Answerer,
     expires_at: SystemTime,
 }
 
@@ -65,6 +70,7 @@ impl Memory {
     ) -> Option<&'a mut Approval> {
         self.approvals.iter_mut().find(|a| {
             a.status == status
+                && a.principal == request.principal
                 && a.session == request.session
                 && a.tool == request.tool
                 && a.args_hash == request.args_hash
@@ -102,11 +108,20 @@ impl ApprovalStore for MemoryApprovals {
         let mut inner = self.inner();
         let grant = inner.grants.iter().find(|g| {
             g.tool == request.tool
+                && g.principal == request.principal
                 && g.expires_at > now
+                && g.session.as_ref().is_none_or(|s| *s == request.session)
                 && g.args_hash.as_ref().is_none_or(|h| *h == request.args_hash)
         });
         if let Some(grant) = grant {
-            let by = format!("grant {}", grant.id);
+            let by = GrantRecord {
+                id: i64::try_from(grant.id).unwrap_or(i64::MAX),
+                args_hash: grant.args_hash.clone(),
+                session: grant.session.clone(),
+                approval_id: grant.approval_id.clone(),
+                granted_by: grant.granted_by.clone(),
+            }
+            .by();
             // An approval of this very call is used up by this run too; left
             // approved, it would let the call through once more after the grant ends.
             if let Some(approved) = inner.same_call(request, ApprovalStatus::Approved) {
@@ -192,13 +207,15 @@ impl ApprovalStore for MemoryApprovals {
             inner.grants.retain(|g| g.expires_at > now);
             inner.next_grant += 1;
             let id = inner.next_grant;
+            let (args_hash, session) = grant_columns(&approval, &grant);
             inner.grants.push(MemoryGrant {
                 id,
                 tool: approval.tool.clone(),
-                args_hash: match grant.scope {
-                    GrantScope::Tool => None,
-                    GrantScope::SameArguments => Some(approval.args_hash.clone()),
-                },
+                args_hash,
+                principal: approval.principal.clone(),
+                session,
+                approval_id: approval.id.clone(),
+                granted_by: by.clone(),
                 expires_at: expiry(now, grant.ttl),
             });
         }

@@ -3,9 +3,10 @@
 //! When policy says `ask`, the gate hands the call to [`ApprovalStore::resolve`],
 //! which answers in this order:
 //!
-//! 1. a live **grant** for the tool (or for the tool with these exact arguments) lets
-//!    the call through;
-//! 2. an **approved** request for this exact call (same session, tool and arguments)
+//! 1. a live **grant** for the tool (or for the tool with these exact arguments),
+//!    given to this caller in this conversation (or, widened, in all of its
+//!    conversations), lets the call through;
+//! 2. an **approved** request for this exact call (same caller, session, tool and arguments)
 //!    is consumed and lets the call through, so re-submitting an approved call runs
 //!    it exactly once, even when several processes re-submit it at once;
 //! 3. a **denied** request for this exact call is reported once, with the human's
@@ -22,8 +23,13 @@
 //! may answer it ([`AnsweredBy`], from the rule that asked); the store records
 //! answers, and the callers check who may give them
 //! ([`Approvers`](toolgate_core::Approvers), the MCP server's elicitation).
-//! Grants are not tied to a session: a grant for `send_email` covers every
-//! conversation until it expires.
+//! A grant covers the principal whose call it answered, and only in that call's
+//! conversation unless the answer widens it to all of that principal's
+//! conversations ([`GrantReach`]); it never covers another principal, so an
+//! approver cannot let its own calls through by approving someone else's (and
+//! approving its own needs `self_approve`). Each grant records who gave it and
+//! the approval it answered, and the audit names them when a grant lets a call
+//! through.
 //!
 //! Times are RFC 3339 UTC strings with milliseconds
 //! (`humantime::format_rfc3339_millis`), clamped to 1970..=9999. That form has a
@@ -43,7 +49,7 @@ mod memory;
 mod sqlite;
 
 pub use memory::MemoryApprovals;
-pub(super) use sqlite::add_answerers;
+pub(super) use sqlite::{GRANT_SCOPES, add_answerers};
 
 /// A call that policy escalated to a human, as the gate submits it.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,18 +178,108 @@ pub enum GrantScope {
     SameArguments,
 }
 
+/// Whose calls, and where, a grant covers: always the principal whose call it
+/// answered, never anyone else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GrantReach {
+    /// That principal, in the conversation the approved call came from.
+    #[default]
+    Conversation,
+    /// That principal, in every conversation: a wider scope the answer chooses.
+    EveryConversation,
+}
+
 /// Standing permission given with an approval: calls it covers run without asking
 /// until `ttl` has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grant {
     pub ttl: Duration,
+    /// Which calls of the tool: any arguments, or the approved call's.
     pub scope: GrantScope,
+    /// Whose and where: the caller in this conversation, or in all of its own.
+    pub reach: GrantReach,
+}
+
+impl Grant {
+    /// A grant for `ttl`, to the approved call's principal in its conversation.
+    pub fn new(ttl: Duration, scope: GrantScope) -> Self {
+        Self {
+            ttl,
+            scope,
+            reach: GrantReach::Conversation,
+        }
+    }
+
+    /// What the grant will cover, in words, for the person giving it:
+    /// "every call of `send_email` by agent in conversation `c1`".
+    pub fn covers(&self, approval: &Approval) -> String {
+        let calls = match self.scope {
+            GrantScope::Tool => format!("every call of `{}`", approval.tool),
+            GrantScope::SameArguments => {
+                format!("calls of `{}` with these arguments", approval.tool)
+            }
+        };
+        let place = match self.reach {
+            GrantReach::Conversation => format!("in conversation `{}`", approval.session),
+            GrantReach::EveryConversation => "in every conversation".to_owned(),
+        };
+        format!("{calls} by {} {place}", approval.principal)
+    }
+}
+
+/// A stored grant, as a resolution names it in the audit log.
+pub(super) struct GrantRecord {
+    pub id: i64,
+    pub args_hash: Option<String>,
+    pub session: Option<String>,
+    pub approval_id: String,
+    pub granted_by: Answerer,
+}
+
+impl GrantRecord {
+    /// `grant 3 (any arguments, in this conversation; given by lead via cli
+    /// answering ap-1f3a9c0e)`: what let the call through, for the audit log.
+    pub fn by(&self) -> String {
+        let arguments = if self.args_hash.is_some() {
+            "the same arguments"
+        } else {
+            "any arguments"
+        };
+        let place = if self.session.is_some() {
+            "in this conversation"
+        } else {
+            "in every conversation of the caller"
+        };
+        format!(
+            "grant {} ({arguments}, {place}; given by {} via {} answering {})",
+            self.id, self.granted_by.who, self.granted_by.via, self.approval_id
+        )
+    }
+}
+
+/// The grant row an approval with `grant` records: its argument hash and
+/// conversation (`None` for any).
+pub(super) fn grant_columns(
+    approval: &Approval,
+    grant: &Grant,
+) -> (Option<String>, Option<String>) {
+    let args_hash = match grant.scope {
+        GrantScope::Tool => None,
+        GrantScope::SameArguments => Some(approval.args_hash.clone()),
+    };
+    let session = match grant.reach {
+        GrantReach::Conversation => Some(approval.session.clone()),
+        GrantReach::EveryConversation => None,
+    };
+    (args_hash, session)
 }
 
 /// What [`ApprovalStore::resolve`] decided for an asked call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
-    /// Run the call. `by` names what allowed it: `"grant 3"` or an approval id.
+    /// Run the call. `by` names what allowed it: an approval id, or a grant with
+    /// its scope and who gave it (`grant 3 (any arguments, in this conversation;
+    /// given by lead via cli answering ap-1f3a9c0e)`).
     Granted { by: String },
     /// Wait for a person; `created` is false when an open request was reused.
     Pending { id: String, created: bool },
@@ -221,8 +317,8 @@ pub trait ApprovalStore: Send + Sync {
             .is_none_or(|a| a.status != ApprovalStatus::Pending)
     }
 
-    /// Approves a pending request as `by`; with a grant, also records it
-    /// (expires at now + ttl).
+    /// Approves a pending request as `by`; with a grant, also records it for the
+    /// request's principal (expires at now + ttl).
     fn approve_by(
         &self,
         id: &str,

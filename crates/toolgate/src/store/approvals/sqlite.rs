@@ -43,10 +43,29 @@ pub(in crate::store) fn add_answerers(tx: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// The schema step that binds each grant to the principal whose call it
+/// answered (and, unless widened, that conversation), and records who gave it.
+/// Grants from before it covered every principal; they are dropped, so the
+/// calls they covered ask again. Its place among the store's migrations is set
+/// in `sqlite.rs`.
+pub(in crate::store) const GRANT_SCOPES: &str = "DROP TABLE IF EXISTS grants;
+    CREATE TABLE grants (
+        id          INTEGER PRIMARY KEY,
+        tool        TEXT NOT NULL,
+        args_hash   TEXT,
+        principal   TEXT NOT NULL,
+        session     TEXT,
+        approval_id TEXT NOT NULL,
+        granted_by  TEXT NOT NULL,
+        granted_via TEXT NOT NULL,
+        expires_at  TEXT NOT NULL
+    );
+    CREATE INDEX grants_caller ON grants (tool, principal);";
+
 /// The rowid of the oldest request for one call in one status; `?1..?3` are
-/// session, tool and args hash, `?4` the status.
+/// session, tool and args hash, `?4` the status, `?5` the principal.
 const SAME_CALL: &str = "SELECT rowid FROM approvals
-     WHERE session = ?1 AND tool = ?2 AND args_hash = ?3 AND status = ?4
+     WHERE session = ?1 AND tool = ?2 AND args_hash = ?3 AND status = ?4 AND principal = ?5
      ORDER BY created_at, rowid LIMIT 1";
 
 impl SqliteStore {
@@ -147,7 +166,8 @@ impl SqliteStore {
                     request.session,
                     request.tool,
                     request.args_hash,
-                    status.as_str()
+                    status.as_str(),
+                    request.principal
                 ],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
@@ -225,13 +245,20 @@ impl ApprovalStore for SqliteStore {
                 [timestamp(now)],
             )
             .map_err(&error)?;
-            let args_hash = match grant.scope {
-                GrantScope::Tool => None,
-                GrantScope::SameArguments => Some(&approval.args_hash),
-            };
+            let (args_hash, session) = grant_columns(&approval, &grant);
             tx.execute(
-                "INSERT INTO grants (tool, args_hash, expires_at) VALUES (?1, ?2, ?3)",
-                params![approval.tool, args_hash, timestamp(expiry(now, grant.ttl))],
+                "INSERT INTO grants (tool, args_hash, principal, session, approval_id, granted_by, granted_via, expires_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    approval.tool,
+                    args_hash,
+                    approval.principal,
+                    session,
+                    approval.id,
+                    by.who,
+                    by.via,
+                    timestamp(expiry(now, grant.ttl))
+                ],
             )
             .map_err(&error)?;
         }
@@ -274,25 +301,42 @@ impl SqliteStore {
         now: &str,
     ) -> Result<Resolution, StoreError> {
         let error = self.error("resolving an approval");
-        let grant: Option<i64> = tx
+        let grant = tx
             .prepare_cached(
-                "SELECT id FROM grants
-                 WHERE tool = ?1 AND (args_hash IS NULL OR args_hash = ?2) AND expires_at > ?3
+                "SELECT id, args_hash, session, approval_id, granted_by, granted_via FROM grants
+                 WHERE tool = ?1 AND principal = ?2 AND (session IS NULL OR session = ?3)
+                   AND (args_hash IS NULL OR args_hash = ?4) AND expires_at > ?5
                  ORDER BY id LIMIT 1",
             )
             .map_err(&error)?
-            .query_row(params![request.tool, request.args_hash, now], |row| {
-                row.get(0)
-            })
+            .query_row(
+                params![
+                    request.tool,
+                    request.principal,
+                    request.session,
+                    request.args_hash,
+                    now
+                ],
+                |row| {
+                    Ok(GrantRecord {
+                        id: row.get(0)?,
+                        args_hash: row.get(1)?,
+                        session: row.get(2)?,
+                        approval_id: row.get(3)?,
+                        granted_by: Answerer::new(
+                            row.get::<_, String>(4)?,
+                            row.get::<_, String>(5)?,
+                        ),
+                    })
+                },
+            )
             .optional()
             .map_err(&error)?;
         if let Some(grant) = grant {
             // An approval of this very call is used up by this run too; left
             // approved, it would let the call through once more after the grant ends.
             self.consume(tx, request, ApprovalStatus::Approved)?;
-            return Ok(Resolution::Granted {
-                by: format!("grant {grant}"),
-            });
+            return Ok(Resolution::Granted { by: grant.by() });
         }
         if let Some((id, _)) = self.consume(tx, request, ApprovalStatus::Approved)? {
             return Ok(Resolution::Granted { by: id });
@@ -309,7 +353,13 @@ impl SqliteStore {
             ))
             .map_err(&error)?
             .query_row(
-                params![request.session, request.tool, request.args_hash, "pending"],
+                params![
+                    request.session,
+                    request.tool,
+                    request.args_hash,
+                    "pending",
+                    request.principal
+                ],
                 |row| row.get(0),
             )
             .optional()

@@ -12,11 +12,10 @@ use tokio_postgres::Row;
 use toolgate_core::{AnsweredBy, Answerer};
 
 use super::super::approvals::{
-    denial_reason, expiry, new_id, normalize_id, not_pending, timestamp, unknown_id,
+    GrantRecord, denial_reason, expiry, grant_columns, new_id, normalize_id, not_pending,
+    timestamp, unknown_id,
 };
-use super::super::{
-    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantScope, Resolution,
-};
+use super::super::{Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, Resolution};
 use super::{Inner, PostgresStore, StoreError};
 
 const COLUMNS: &str = "id, session, tool, arguments, args_hash, principal, reason, status, answer, created_at, decided_at, answered_by, decided_by, decided_via";
@@ -107,6 +106,7 @@ async fn consume(
             "UPDATE approvals SET status = 'consumed'
              WHERE id = (SELECT id FROM approvals
                          WHERE session = $1 AND tool = $2 AND args_hash = $3 AND status = $4
+                           AND principal = $5
                          ORDER BY created_at, n LIMIT 1)
                AND status = $4
              RETURNING id, answer",
@@ -115,6 +115,7 @@ async fn consume(
                 &request.tool,
                 &request.args_hash,
                 &status.as_str(),
+                &request.principal,
             ],
         )
         .await
@@ -138,19 +139,31 @@ async fn resolve_in(
     .map_err(&error)?;
     let grant = tx
         .query_opt(
-            "SELECT id FROM grants
-             WHERE tool = $1 AND (args_hash IS NULL OR args_hash = $2) AND expires_at > $3
+            "SELECT id, args_hash, session, approval_id, granted_by, granted_via FROM grants
+             WHERE tool = $1 AND principal = $2 AND (session IS NULL OR session = $3)
+               AND (args_hash IS NULL OR args_hash = $4) AND expires_at > $5
              ORDER BY id LIMIT 1",
-            &[&request.tool, &request.args_hash, &now],
+            &[
+                &request.tool,
+                &request.principal,
+                &request.session,
+                &request.args_hash,
+                &now,
+            ],
         )
         .await
         .map_err(&error)?;
     let resolution = if let Some(grant) = grant {
         // An approval of this very call is used up by this run too.
         consume(&*tx, inner, &request, ApprovalStatus::Approved).await?;
-        Resolution::Granted {
-            by: format!("grant {}", grant.get::<_, i64>(0)),
-        }
+        let grant = GrantRecord {
+            id: grant.get(0),
+            args_hash: grant.get(1),
+            session: grant.get(2),
+            approval_id: grant.get(3),
+            granted_by: Answerer::new(grant.get::<_, String>(4), grant.get::<_, String>(5)),
+        };
+        Resolution::Granted { by: grant.by() }
     } else if let Some((id, _)) = consume(&*tx, inner, &request, ApprovalStatus::Approved).await? {
         Resolution::Granted { by: id }
     } else if let Some((id, answer)) =
@@ -164,8 +177,14 @@ async fn resolve_in(
         .query_opt(
             "SELECT id FROM approvals
              WHERE session = $1 AND tool = $2 AND args_hash = $3 AND status = 'pending'
+               AND principal = $4
              ORDER BY created_at, n LIMIT 1",
-            &[&request.session, &request.tool, &request.args_hash],
+            &[
+                &request.session,
+                &request.tool,
+                &request.args_hash,
+                &request.principal,
+            ],
         )
         .await
         .map_err(&error)?
@@ -271,13 +290,20 @@ impl ApprovalStore for PostgresStore {
                 tx.execute("DELETE FROM grants WHERE expires_at <= $1", &[&timestamp(now)])
                     .await
                     .map_err(&error)?;
-                let args_hash = match grant.scope {
-                    GrantScope::Tool => None,
-                    GrantScope::SameArguments => Some(approval.args_hash.clone()),
-                };
+                let (args_hash, session) = grant_columns(&approval, &grant);
                 tx.execute(
-                    "INSERT INTO grants (tool, args_hash, expires_at) VALUES ($1, $2, $3)",
-                    &[&approval.tool, &args_hash, &timestamp(expiry(now, grant.ttl))],
+                    "INSERT INTO grants (tool, args_hash, principal, session, approval_id, granted_by, granted_via, expires_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    &[
+                        &approval.tool,
+                        &args_hash,
+                        &approval.principal,
+                        &session,
+                        &approval.id,
+                        &by.who,
+                        &by.via,
+                        &timestamp(expiry(now, grant.ttl)),
+                    ],
                 )
                 .await
                 .map_err(&error)?;

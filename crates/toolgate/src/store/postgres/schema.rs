@@ -8,7 +8,8 @@
 //! the columns of the audit log that a command reads are generated from the hashed
 //! record, as in SQLite since schema 5. Version 2 adds the rate-limit counters the
 //! instances share, which SQLite does not keep. Version 3 sweeps expired counters
-//! (see `rate`). Version 4 adds the client sessions (SQLite's schema 11).
+//! (see `rate`). Version 4 adds the client sessions (SQLite's schema 11), and
+//! version 5 binds grants to a principal (SQLite's 12).
 
 use super::{Inner, StoreError};
 
@@ -205,6 +206,21 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, key)
     );
     CREATE INDEX sessions_expiry ON sessions (expires_ms);",
+    // Version 5: grants bound to the principal (and conversation) they answered;
+    // grants from before covered every principal and are dropped (SQLite's 12).
+    "DROP TABLE grants;
+    CREATE TABLE grants (
+        id          BIGSERIAL PRIMARY KEY,
+        tool        TEXT NOT NULL,
+        args_hash   TEXT,
+        principal   TEXT NOT NULL,
+        session     TEXT,
+        approval_id TEXT NOT NULL,
+        granted_by  TEXT NOT NULL,
+        granted_via TEXT NOT NULL,
+        expires_at  TEXT NOT NULL
+    );
+    CREATE INDEX grants_caller ON grants (tool, principal);",
 ];
 
 /// The schema version this toolgate writes and understands.
