@@ -528,3 +528,37 @@ async fn a_console_session_survives_a_restart_on_the_same_store_until_logged_out
     let served = start(&serve_args(), Some(dir));
     assert_eq!(get(&served, "/approvals", &cookie).await.0, 401);
 }
+
+#[tokio::test]
+async fn a_console_session_ends_when_the_key_it_was_opened_with_is_revoked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolgate.yaml"),
+        format!("{SPEC}{PRINCIPALS}"),
+    )
+    .unwrap();
+    let made = support::toolgate(dir.path(), &["keys", "add", "ops"]);
+    assert!(made.status.success(), "{made:?}");
+    let key = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    let id = key.strip_prefix("tgk_").unwrap().split('_').next().unwrap();
+    let served = start(&serve_args(), Some(dir));
+    let cookie = log_in_with(&served, &key).await;
+    assert_eq!(get(&served, "/approvals", &cookie).await.0, 200);
+
+    let revoked = support::toolgate(served.dir.path(), &["keys", "revoke", id]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _) = get(&served, "/approvals", &cookie).await;
+        if status == 401 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session outlived its revoked key"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, page) = get(&served, "/approvals", &cookie).await;
+    assert!(page.contains("Log in"), "{page}");
+}

@@ -113,6 +113,35 @@ impl ApiKeys {
     }
 }
 
+impl ApiKeys {
+    /// Whether the key `id` is still live: not revoked, and still in the file
+    /// (which is looked at again when due, so a revocation counts within a second).
+    pub fn is_live(&self, id: &str) -> bool {
+        let mut loaded = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded.refresh(false);
+        loaded
+            .file
+            .keys()
+            .iter()
+            .any(|k| k.id == id && !k.is_revoked())
+    }
+}
+
+/// What a session opened with a credential remembers of it, so that the
+/// session ends when the credential does: never the credential itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum HeldCredential {
+    /// An API key, by id: the session ends when the key is revoked.
+    Key { id: String },
+    /// The server's bearer token, by a digest of its digest: the session ends
+    /// when the server is started with another token.
+    Token { fingerprint: String },
+    /// An access token: the session ends at its `exp` (milliseconds since the
+    /// epoch).
+    Until { ms: u64 },
+}
+
 /// Who a live key says its holder is.
 fn identity_of(key: &ApiKey) -> Identity {
     let credential = match &key.label {

@@ -32,6 +32,8 @@ use subtle::ConstantTimeEq;
 
 use super::App;
 use super::layout::{self, Nav};
+use crate::auth::HeldCredential;
+use crate::mcp::server::HttpAccess;
 use crate::store::{
     MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions, now_ms,
 };
@@ -131,24 +133,31 @@ impl Sessions {
         }
     }
 
-    /// A new session for `viewer`; the cookie value that names it.
+    /// A new session for `viewer`, ending with `held` (the credential it was
+    /// opened with) if it ends before the session would; the cookie value that
+    /// names it.
     fn open(
         &self,
         who: String,
         how: &'static str,
         only: Option<String>,
+        held: Option<HeldCredential>,
     ) -> std::io::Result<String> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let now = now_ms();
         let idle = u64::try_from(IDLE.as_millis()).unwrap_or(u64::MAX);
+        let mut expires_ms = now.saturating_add(idle);
+        if let Some(HeldCredential::Until { ms }) = &held {
+            expires_ms = expires_ms.min(*ms);
+        }
         let session = StoredSession {
             kind: SessionKind::Console,
             key: SessionKey::of(&id),
             principal: Some(who.clone()),
-            data: json!({"who": who, "how": how, "csrf": csrf, "only": only}),
+            data: json!({"who": who, "how": how, "csrf": csrf, "only": only, "held": held}),
             created_ms: now,
-            expires_ms: now.saturating_add(idle),
+            expires_ms,
             idle_ms: idle,
         };
         self.store()
@@ -157,9 +166,12 @@ impl Sessions {
         Ok(id)
     }
 
-    /// The viewer whose session cookie `headers` carry, if it is live; renews it
-    /// when due. A store that cannot be read lets nobody in.
-    pub(super) fn of(&self, headers: &HeaderMap) -> Option<Viewer> {
+    /// The viewer whose session cookie `headers` carry, if it is live and the
+    /// credential it was opened with still holds (`access` says whether: a
+    /// revoked key or an expired token ends the session, which is then deleted
+    /// on every instance sharing the store); renews it when due. A store that
+    /// cannot be read lets nobody in.
+    pub(super) fn of(&self, headers: &HeaderMap, access: &HttpAccess) -> Option<Viewer> {
         let key = SessionKey::of(cookie(headers)?);
         let now = now_ms();
         let found = self.store().session(SessionKind::Console, &key, now);
@@ -170,6 +182,16 @@ impl Sessions {
                 return None;
             }
         };
+        if let Some(held) = session.data.get("held").filter(|h| !h.is_null()) {
+            let holds = serde_json::from_value::<HeldCredential>(held.clone())
+                .is_ok_and(|held| access.still_holds(&held, now));
+            if !holds {
+                if let Err(e) = self.store().delete_session(SessionKind::Console, &key) {
+                    tracing::warn!("cannot end a console session: {e}");
+                }
+                return None;
+            }
+        }
         if session.due_for_renewal(now) {
             let until = now.saturating_add(session.idle_ms);
             if let Err(e) = self
@@ -237,7 +259,7 @@ pub(super) async fn page(State(app): State<App>, Query(query): Query<LoginQuery>
         );
     }
     let who = app.console.inner.operator.clone();
-    start(&app, who, "login link", None)
+    start(&app, who, "login link", None, None)
 }
 
 #[derive(Deserialize)]
@@ -261,6 +283,7 @@ pub(super) async fn with_credential(
     }
     match app.access.identify(form.credential.trim()).await {
         Ok(identity) => {
+            let held = app.access.hold_of(&identity);
             // A principal who may not answer approvals sees only its own doings.
             let only = identity
                 .principal
@@ -274,7 +297,7 @@ pub(super) async fn with_credential(
                 crate::auth::AuthMethod::BearerToken => "bearer token",
                 _ => "access token",
             };
-            start(&app, who, how, only)
+            start(&app, who, how, only, held)
         }
         Err(_) => login_page(
             &app,
@@ -287,8 +310,14 @@ pub(super) async fn with_credential(
 }
 
 /// A new session for `who`, its cookie set, and on to the approvals.
-fn start(app: &App, who: String, how: &'static str, only: Option<String>) -> Response {
-    let Ok(id) = app.console.inner.sessions.open(who, how, only) else {
+fn start(
+    app: &App,
+    who: String,
+    how: &'static str,
+    only: Option<String>,
+    held: Option<HeldCredential>,
+) -> Response {
+    let Ok(id) = app.console.inner.sessions.open(who, how, only, held) else {
         return login_page(
             app,
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -423,20 +452,64 @@ mod tests {
     #[test]
     fn a_session_is_found_by_its_cookie_among_others() {
         let sessions = Sessions::default();
-        let id = sessions.open("alice".into(), "login link", None).unwrap();
+        let id = sessions
+            .open("alice".into(), "login link", None, None)
+            .unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(
             header::COOKIE,
             HeaderValue::from_str(&format!("other=1; {COOKIE}={id}")).unwrap(),
         );
-        assert_eq!(sessions.of(&headers).unwrap().who, "alice");
+        let access = HttpAccess::open();
+        assert_eq!(sessions.of(&headers, &access).unwrap().who, "alice");
         let mut wrong = HeaderMap::new();
         wrong.insert(
             header::COOKIE,
             HeaderValue::from_static("toolgate_console=nope"),
         );
-        assert!(sessions.of(&wrong).is_none());
-        assert!(sessions.of(&HeaderMap::new()).is_none());
+        assert!(sessions.of(&wrong, &access).is_none());
+        assert!(sessions.of(&HeaderMap::new(), &access).is_none());
+    }
+
+    #[test]
+    fn a_session_ends_when_its_access_token_expires_or_its_key_is_unknown() {
+        let sessions = Sessions::default();
+        let access = HttpAccess::open();
+        let headers = |id: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::COOKIE,
+                HeaderValue::from_str(&format!("{COOKIE}={id}")).unwrap(),
+            );
+            headers
+        };
+        let now = now_ms();
+        let live = sessions
+            .open(
+                "ops".into(),
+                "access token",
+                None,
+                Some(HeldCredential::Until { ms: now + 60_000 }),
+            )
+            .unwrap();
+        assert!(sessions.of(&headers(&live), &access).is_some());
+        let expired = sessions
+            .open(
+                "ops".into(),
+                "access token",
+                None,
+                Some(HeldCredential::Until { ms: now - 1 }),
+            )
+            .unwrap();
+        assert!(sessions.of(&headers(&expired), &access).is_none());
+        let key = Some(HeldCredential::Key {
+            id: "3f9a0c1d".into(),
+        });
+        let keyed = sessions.open("ops".into(), "API key", None, key).unwrap();
+        assert!(
+            sessions.of(&headers(&keyed), &access).is_none(),
+            "a server that no longer takes the key ends the session"
+        );
     }
 
     #[test]

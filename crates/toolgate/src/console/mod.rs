@@ -241,7 +241,12 @@ pub(crate) fn mount(router: Router, console: Option<ConsoleRoutes>, access: &Htt
 /// Lets a request with a live console session through, with its [`Viewer`];
 /// answers anything else with the login page (401).
 async fn require_session(State(app): State<App>, mut request: Request, next: Next) -> Response {
-    match app.console.inner.sessions.of(request.headers()) {
+    match app
+        .console
+        .inner
+        .sessions
+        .of(request.headers(), &app.access)
+    {
         Some(viewer) => {
             request.extensions_mut().insert(viewer);
             next.run(request).await

@@ -19,7 +19,7 @@ use super::rebinding::{self, Allowed, Guard};
 use super::restore::{self, ForRmcp};
 use super::session::Session;
 use super::{ServeError, Shared};
-use crate::auth::{ApiKeys, AuthMethod, Identity, OAuth, Refusal};
+use crate::auth::{ApiKeys, AuthMethod, HeldCredential, Identity, OAuth, Refusal};
 
 /// The default address of `toolgate serve --http`.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8731";
@@ -136,6 +136,40 @@ impl HttpAccess {
                 oauth.verify(presented).await.map_err(Some)
             }
             (None, _) => Err(None),
+        }
+    }
+
+    /// What a session opened with `identity` keeps of its credential, so that
+    /// [`HttpAccess::still_holds`] can end the session with it; `None` for a
+    /// credential that cannot end (none at all) or an access token without `exp`,
+    /// which the OAuth check never admits.
+    pub(crate) fn hold_of(&self, identity: &Identity) -> Option<HeldCredential> {
+        match identity.method {
+            AuthMethod::ApiKey => Some(HeldCredential::Key {
+                id: identity.claims.get("key_id")?.as_str()?.to_owned(),
+            }),
+            AuthMethod::BearerToken => Some(HeldCredential::Token {
+                fingerprint: fingerprint(self.token.as_deref()?),
+            }),
+            AuthMethod::OAuth => Some(HeldCredential::Until {
+                ms: identity.claims.get("exp")?.as_u64()?.saturating_mul(1000),
+            }),
+            AuthMethod::None => None,
+        }
+    }
+
+    /// Whether the credential a session holds still proves who it proved:
+    /// the key is not revoked, the server still takes the token, the access
+    /// token has not expired.
+    pub(crate) fn still_holds(&self, held: &HeldCredential, now_ms: u64) -> bool {
+        match held {
+            HeldCredential::Key { id } => self.keys.as_ref().is_some_and(|keys| keys.is_live(id)),
+            HeldCredential::Token { fingerprint: held } => {
+                self.token.as_deref().is_some_and(|token| {
+                    bool::from(fingerprint(token).as_bytes().ct_eq(held.as_bytes()))
+                })
+            }
+            HeldCredential::Until { ms } => now_ms < *ms,
         }
     }
 
@@ -336,6 +370,15 @@ fn unauthorized(message: &'static str) -> Response {
 
 fn digest(token: &[u8]) -> [u8; 32] {
     Sha256::digest(token).into()
+}
+
+/// What a session keeps to know the server's token again: the hex SHA-256 of
+/// the token's digest, from which neither can be recovered.
+fn fingerprint(token_digest: &[u8; 32]) -> String {
+    Sha256::digest(token_digest)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Compares two digests in constant time (both are always 32 bytes, so nothing
