@@ -96,6 +96,62 @@ pub struct AuditEntry {
     pub credential: Option<String>,
 }
 
+/// How the audit log writes U+0000: as the terminal escapes it.
+const NUL_ESCAPED: &str = "\\u{0}";
+
+impl AuditEntry {
+    /// Writes every U+0000 in the entry's text (argument keys and values
+    /// included) as [`NUL_ESCAPED`]; a walk that changes nothing when there is none.
+    fn escape_nul(&mut self) {
+        let fields = [
+            &mut self.time,
+            &mut self.run_id,
+            &mut self.call_id,
+            &mut self.session,
+            &mut self.principal,
+            &mut self.tool,
+        ];
+        for text in fields {
+            escape_nul_in(text);
+        }
+        let optional = [
+            &mut self.reason,
+            &mut self.outcome,
+            &mut self.message,
+            &mut self.auth,
+            &mut self.credential,
+        ];
+        for text in optional.into_iter().flatten() {
+            escape_nul_in(text);
+        }
+        escape_nul_in_value(&mut self.arguments);
+    }
+}
+
+fn escape_nul_in(text: &mut String) {
+    if text.contains('\0') {
+        *text = text.replace('\0', NUL_ESCAPED);
+    }
+}
+
+fn escape_nul_in_value(value: &mut Value) {
+    match value {
+        Value::String(text) => escape_nul_in(text),
+        Value::Array(items) => items.iter_mut().for_each(escape_nul_in_value),
+        Value::Object(map) => {
+            if map.keys().any(|k| k.contains('\0')) {
+                let entries = std::mem::take(map);
+                for (mut key, value) in entries {
+                    escape_nul_in(&mut key);
+                    map.insert(key, value);
+                }
+            }
+            map.values_mut().for_each(escape_nul_in_value);
+        }
+        _ => {}
+    }
+}
+
 /// One sealed record of the audit log: an entry, its place in the chain, and its hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
@@ -138,7 +194,14 @@ impl AuditRecord {
     /// let first = AuditRecord::seal(1, GENESIS_HASH, entry);
     /// assert_eq!(first.hash, first.expected_hash());
     /// ```
-    pub fn seal(seq: u64, prev_hash: &str, entry: AuditEntry) -> AuditRecord {
+    ///
+    /// A U+0000 (NUL) anywhere in the entry's text is sealed as the five
+    /// characters `\u{0}`, as the terminal shows it: PostgreSQL's text and JSON
+    /// types cannot hold the character itself, and a record every store can
+    /// keep is worth more than that one character. The escaped text is what the
+    /// hash covers, so the chain verifies on every backend alike.
+    pub fn seal(seq: u64, prev_hash: &str, mut entry: AuditEntry) -> AuditRecord {
+        entry.escape_nul();
         let mut record = AuditRecord {
             seq,
             entry,
@@ -296,6 +359,30 @@ pub(crate) mod tests {
             auth: None,
             credential: None,
         }
+    }
+
+    #[test]
+    fn a_nul_in_any_text_is_sealed_escaped_so_every_store_can_keep_it() {
+        let mut with_nul = entry(RecordKind::Intent, "r1");
+        with_nul.arguments = json!({"q\u{0}k": ["a\u{0}b", {"deep": "\u{0}"}], "n": 1});
+        with_nul.session = "s\u{0}1".into();
+        with_nul.message = Some("bad\u{0}".into());
+        let record = AuditRecord::seal(1, GENESIS_HASH, with_nul);
+        let stored = record.to_canonical_json();
+        assert!(!stored.contains("\\u0000"), "{stored}");
+        assert_eq!(
+            record.entry.arguments,
+            json!({"q\\u{0}k": ["a\\u{0}b", {"deep": "\\u{0}"}], "n": 1})
+        );
+        assert_eq!(record.entry.session, "s\\u{0}1");
+        assert_eq!(record.entry.message.as_deref(), Some("bad\\u{0}"));
+        assert_eq!(record.hash, record.expected_hash());
+        let plain = entry(RecordKind::Intent, "r1");
+        assert_eq!(
+            AuditRecord::seal(1, GENESIS_HASH, plain.clone()).entry,
+            plain,
+            "text without NUL is sealed as it is"
+        );
     }
 
     /// A chain of `n` records, sealed as a log would.

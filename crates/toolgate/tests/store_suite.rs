@@ -190,6 +190,7 @@ suite!(
     state::call_histories_keep_sessions_apart_in_order,
     audit::concurrent_writers_on_two_handles_write_one_unbroken_chain,
     audit::an_intent_without_a_completion_is_pending_until_resolved,
+    audit::a_read_whose_arguments_hold_a_nul_is_recorded_and_verifies,
     approvals::an_approved_call_runs_once_however_many_handles_race_for_it,
     approvals::a_denial_is_reported_once_and_asking_twice_opens_one_request,
     state::once_admits_exactly_one_of_many_concurrent_calls_across_handles,

@@ -128,12 +128,19 @@ impl Execution {
             if outcome.is_ok() { "ok" } else { status },
             Some(attempts),
         );
+        // A read's intent goes with its completion; kept aside, it can still be
+        // written alone if they cannot, so the read is seen pending, not lost.
+        let read_intent = self.intent.clone();
         let recorded = if self.admitted.governed() {
             self.store.complete_turn(&self.session, &writes, entry)
         } else {
             self.store
                 .complete(&self.session, &writes, self.intent.take(), entry)
         };
+        let recorded = recorded.map_err(|e| {
+            let pending = read_intent.is_none_or(|intent| self.store.append(intent).is_ok());
+            (e, pending)
+        });
         drop(self.slot);
         drop(self.limited);
         let counted = if outcome.is_ok() { "ok" } else { status };
@@ -145,10 +152,19 @@ impl Execution {
         );
         match recorded {
             Ok(_) => (outcome, status),
-            Err(e) => (
+            Err((e, true)) => (
                 Outcome::error(
                     format!(
                         "`{name}` ran, but its result could not be recorded ({e}); the operator must check `toolgate audit pending`"
+                    ),
+                    false,
+                ),
+                "error",
+            ),
+            Err((e, false)) => (
+                Outcome::error(
+                    format!(
+                        "`{name}` ran, but neither it nor its result could be recorded ({e}); the operator must check the store and the server's log"
                     ),
                     false,
                 ),

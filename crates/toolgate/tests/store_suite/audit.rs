@@ -93,3 +93,25 @@ pub(super) fn an_intent_without_a_completion_is_pending_until_resolved(backend: 
     );
     assert!(store.verify().unwrap().is_ok());
 }
+
+pub(super) fn a_read_whose_arguments_hold_a_nul_is_recorded_and_verifies(backend: &dyn Backend) {
+    let store = backend.open().unwrap();
+    let mut intent = entry(RecordKind::Intent, "nul-1", "s", "lookup");
+    intent.arguments = json!({"q": "a\u{0}b", "k\u{0}": 1});
+    let mut completion = entry(RecordKind::Completion, "nul-1", "s", "lookup");
+    completion.message = Some("upstream said \u{0}".into());
+    let done = store
+        .complete("s", &[], Some(intent), completion)
+        .expect("a NUL is no reason to lose a read's record");
+    assert!(store.verify().unwrap().is_ok());
+    let tail = store.tail(2).unwrap();
+    assert_eq!(tail[1].seq, done.seq);
+    assert_eq!(
+        tail[0].entry.arguments,
+        json!({"q": "a\\u{0}b", "k\\u{0}": 1})
+    );
+    assert_eq!(
+        tail[1].entry.message.as_deref(),
+        Some("upstream said \\u{0}")
+    );
+}
