@@ -52,6 +52,14 @@ pub struct CodeModeSection {
     /// resumed later, the waiting call raises `PermissionError`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_wait: Option<String>,
+    /// Programs that may run at once, each in a worker of its own (default:
+    /// twice the machine's CPUs); more wait for a slot, up to 10 seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_workers: Option<u64>,
+    /// Programs one principal may run at once (default 2); one more is refused
+    /// at once, saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_workers_per_principal: Option<u64>,
 }
 
 impl CodeModeSection {
@@ -98,6 +106,11 @@ pub(super) fn check_code_mode(doc: &Document, section: &CodeModeSection) -> Vec<
         ("max_output_bytes", section.max_output_bytes),
         ("max_recursion_depth", section.max_recursion_depth),
         ("max_suspensions", section.max_suspensions),
+        ("max_workers", section.max_workers),
+        (
+            "max_workers_per_principal",
+            section.max_workers_per_principal,
+        ),
     ] {
         if value == Some(0) {
             problem(

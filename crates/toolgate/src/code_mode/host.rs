@@ -22,6 +22,7 @@ use super::protocol::{
 };
 use super::replies::reply_for;
 use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_error};
+use super::slots::{QUEUE_WAIT, WorkerSlots};
 use super::spin::Watched;
 use super::wall_clock::{Stopped, WallClock};
 use crate::{Gate, Outcome, PausedRun, ToolCall};
@@ -31,14 +32,17 @@ use crate::{Gate, Outcome, PausedRun, ToolCall};
 pub struct CodeMode {
     workers: Workers,
     limits: CodeLimits,
+    slots: WorkerSlots,
 }
 
 impl CodeMode {
     /// Workers started by `worker`, under the default limits.
     pub fn new(worker: WorkerCommand) -> Self {
+        let limits = CodeLimits::default();
         CodeMode {
             workers: Workers::new(worker),
-            limits: CodeLimits::default(),
+            slots: WorkerSlots::new(limits.max_workers, limits.max_workers_per_principal),
+            limits,
         }
     }
 
@@ -50,7 +54,10 @@ impl CodeMode {
         self
     }
 
+    /// Runs programs under `limits`; the worker caps (`max_workers`,
+    /// `max_workers_per_principal`) start afresh with them.
     pub fn limits(mut self, limits: CodeLimits) -> Self {
+        self.slots = WorkerSlots::new(limits.max_workers, limits.max_workers_per_principal);
         self.limits = limits;
         self
     }
@@ -189,6 +196,19 @@ impl CodeMode {
         ask: &dyn AskApproval,
         run: &mut CodeRun,
     ) {
+        // A worker may take `max_memory_bytes`: no more run at once than the
+        // caps allow, and the slot is held while this one runs.
+        let _slot = match self
+            .slots
+            .take(&principal.id, QUEUE_WAIT.min(self.limits.wall_clock))
+            .await
+        {
+            Ok(slot) => slot,
+            Err((limit, why)) => {
+                run.fail(limit_error(&self.limits, limit, why));
+                return;
+            }
+        };
         let mut child = match self.workers.start(&self.limits).await {
             Ok(child) => child,
             Err(e) => {

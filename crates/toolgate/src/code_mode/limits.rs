@@ -29,6 +29,20 @@ pub struct CodeLimits {
     /// How long a paused program waits for its approval (default 24 h); resumed
     /// after that, the waiting call raises `PermissionError`.
     pub approval_wait: Duration,
+    /// Programs running at once, across principals (default: twice the
+    /// machine's CPUs): each worker may take `max_memory_bytes`.
+    pub max_workers: usize,
+    /// Programs one principal may run at once (default 2).
+    pub max_workers_per_principal: usize,
+}
+
+/// The default cap on workers at once: two a CPU, since a program mostly
+/// waits on its tool calls, and at least two.
+fn default_max_workers() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().saturating_mul(2))
+        .unwrap_or(2)
+        .max(2)
 }
 
 impl Default for CodeLimits {
@@ -42,6 +56,8 @@ impl Default for CodeLimits {
             max_recursion_depth: 200,
             max_suspensions: 10,
             approval_wait: Duration::from_secs(24 * 60 * 60),
+            max_workers: default_max_workers(),
+            max_workers_per_principal: 2,
         }
     }
 }
@@ -75,6 +91,11 @@ impl CodeLimits {
             max_recursion_depth: count(section.max_recursion_depth, defaults.max_recursion_depth),
             max_suspensions: count(section.max_suspensions, defaults.max_suspensions),
             approval_wait: duration(&section.approval_wait, defaults.approval_wait),
+            max_workers: count(section.max_workers, defaults.max_workers),
+            max_workers_per_principal: count(
+                section.max_workers_per_principal,
+                defaults.max_workers_per_principal,
+            ),
         }
     }
 }

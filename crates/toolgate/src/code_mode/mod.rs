@@ -32,6 +32,7 @@ mod replies;
 mod resume;
 mod run_code;
 mod run_result;
+mod slots;
 mod spin;
 mod stubs;
 mod wall_clock;

@@ -184,6 +184,8 @@ pub(super) fn raise_hint(limit: &str, limits: &CodeLimits) -> String {
         "max_recursion_depth" => limits.max_recursion_depth.to_string(),
         "max_suspensions" => limits.max_suspensions.to_string(),
         "approval_wait" => humantime::format_duration(limits.approval_wait).to_string(),
+        "max_workers" => limits.max_workers.to_string(),
+        "max_workers_per_principal" => limits.max_workers_per_principal.to_string(),
         _ => String::new(),
     };
     format!(
