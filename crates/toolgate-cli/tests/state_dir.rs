@@ -107,3 +107,22 @@ fn a_symlinked_database_is_refused_unless_the_operator_allows_it() {
     );
     assert!(elsewhere.exists(), "followed, as asked");
 }
+
+#[test]
+fn keys_add_creates_a_private_state_dir_whatever_the_umask() {
+    let dir = desk();
+    let out = toolgate(dir.path(), &["keys", "add", "operator"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = dir.path().join(".toolgate");
+    assert_eq!(mode(&state), 0o700, "the directory");
+    let keys = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .expect("a key file");
+    assert_eq!(mode(&keys), 0o600, "the key file");
+}

@@ -8,7 +8,8 @@
 //! an answer takes nor an error says anything about the secret.
 //!
 //! The file is JSON, written whole to a temporary file and renamed over the old
-//! one (readers never see half a file), readable by its owner only.
+//! one (readers never see half a file), readable by its owner only; a state
+//! directory it has to create is created `0700`, as the store creates it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -178,7 +179,7 @@ impl KeyFile {
             source,
         };
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(write)?;
+            crate::store::create_private_dir(dir).map_err(write)?;
         }
         let body = KeyFileBody {
             keys: self.keys.clone(),

@@ -60,7 +60,9 @@ fn link_target(path: &Path) -> Option<PathBuf> {
         .then(|| std::fs::read_link(path).unwrap_or_default())
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+/// Creates `dir` and its missing parents `0700` whatever the umask; directories
+/// that exist already keep their modes. Shared by everything that writes state.
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

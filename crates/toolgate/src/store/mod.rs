@@ -48,6 +48,8 @@ pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
 pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
 pub use error::StoreError;
 pub use files::ALLOW_SYMLINK_ENV;
+#[cfg(feature = "mcp")]
+pub(crate) use files::create_private_dir;
 pub use gate_store::{GateStore, MemoryGateStore};
 pub use memory::MemoryStore;
 pub use pin_diff::pin_diff;
