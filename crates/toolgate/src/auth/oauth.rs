@@ -290,11 +290,16 @@ impl OAuth {
         }
         let jwk = keys.set.find(kid).ok_or_else(|| {
             Refusal::Invalid(format!(
-                "the token's key `{kid}` is not one of the authorization server's"
+                "the token's key `{}` is not one of the authorization server's",
+                shown_kid(kid)
             ))
         })?;
-        DecodingKey::from_jwk(jwk)
-            .map_err(|_| Refusal::Invalid(format!("the key `{kid}` cannot verify signatures")))
+        DecodingKey::from_jwk(jwk).map_err(|_| {
+            Refusal::Invalid(format!(
+                "the key `{}` cannot verify signatures",
+                shown_kid(kid)
+            ))
+        })
     }
 
     async fn fetch(&self) -> Result<JwkSet, String> {
@@ -369,6 +374,24 @@ fn tool_scopes(claims: &Map<String, Value>) -> Option<Vec<String>> {
     (!patterns.is_empty()).then_some(patterns)
 }
 
+/// The most characters of a `kid` a refusal shows.
+const SHOWN_KID_CHARS: usize = 64;
+
+/// A token's `kid` as a refusal shows it. The caller chose it, and the refusal
+/// goes back in a response body and into logs: control, bidi and invisible
+/// characters are escaped (line breaks and tabs too, so it stays on its line)
+/// and a long one is clipped.
+fn shown_kid(kid: &str) -> String {
+    let clipped: String = kid.chars().take(SHOWN_KID_CHARS).collect();
+    let mut shown = toolgate_core::escape_for_terminal(&clipped)
+        .replace('\n', "\\u{a}")
+        .replace('\t', "\\u{9}");
+    if clipped.len() < kid.len() {
+        shown.push('…');
+    }
+    shown
+}
+
 fn refusal_reason(kind: &ErrorKind) -> String {
     match kind {
         ErrorKind::ExpiredSignature => "the token has expired".into(),
@@ -387,4 +410,67 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+    /// A resource server whose keys are an empty JWKS file.
+    fn server(dir: &std::path::Path) -> OAuth {
+        std::fs::write(dir.join("jwks.json"), r#"{"keys": []}"#).unwrap();
+        let section = OAuthSection {
+            issuer: "https://auth.example.com".into(),
+            audience: "https://tools.example.com/mcp".into(),
+            jwks: "jwks.json".into(),
+            ..OAuthSection::default()
+        };
+        OAuth::new(&section, [], dir).unwrap()
+    }
+
+    /// An unsigned token whose header names `kid`; refused before any signature.
+    fn token_with_kid(kid: &str) -> String {
+        let header = json!({"alg": "RS256", "typ": "JWT", "kid": kid}).to_string();
+        let claims = json!({"sub": "x"}).to_string();
+        format!(
+            "{}.{}.c2ln",
+            URL_SAFE_NO_PAD.encode(header),
+            URL_SAFE_NO_PAD.encode(claims)
+        )
+    }
+
+    #[tokio::test]
+    async fn an_unknown_kid_is_refused_with_its_control_characters_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let oauth = server(dir.path());
+        let kid = "k1\x1b]0;owned\x07\r\nInjected: yes\u{202e}";
+        let Err(Refusal::Invalid(why)) = oauth.verify(&token_with_kid(kid)).await else {
+            panic!("an unknown key is refused as invalid");
+        };
+        assert!(
+            !why.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{why:?}"
+        );
+        assert!(
+            why.contains(r"k1\u{1b}]0;owned\u{7}\u{d}\u{a}Injected: yes\u{202e}"),
+            "{why}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_kid_is_clipped_in_the_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        let oauth = server(dir.path());
+        let kid = "k".repeat(5000);
+        let Err(Refusal::Invalid(why)) = oauth.verify(&token_with_kid(&kid)).await else {
+            panic!("an unknown key is refused as invalid");
+        };
+        assert!(why.len() < 200, "{why}");
+        assert!(
+            why.contains(&format!("`{}…`", "k".repeat(SHOWN_KID_CHARS))),
+            "{why}"
+        );
+    }
 }
