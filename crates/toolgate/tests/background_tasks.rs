@@ -370,3 +370,115 @@ async fn a_file_of_the_schema_before_tasks_is_migrated_and_keeps_its_state() {
         .unwrap();
     assert_eq!(done.status, TaskStatus::Completed);
 }
+
+#[tokio::test]
+async fn a_principal_with_its_most_tasks_running_is_refused_before_anything_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let natives = Catalog::new()
+        .with_native(BuildReport(runs.clone()))
+        .unwrap();
+    let gate = Gate::builder(toolgate::spec_catalog(&spec(), "tools.yaml", &natives).unwrap())
+        .spec(&spec())
+        .store(Arc::new(MemoryGateStore::default()))
+        .options(GateOptions {
+            max_tasks_per_principal: 2,
+            ..GateOptions::default()
+        })
+        .build();
+    let analyst = principal("analyst");
+    let first = task_id(&gate.call("s", report(400), &analyst).await);
+    task_id(&gate.call("s", report(400), &analyst).await);
+    let refused = gate.call("s", report(400), &analyst).await;
+    let Outcome::RateLimited { limit, .. } = &refused else {
+        panic!("expected a refusal, got {refused:?}")
+    };
+    assert!(
+        limit.contains("2 background tasks running at once for analyst"),
+        "{limit}"
+    );
+    assert!(
+        matches!(
+            gate.call("s", report(1), &principal("intern")).await,
+            Outcome::Started { .. }
+        ),
+        "another principal still starts tasks"
+    );
+    let refusal = gate
+        .store()
+        .tail(usize::MAX)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.entry.outcome.as_deref() == Some("rate_limited"))
+        .expect("the refusal is audited");
+    assert_eq!(refusal.entry.kind, RecordKind::Refusal);
+    gate.await_task(&first, Duration::from_secs(5), &analyst)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        matches!(
+            gate.call("s", report(1), &analyst).await,
+            Outcome::Started { .. }
+        ),
+        "a finished task gives its place back"
+    );
+}
+
+/// Echo a payload back, as large as it came.
+#[derive(Tool)]
+#[tool(effect = "read")]
+struct Echo;
+
+#[derive(Deserialize, JsonSchema)]
+struct Payload {
+    /// What to send back.
+    blob: String,
+}
+
+impl ToolHandler for Echo {
+    type Input = Payload;
+    type Output = Value;
+    async fn call(&self, _ctx: &ToolCtx, payload: Payload) -> Result<Value, ToolError> {
+        Ok(json!({"blob": payload.blob}))
+    }
+}
+
+#[tokio::test]
+async fn a_task_keeps_a_large_result_as_its_size_hash_and_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state.db");
+    let gate = Gate::builder(Catalog::new().with_native(Echo).unwrap())
+        .store(Arc::new(SqliteStore::open(&file).unwrap()))
+        .build();
+    let operator = Principal::operator();
+    let blob = "x".repeat(900_000);
+    let ids: Vec<String> = {
+        let mut ids = Vec::new();
+        for i in 0..5 {
+            let call = ToolCall::new(format!("c{i}"), "echo", json!({"blob": blob}));
+            ids.push(task_id(&gate.start("s", call, &operator).await));
+        }
+        ids
+    };
+    for id in &ids {
+        let task = gate
+            .await_task(id, Duration::from_secs(10), &operator)
+            .await
+            .unwrap();
+        let Some(Outcome::Ok { value, notes, .. }) = task.outcome else {
+            panic!("{task:?}")
+        };
+        assert_eq!(value["[clipped]"]["bytes"], json!(900_011));
+        assert!(
+            notes.iter().any(|n| n.contains("a background task keeps")),
+            "{notes:?}"
+        );
+    }
+    drop(gate);
+    let size = std::fs::metadata(&file).unwrap().len()
+        + std::fs::metadata(dir.path().join("state.db-wal")).map_or(0, |m| m.len());
+    assert!(
+        size < 2 << 20,
+        "five 900 kB results, kept bounded, take {size} bytes of state"
+    );
+}

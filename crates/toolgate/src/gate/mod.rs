@@ -87,6 +87,12 @@ pub struct GateOptions {
     pub max_argument_bytes: usize,
     /// How long a finished background task stays readable (see [`Gate::task`]).
     pub task_ttl: Duration,
+    /// Background tasks one principal may have running in this gate at once
+    /// (default 32); one more is refused before anything runs.
+    pub max_tasks_per_principal: usize,
+    /// The largest outcome a finished task keeps, as JSON (default 256 KiB): a
+    /// larger result is kept as its size, hash and start, with a note.
+    pub max_task_result_bytes: usize,
 }
 
 /// The default of [`GateOptions::max_argument_bytes`]: 1 MiB.
@@ -105,6 +111,8 @@ impl Default for GateOptions {
             fail_on_output_mismatch: false,
             max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
             task_ttl: DEFAULT_TASK_TTL,
+            max_tasks_per_principal: 32,
+            max_task_result_bytes: 256 << 10,
         }
     }
 }
@@ -583,6 +591,17 @@ impl Gate {
                 return self.refuse(entry, "rate_limited", outcome);
             }
         };
+        // A background call takes one of its principal's task places before
+        // anything is written; the place goes with the task.
+        let background = as_task || tool.descriptor().background.is_some();
+        let task_place = if background {
+            match self.task_place(principal) {
+                Ok(place) => Some(place),
+                Err(outcome) => return self.refuse(entry, "rate_limited", outcome),
+            }
+        } else {
+            None
+        };
         // Wait for a slot of this tool (bounded per tool), then record intent:
         // durable before anything runs.
         let slot = tokio::select! {
@@ -633,7 +652,6 @@ impl Gate {
             }
         };
         // Execute: here, or on a task of its own for a background call.
-        let background = as_task || tool.descriptor().background.is_some();
         let run_cancel = if background {
             cancel.child_token()
         } else {
@@ -681,8 +699,8 @@ impl Gate {
                 Err(_) => return Outcome::error(format!("`{}` is not ready", call.name), true),
             },
         };
-        if background {
-            return self.launch(&call, principal, execution, run_cancel, scope);
+        if let Some(place) = task_place {
+            return self.launch(&call, principal, execution, run_cancel, scope, place);
         }
         execution.run(&run_cancel).await.0
     }

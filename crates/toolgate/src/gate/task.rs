@@ -26,9 +26,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use toolgate_core::Principal;
+use toolgate_core::{CLIPPED_KEY, Principal, clip_text, content_hash, json_len};
 
 use super::execution::Execution;
 use super::{Gate, Outcome, ToolCall};
@@ -87,6 +88,27 @@ pub(crate) struct Tasks {
     /// This set's id, registered in [`live_sets`] for as long as it lives.
     set: String,
     running: Mutex<HashMap<String, Running>>,
+    /// Task places taken, by principal: a task's from before its intent is
+    /// written until it ends.
+    places: Mutex<HashMap<String, usize>>,
+}
+
+/// One of a principal's places for a running task, given back when dropped.
+pub(super) struct TaskPlace {
+    tasks: Arc<Tasks>,
+    principal: String,
+}
+
+impl Drop for TaskPlace {
+    fn drop(&mut self) {
+        let mut places = self.tasks.places();
+        if let Some(taken) = places.get_mut(&self.principal) {
+            *taken -= 1;
+            if *taken == 0 {
+                places.remove(&self.principal);
+            }
+        }
+    }
 }
 
 /// A task running here.
@@ -112,6 +134,7 @@ impl Default for Tasks {
             owner: format!("{pid}:{start}:{set}"),
             set,
             running: Mutex::default(),
+            places: Mutex::default(),
         }
     }
 }
@@ -126,7 +149,60 @@ impl Tasks {
     fn running(&self) -> MutexGuard<'_, HashMap<String, Running>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn places(&self) -> MutexGuard<'_, HashMap<String, usize>> {
+        self.places.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
+
+/// The outcome a finished task keeps: the call's outcome when it is at most
+/// `max` bytes as JSON; else a value's size, hash and start, and an error's
+/// message cut, each saying so. A task is read back for an hour by default:
+/// kept whole, a few large results would fill the store.
+pub(super) fn kept_for_task(outcome: Outcome, max: usize) -> Outcome {
+    let size = match &outcome {
+        Outcome::Ok {
+            value,
+            structured,
+            text,
+            ..
+        } => json_len(value) + structured.as_ref().map_or(0, json_len) + text.len(),
+        Outcome::Error { message, .. } => message.len(),
+        _ => return outcome,
+    };
+    if size <= max {
+        return outcome;
+    }
+    let note = format!(
+        "the result was {size} bytes, more than the {max} bytes a background task keeps; it is kept as its size, SHA-256 and start. Call the tool directly (not as a task) for all of it"
+    );
+    match outcome {
+        Outcome::Ok {
+            value, mut notes, ..
+        } => {
+            let kept = json!({CLIPPED_KEY: {
+                "bytes": json_len(&value),
+                "sha256": content_hash(&value),
+                "start": clip_text(&value.to_string(), KEPT_START_CHARS),
+            }});
+            notes.push(note.clone());
+            Outcome::Ok {
+                text: format!("{note}: {}", kept[CLIPPED_KEY]["start"]),
+                value: kept,
+                structured: None,
+                notes,
+            }
+        }
+        Outcome::Error { message, retryable } => Outcome::Error {
+            message: clip_text(&message, KEPT_START_CHARS).into_owned(),
+            retryable,
+        },
+        other => other,
+    }
+}
+
+/// How many characters of a result too large to keep a task keeps.
+const KEPT_START_CHARS: usize = 1024;
 
 /// This process's id and start time (in clock ticks since boot, from
 /// `/proc/self/stat`; empty where there is none), which together name it even
@@ -314,6 +390,32 @@ impl Gate {
         }
     }
 
+    /// One of `principal`'s places for a running task, or the refusal that says
+    /// there is none: [`GateOptions::max_tasks_per_principal`] of its tasks
+    /// already run here.
+    ///
+    /// [`GateOptions::max_tasks_per_principal`]: super::GateOptions::max_tasks_per_principal
+    pub(super) fn task_place(&self, principal: &Principal) -> Result<TaskPlace, Outcome> {
+        let max = self.options.max_tasks_per_principal.max(1);
+        let mut places = self.tasks.places();
+        let taken = places.entry(principal.id.clone()).or_default();
+        if *taken >= max {
+            return Err(Outcome::RateLimited {
+                limit: format!(
+                    "{max} background tasks running at once for {}; wait for one to finish (or cancel one), then call again",
+                    principal.id
+                ),
+                retry_after_ms: 1000,
+            });
+        }
+        *taken += 1;
+        drop(places);
+        Ok(TaskPlace {
+            tasks: self.tasks.clone(),
+            principal: principal.id.clone(),
+        })
+    }
+
     /// Writes the task of an execution and spawns it; the caller's outcome.
     pub(super) fn launch(
         &self,
@@ -322,6 +424,7 @@ impl Gate {
         execution: Execution,
         cancel: CancellationToken,
         scope: Option<TaskScope>,
+        place: TaskPlace,
     ) -> Outcome {
         let id = format!("task-{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
         let now = now_ms(&self.clock);
@@ -366,11 +469,14 @@ impl Gate {
         let store = self.store.clone();
         let clock = self.clock.clone();
         let task_id = id.clone();
+        let max_result = self.options.max_task_result_bytes;
         let future: TaskFuture = Box::pin(async move {
+            let _place = place;
             let watching = watch_for_cancel(store.clone(), task_id.clone(), cancel.clone());
             let (outcome, status) = execution.run(&cancel).await;
             watching.abort();
             let status = status_of(&outcome, status);
+            let outcome = kept_for_task(outcome, max_result);
             if let Err(e) = store.finish_task(&task_id, status, &outcome, now_ms(&clock)) {
                 tracing::error!(task = task_id, "cannot record the end of a task: {e}");
             }
@@ -416,6 +522,38 @@ fn may_see(principal: &Principal, task: &TaskRecord) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_too_large_for_a_task_is_kept_as_its_size_hash_and_start() {
+        let value = json!({"blob": "x".repeat(10_000)});
+        let outcome = Outcome::Ok {
+            text: value.to_string(),
+            value: value.clone(),
+            structured: None,
+            notes: Vec::new(),
+        };
+        assert_eq!(
+            kept_for_task(outcome.clone(), 1 << 20),
+            outcome,
+            "small enough: whole"
+        );
+        let Outcome::Ok {
+            value: kept,
+            text,
+            notes,
+            ..
+        } = kept_for_task(outcome, 4096)
+        else {
+            panic!("still ok: the call ran")
+        };
+        assert_eq!(kept[CLIPPED_KEY]["bytes"], json!(json_len(&value)));
+        assert_eq!(kept[CLIPPED_KEY]["sha256"], json!(content_hash(&value)));
+        assert!(json_len(&kept) + text.len() < 4096, "{}", json_len(&kept));
+        assert!(
+            notes[0].contains("more than the 4096 bytes a background task keeps"),
+            "{notes:?}"
+        );
+    }
 
     #[test]
     fn this_process_is_alive_while_its_task_set_lives() {
