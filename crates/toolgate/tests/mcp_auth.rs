@@ -253,3 +253,22 @@ async fn a_session_opened_with_one_key_refuses_another() {
     assert!(text.contains("opened with another credential"), "{text}");
     assert!(!text.contains("update"), "{text}");
 }
+
+#[tokio::test]
+async fn a_flood_of_sessions_with_one_key_never_ends_another_key_s_session_from_the_same_address() {
+    let mut served = served().await;
+    let (_, ops_key) = served.keys.add("ops", None).unwrap();
+    let (_, bot_key) = served.keys.add("support_bot", None).unwrap();
+    let ops = session_client(&served.url, &ops_key).await;
+    assert!(names(&ops).await.contains(&"update".to_owned()));
+    // More than the 64 sessions one client may hold, all from 127.0.0.1.
+    for _ in 0..70 {
+        let opened = post(&served.url, Some(&format!("Bearer {bot_key}"))).await;
+        assert_eq!(opened.status(), 200);
+    }
+    assert!(
+        names(&ops).await.contains(&"update".to_owned()),
+        "the ops key's session and its conversation are still there"
+    );
+    let _ = ops.cancel().await;
+}

@@ -4,14 +4,21 @@
 //! Every `initialize` request creates a session that holds memory until it is
 //! closed or sits idle for the idle timeout; unbounded, a flood of them takes the
 //! server's memory (30 000 in 20 s took it to 2 GiB). So sessions are capped
-//! overall and per client, where a client is the peer's IP address (an IPv6
-//! address by its /64 network, which one host usually holds whole). A new session
-//! over a cap takes the place of the longest-idle session with no call in flight:
-//! over the client's own cap, one of its own; over the overall cap, one of the
+//! overall and per client. A client is the credential a request carries (an API
+//! key, an access token's subject, the server's bearer token) where there is
+//! one, else the peer's IP address (an IPv6 address by its /64 network, which
+//! one host usually holds whole): behind a reverse proxy every caller shares
+//! the proxy's address, and one key must not end another's conversation.
+//!
+//! A new session over a cap takes the place of the longest-idle session with
+//! no call in flight: over the client's own cap, one of its own; over the
+//! overall cap, one of its own, else one of the anonymous (address-only)
 //! client holding the most sessions, so a flood from a few addresses displaces
-//! its own sessions before anyone else's. When every candidate has a call in
-//! flight (or its own `initialize` unanswered), the new session is refused: 503
-//! with a JSON-RPC error saying so.
+//! its own sessions before anyone else's. A session opened with a credential
+//! is never closed to make room for another credential's. When no candidate
+//! is left (every one has a call in flight, its own `initialize` unanswered, or
+//! belongs to another credential), the new session is refused: 503 with
+//! `Retry-After` and a JSON-RPC error saying so.
 //!
 //! [`CappedSessions`] wraps rmcp's in-memory session manager and keeps the books;
 //! the [`admit`] middleware reserves a place before the transport creates the
@@ -40,6 +47,7 @@ use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionManager};
 use rmcp::transport::streamable_http_server::{SessionId, session::EventStore};
 
 use super::restore::Restorable;
+use crate::auth::Identity;
 
 /// The default cap on live sessions.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
@@ -81,6 +89,9 @@ impl Default for SessionLimits {
 /// Who a session belongs to, for the per-client cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Client {
+    /// A credential, by a hash of who it proves (its principal, and its key id
+    /// or token subject): never displaced by another.
+    Credential(u64),
     /// An IPv4 address, or the /64 network of an IPv6 address.
     Ip(IpAddr),
     /// A request that came without the peer's address (not through `serve_http`).
@@ -88,6 +99,19 @@ pub(crate) enum Client {
 }
 
 impl Client {
+    /// The client of a request: its credential's identity where it has one,
+    /// else its peer's address.
+    pub(crate) fn of_request(identity: Option<&Identity>, peer: Option<SocketAddr>) -> Self {
+        match identity {
+            Some(identity) => Client::Credential(credential_key(identity)),
+            None => Client::of(peer),
+        }
+    }
+
+    fn is_credential(self) -> bool {
+        matches!(self, Client::Credential(_))
+    }
+
     pub(crate) fn of(peer: Option<SocketAddr>) -> Self {
         match peer.map(|p| p.ip()) {
             None => Client::Unknown,
@@ -102,6 +126,19 @@ impl Client {
             },
         }
     }
+}
+
+/// What names the holder of a credential for the session caps: its principal,
+/// how it authenticated, and the key id or the token's subject (not the token,
+/// so that a client minting new tokens stays one client).
+fn credential_key(identity: &Identity) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let subject = ["key_id", "sub", "client_id", "azp"]
+        .iter()
+        .find_map(|name| identity.claims.get(*name).and_then(|v| v.as_str()));
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (identity.method.as_str(), &identity.principal, subject).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The server is at its session limit and nothing can make room.
@@ -154,8 +191,9 @@ impl Books {
             .map(|(_, id)| id.clone())
     }
 
-    /// The longest-idle session with no call in flight of the client holding the
-    /// most sessions (among clients that have such a session).
+    /// The longest-idle session with no call in flight of the anonymous client
+    /// holding the most sessions (among clients that have such a session); a
+    /// credential's sessions are never taken for another's.
     fn idlest_of_the_largest(&self) -> Option<SessionId> {
         let mut held: HashMap<Client, usize> = HashMap::new();
         for session in self.live.values() {
@@ -163,6 +201,7 @@ impl Books {
         }
         self.live
             .iter()
+            .filter(|(_, s)| !s.client.is_credential())
             .filter_map(|(id, s)| Some((held[&s.client], s.idle_since()?, id)))
             .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
             .map(|(_, _, id)| id.clone())
@@ -244,7 +283,9 @@ impl CappedSessions {
                 evicted.push((id, live));
             }
             while books.total() >= self.limits.max_sessions {
-                let id = books.idlest_of_the_largest()?;
+                let id = books
+                    .idlest_of(client)
+                    .or_else(|| books.idlest_of_the_largest())?;
                 let live = books.live.remove(&id)?;
                 evicted.push((id, live));
             }
@@ -487,7 +528,8 @@ pub(crate) async fn admit(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0);
-    match sessions.reserve(Client::of(peer)).await {
+    let client = Client::of_request(request.extensions().get::<Identity>(), peer);
+    match sessions.reserve(client).await {
         Ok(reservation) => {
             RESERVED
                 .scope(Mutex::new(Some(reservation)), next.run(request))
@@ -598,6 +640,56 @@ mod tests {
             "the largest client's idlest went"
         );
         assert_eq!(books.live.len(), 4);
+    }
+
+    fn keyed(key_id: &str) -> Client {
+        let mut claims = serde_json::Map::new();
+        claims.insert("key_id".into(), key_id.into());
+        let identity = Identity {
+            principal: Some("agent".into()),
+            method: crate::auth::AuthMethod::ApiKey,
+            credential: Some(format!("key {key_id}")),
+            scopes: None,
+            claims: claims.into(),
+        };
+        Client::of_request(Some(&identity), Some("10.0.0.9:1".parse().unwrap()))
+    }
+
+    #[test]
+    fn behind_one_address_each_credential_is_a_client_of_its_own() {
+        let sessions = CappedSessions::new(limits(10, 2));
+        let (alice, bob) = (keyed("a1a1a1a1"), keyed("b2b2b2b2"));
+        assert_ne!(alice, bob);
+        assert_eq!(alice, keyed("a1a1a1a1"));
+        open(&sessions, bob, "b1").unwrap();
+        for name in ["a1", "a2", "a3", "a4"] {
+            open(&sessions, alice, name).unwrap();
+        }
+        let books = sessions.books();
+        assert!(
+            books.live.contains_key("b1"),
+            "bob's session is not alice's to displace"
+        );
+        assert_eq!(books.live.len(), 3);
+    }
+
+    #[test]
+    fn over_the_overall_cap_a_credential_never_displaces_another_credentials_session() {
+        let sessions = CappedSessions::new(limits(3, 3));
+        for name in ["b1", "b2", "b3"] {
+            open(&sessions, keyed("b2b2b2b2"), name).unwrap();
+        }
+        let full = open(&sessions, keyed("a1a1a1a1"), "a1").unwrap_err();
+        assert!(full.to_string().contains("session limit"), "{full}");
+        assert_eq!(sessions.live(), 3, "bob keeps every session");
+        // An anonymous client's idle session still gives way to a credential.
+        let sessions = CappedSessions::new(limits(3, 3));
+        open(&sessions, client("10.0.0.1"), "n1").unwrap();
+        open(&sessions, keyed("b2b2b2b2"), "b1").unwrap();
+        open(&sessions, keyed("b2b2b2b2"), "b2").unwrap();
+        open(&sessions, keyed("a1a1a1a1"), "a1").unwrap();
+        let books = sessions.books();
+        assert!(!books.live.contains_key("n1") && books.live.contains_key("a1"));
     }
 
     #[test]

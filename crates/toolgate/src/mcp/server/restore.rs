@@ -187,11 +187,13 @@ pub(crate) async fn remember(
     request: Request,
     next: Next,
 ) -> Response {
-    let opener = opener_of(request.extensions().get::<Identity>());
+    let identity = request.extensions().get::<Identity>();
+    let opener = opener_of(identity);
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0);
+    let client = Client::of_request(identity, peer);
     let id = request
         .headers()
         .get(SESSION_HEADER)
@@ -214,9 +216,7 @@ pub(crate) async fn remember(
             }
         }
     }
-    PRESENTED
-        .scope((opener, Client::of(peer)), next.run(request))
-        .await
+    PRESENTED.scope((opener, client), next.run(request)).await
 }
 
 #[cfg(test)]
