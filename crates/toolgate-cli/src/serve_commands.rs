@@ -363,10 +363,10 @@ pub(crate) fn with_spec_auth(
                 .principals
                 .iter()
                 .map(|(id, p)| (id.clone(), p.clone()));
-            Ok(
-                access
-                    .with_oauth(OAuth::new(section, principals, base).map_err(|e| e.to_string())?),
-            )
+            let oauth = OAuth::new(section, principals, base)
+                .and_then(|oauth| oauth.with_network(&spec.network))
+                .map_err(|e| e.to_string())?;
+            Ok(access.with_oauth(oauth))
         }
     }
 }

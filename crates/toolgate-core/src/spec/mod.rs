@@ -32,6 +32,7 @@ pub mod template;
 pub use crate::Scheduling;
 pub use auth::{
     ApiKeysSection, AuthSection, DEFAULT_TOKEN_ALGORITHMS, OAuthSection, TOKEN_ALGORITHMS,
+    is_https_or_loopback, is_jwks_url,
 };
 pub use code_mode::{CodeModeSection, MIN_CODE_MEMORY_BYTES};
 pub use diagnostic::{Diagnostic, Severity, Span};

@@ -42,7 +42,9 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules
         .out
         .extend(super::rate_limits::check_rate_limits(doc, spec));
-    rules.out.extend(super::auth::check_auth(doc, &spec.auth));
+    rules
+        .out
+        .extend(super::auth::check_auth(doc, &spec.auth, &spec.network));
     rules
         .out
         .extend(super::code_mode::check_code_mode(doc, &spec.code_mode));

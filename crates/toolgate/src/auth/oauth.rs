@@ -10,13 +10,18 @@
 //! expires, so a client's next request costs one hash and one map lookup.
 //! Its `toolgate:PATTERN` scopes, if any, narrow the principal's tools.
 //!
+//! A JWKS URL is `https` (plain `http` only on loopback, with a warning), fetched
+//! under the spec file's `network:` policy as an HTTP binding is (the checked
+//! resolver, no proxy), and redirects are followed only within its origin: the
+//! keys decide which tokens pass, so they come from where the operator said.
+//!
 //! A refusal says what to do in the `WWW-Authenticate` challenge: where the
 //! protected resource metadata is (RFC 9728), which scopes to ask for, and for a
 //! token lacking one, `error="insufficient_scope"` (403).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::errors::ErrorKind;
@@ -25,15 +30,25 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use toolgate_core::PrincipalSpec;
-use toolgate_core::spec::{DEFAULT_TOKEN_ALGORITHMS, OAuthSection};
+use toolgate_core::spec::{
+    DEFAULT_TOKEN_ALGORITHMS, NetworkPolicy, NetworkSection, OAuthSection, is_https_or_loopback,
+    is_jwks_url,
+};
 
 use super::{AuthMethod, Identity};
+use crate::http::resolver::{UrlRefusal, check_literal, checked_client, refusal_in, url_port};
 
 /// The least time between two fetches of the JWKS.
 pub const REFETCH_FLOOR: Duration = Duration::from_secs(30);
 
 /// How many validated tokens are remembered at once.
 const REMEMBERED: usize = 4096;
+
+/// How long one fetch of the JWKS may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Redirects followed, within the JWKS URL's origin, for one fetch.
+const MAX_JWKS_REDIRECTS: usize = 5;
 
 /// The prefix of an OAuth scope naming tools: `toolgate:PATTERN`.
 pub const TOOL_SCOPE_PREFIX: &str = "toolgate:";
@@ -44,7 +59,7 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// Where the authorization server's keys come from.
 #[derive(Debug, Clone)]
 enum JwksSource {
-    Url(String),
+    Url(url::Url),
     File(PathBuf),
 }
 
@@ -74,6 +89,7 @@ pub struct OAuth {
     principals: Vec<(String, PrincipalSpec)>,
     default_principal: Option<String>,
     remembered: Mutex<HashMap<[u8; 32], (Identity, u64)>>,
+    network: Arc<NetworkPolicy>,
     http: reqwest::Client,
 }
 
@@ -99,7 +115,8 @@ pub struct OAuthError(String);
 impl OAuth {
     /// The resource server `section` describes; `principals` in spec order (the
     /// first whose `match:` takes a token applies); a `jwks` file is read from
-    /// `base_dir`.
+    /// `base_dir`. A `jwks` URL is fetched under the default network policy
+    /// (public addresses only) until [`OAuth::with_network`] says otherwise.
     pub fn new(
         section: &OAuthSection,
         principals: impl IntoIterator<Item = (String, PrincipalSpec)>,
@@ -125,16 +142,13 @@ impl OAuth {
             }
             algorithms.push(algorithm);
         }
-        let source = if section.jwks.starts_with("https://") || section.jwks.starts_with("http://")
-        {
-            JwksSource::Url(section.jwks.clone())
+        let source = if is_jwks_url(&section.jwks) {
+            JwksSource::Url(jwks_url(&section.jwks)?)
         } else {
             JwksSource::File(base_dir.join(&section.jwks))
         };
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| OAuthError(format!("cannot make an HTTP client: {e}")))?;
+        let network = Arc::new(NetworkPolicy::default());
+        let http = jwks_client(&network, &source)?;
         Ok(OAuth {
             issuer: section.issuer.clone(),
             audience: section.audience.clone(),
@@ -149,8 +163,17 @@ impl OAuth {
             principals: principals.into_iter().collect(),
             default_principal: section.default_principal.clone(),
             remembered: Mutex::default(),
+            network,
             http,
         })
+    }
+
+    /// Fetches a `jwks` URL under `network` (the spec file's `network:`
+    /// section), as HTTP bindings are: an address it refuses is never connected to.
+    pub fn with_network(mut self, network: &NetworkSection) -> Result<Self, OAuthError> {
+        self.network = Arc::new(NetworkPolicy::new(network));
+        self.http = jwks_client(&self.network, &self.source)?;
+        Ok(self)
     }
 
     /// The identity `token` proves, or why it proves none.
@@ -308,14 +331,33 @@ impl OAuth {
                 std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
             }
             JwksSource::Url(url) => {
-                let response = self
-                    .http
-                    .get(url)
-                    .send()
-                    .await
+                check_literal(&self.network, url)
                     .map_err(|e| format!("cannot fetch {url}: {e}"))?;
-                if !response.status().is_success() {
-                    return Err(format!("{url} answered {}", response.status()));
+                let response =
+                    self.http
+                        .get(url.clone())
+                        .send()
+                        .await
+                        .map_err(|e| match refusal_in(&e) {
+                            Some(refusal) => {
+                                format!("cannot fetch {url}: {}", UrlRefusal::Policy(refusal))
+                            }
+                            None => format!("cannot fetch {url}: {e}"),
+                        })?;
+                let status = response.status();
+                if status.is_redirection() {
+                    let to = response
+                        .headers()
+                        .get(reqwest::header::LOCATION)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("nowhere");
+                    return Err(format!(
+                        "{url} redirected to {}, outside its origin; the keys are fetched from the `jwks` URL's origin only, so write the final URL as `auth.oauth.jwks`",
+                        toolgate_core::escape_for_terminal(to)
+                    ));
+                }
+                if !status.is_success() {
+                    return Err(format!("{url} answered {status}"));
                 }
                 response
                     .bytes()
@@ -346,6 +388,58 @@ impl OAuth {
         }
         remembered.insert(digest, (identity, until));
     }
+}
+
+/// A `jwks` URL, refused unless it is `https` or plain `http` on loopback (which
+/// is logged as a warning: keys swapped on the way would verify any token).
+fn jwks_url(jwks: &str) -> Result<url::Url, OAuthError> {
+    let url = url::Url::parse(jwks)
+        .map_err(|e| OAuthError(format!("`jwks` is not a valid URL ({e}): `{jwks}`")))?;
+    if !is_https_or_loopback(jwks) || !matches!(url.scheme(), "https" | "http") {
+        return Err(OAuthError(format!(
+            "`jwks` must be an https URL (plain http only on loopback), not `{jwks}`: keys fetched over plain http can be swapped on the way"
+        )));
+    }
+    if url.scheme() == "http" {
+        tracing::warn!(
+            jwks,
+            "auth.oauth.jwks is fetched over plain http: fine for an authorization server under test on this machine, use https for any other"
+        );
+    }
+    Ok(url)
+}
+
+/// The client a JWKS URL is fetched with: `network`'s checked resolver for the
+/// URL's port, no proxy, and redirects followed only within the URL's origin.
+fn jwks_client(
+    network: &Arc<NetworkPolicy>,
+    source: &JwksSource,
+) -> Result<reqwest::Client, OAuthError> {
+    let port = match source {
+        JwksSource::Url(url) => url_port(url).unwrap_or_default(),
+        JwksSource::File(_) => 0,
+    };
+    let hops = network.clone();
+    let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_JWKS_REDIRECTS {
+            attempt.error(format!("more than {MAX_JWKS_REDIRECTS} redirects"))
+        } else if let Err(refusal) = check_literal(&hops, attempt.url()) {
+            attempt.error(refusal)
+        } else {
+            attempt.follow()
+        }
+    });
+    checked_client(network.clone(), port)
+        .redirect(redirects)
+        .timeout(FETCH_TIMEOUT)
+        .build()
+        .map_err(|e| OAuthError(format!("cannot make an HTTP client: {e}")))
 }
 
 fn has_scope(claims: &Map<String, Value>, wanted: &str) -> bool {
@@ -428,6 +522,144 @@ mod tests {
             ..OAuthSection::default()
         };
         OAuth::new(&section, [], dir).unwrap()
+    }
+
+    /// A resource server whose keys are at `jwks`, fetched under `network`.
+    fn fetching(jwks: &str, network: &NetworkSection) -> OAuth {
+        let section = OAuthSection {
+            issuer: "https://auth.example.com".into(),
+            audience: "https://tools.example.com/mcp".into(),
+            jwks: jwks.into(),
+            ..OAuthSection::default()
+        };
+        OAuth::new(&section, [], std::path::Path::new("."))
+            .and_then(|oauth| oauth.with_network(network))
+            .unwrap()
+    }
+
+    /// A loopback HTTP server answering each request with `answer(path)`, a whole
+    /// response; returns its port and how many connections it took.
+    async fn serve(
+        answer: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = hits.clone();
+        let answer = Arc::new(answer);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let request = String::from_utf8_lossy(&request).into_owned();
+                    let path = request.split(' ').nth(1).unwrap_or("/");
+                    let _ = stream.write_all(answer(path).as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        (port, hits)
+    }
+
+    fn response(status: &str, headers: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    const JWKS: &str = r#"{"keys": [{"kty": "oct", "kid": "k1", "k": "c2VjcmV0"}]}"#;
+
+    fn allowing(ports: &[u16]) -> NetworkSection {
+        NetworkSection {
+            allow: ports.iter().map(|p| format!("127.0.0.1:{p}")).collect(),
+            ..NetworkSection::default()
+        }
+    }
+
+    #[test]
+    fn a_jwks_url_over_plain_http_is_refused_unless_it_is_on_loopback() {
+        let section = |jwks: &str| OAuthSection {
+            issuer: "https://auth.example.com".into(),
+            audience: "https://tools.example.com/mcp".into(),
+            jwks: jwks.into(),
+            ..OAuthSection::default()
+        };
+        let here = std::path::Path::new(".");
+        for refused in [
+            "http://auth.example.com/jwks",
+            "http://127.0.0.1.example.com/jwks",
+            "http://127.0.0.1@auth.example.com/jwks",
+        ] {
+            let message = OAuth::new(&section(refused), [], here)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.contains("must be an https URL"),
+                "{refused}: {message}"
+            );
+        }
+        for taken in [
+            "https://auth.example.com/jwks",
+            "http://127.0.0.1:3000/jwks",
+            "http://localhost:3000/jwks",
+            "http://[::1]:3000/jwks",
+        ] {
+            assert!(OAuth::new(&section(taken), [], here).is_ok(), "{taken}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_jwks_on_an_address_the_network_policy_refuses_is_never_requested() {
+        let (port, hits) = serve(|_| response("200 OK", "", JWKS)).await;
+        for jwks in [
+            format!("http://127.0.0.1:{port}/jwks"),
+            format!("http://localhost:{port}/jwks"),
+        ] {
+            let error = fetching(&jwks, &NetworkSection::default())
+                .fetch()
+                .await
+                .unwrap_err();
+            assert!(error.contains("network.allow"), "{jwks}: {error}");
+        }
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let allowed = fetching(&format!("http://127.0.0.1:{port}/jwks"), &allowing(&[port]));
+        let set = allowed.fetch().await.unwrap();
+        assert!(set.find("k1").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_jwks_redirect_is_followed_within_its_origin_and_not_beyond_it() {
+        let (elsewhere, elsewhere_hits) = serve(|_| response("200 OK", "", JWKS)).await;
+        let (port, _) = serve(move |path| match path {
+            "/old" => response("301 Moved Permanently", "location: /jwks\r\n", ""),
+            "/jwks" => response("200 OK", "", JWKS),
+            _ => response(
+                "302 Found",
+                &format!("location: http://127.0.0.1:{elsewhere}/jwks\r\n"),
+                "",
+            ),
+        })
+        .await;
+        let network = allowing(&[port, elsewhere]);
+        let same = fetching(&format!("http://127.0.0.1:{port}/old"), &network);
+        assert!(same.fetch().await.unwrap().find("k1").is_some());
+
+        let away = fetching(&format!("http://127.0.0.1:{port}/away"), &network);
+        let error = away.fetch().await.unwrap_err();
+        assert!(error.contains("outside its origin"), "{error}");
+        assert_eq!(elsewhere_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     /// An unsigned token whose header names `kid`; refused before any signature.
