@@ -562,3 +562,33 @@ async fn a_console_session_ends_when_the_key_it_was_opened_with_is_revoked() {
     let (_, page) = get(&served, "/approvals", &cookie).await;
     assert!(page.contains("Log in"), "{page}");
 }
+
+#[tokio::test]
+async fn the_catalog_shows_a_restricted_principal_only_the_tools_it_may_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "{SPEC}  - name: lookup_order\n    description: Look an order up.\n    effect: read\n    parameters: {{type: object}}\n    response: {{found: true}}\nprincipals:\n  reader_bot: {{ceiling: read, scopes: [lookup_order]}}\n  ops: {{ceiling: read, approve: [\"*\"]}}\nauth:\n  api_keys: {{}}\n"
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let mut keys = std::collections::BTreeMap::new();
+    for who in ["reader_bot", "ops"] {
+        let made = support::toolgate(dir.path(), &["keys", "add", who]);
+        assert!(made.status.success(), "{made:?}");
+        keys.insert(
+            who,
+            String::from_utf8(made.stdout).unwrap().trim().to_owned(),
+        );
+    }
+    let served = start(&serve_args(), Some(dir));
+    let reader = log_in_with(&served, &keys["reader_bot"]).await;
+    let (status, page) = get(&served, "/catalog", &reader).await;
+    assert_eq!(status, 200);
+    assert!(page.contains(r#"id="tool-lookup_order""#), "{page}");
+    assert!(
+        !page.contains("send_email"),
+        "a tool tools/list hides: {page}"
+    );
+    let ops = log_in_with(&served, &keys["ops"]).await;
+    let (_, page) = get(&served, "/catalog", &ops).await;
+    assert!(page.contains(r#"id="tool-send_email""#) && page.contains(r#"id="tool-lookup_order""#));
+}

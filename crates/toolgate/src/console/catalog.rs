@@ -1,9 +1,10 @@
 //! The Catalog page: every tool the gate serves — effect, tier, source,
 //! binding, usage guidance and schemas — as the catalog holds it, and for each
 //! model API the exact declaration it would receive with every change made to
-//! fit it (what `toolgate render --explain` prints). Everything
-//! here came from a spec file, a model or an upstream server, so all of it is
-//! shown as text.
+//! fit it (what `toolgate render --explain` prints). A viewer who sees only
+//! its own doings sees only the tools its principal may call, and no upstream
+//! server. Everything here came from a spec file, a model or an upstream
+//! server, so all of it is shown as text.
 
 use axum::Extension;
 use axum::extract::State;
@@ -19,8 +20,19 @@ use toolgate_core::{ToolDescriptor, ToolSource};
 pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Viewer>) -> Response {
     let gate = app.gate();
     let spec = &app.console.inner.spec;
+    // A viewer who sees only its own doings sees only the tools `tools/list`
+    // shows it, and no upstream server.
+    let restricted = viewer.only.as_deref().map(|id| {
+        spec.principals
+            .get(id)
+            .map(|declared| declared.to_principal(id))
+    });
+    let shown = |name: &str| match &restricted {
+        None => true,
+        Some(principal) => principal.as_ref().is_some_and(|p| gate.knows(name, p)),
+    };
     let body = html! {
-        (super::upstreams::sections(&app, &viewer))
+        @if restricted.is_none() { (super::upstreams::sections(&app, &viewer)) }
         h2 { "Tools" }
         table #catalog {
             thead { tr {
@@ -28,7 +40,7 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
                 th { "Description and guidance" } th { "Schemas" }
             } }
             tbody {
-                @for tool in gate.catalog().iter() {
+                @for tool in gate.catalog().iter().filter(|t| shown(t.name())) {
                     @let d = tool.descriptor();
                     @let binding = spec.tools.iter().find(|t| t.name == d.name).map(|t| t.binding_kind().as_str());
                     tr id={ "tool-" (d.name) } {
