@@ -227,6 +227,16 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             let mut endpoint = MetricsEndpoint::install()
                 .map_err(|e| e.to_string())?
                 .store(store);
+            // Where the spec names approvers, only they read the metrics.
+            let approvers: Vec<String> = spec
+                .principals
+                .iter()
+                .filter(|(_, p)| !p.approve.is_empty())
+                .map(|(id, _)| id.clone())
+                .collect();
+            if !approvers.is_empty() {
+                endpoint = endpoint.readers(approvers);
+            }
             if let Some(upstreams) = &upstreams {
                 endpoint = endpoint.upstreams(upstreams.clone());
             }

@@ -56,6 +56,11 @@ fn serve(args: &[&str]) -> Served {
 fn serve_spec(spec: &str, args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    serve_in(dir, args)
+}
+
+/// `toolgate serve` in `dir`, which holds its spec file.
+fn serve_in(dir: tempfile::TempDir, args: &[&str]) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
@@ -231,6 +236,34 @@ async fn metrics_beside_the_mcp_endpoint_take_its_credential() {
     let (status, _, _) = scrape(&at, Some("not-the-token")).await;
     assert_eq!(status, 401);
     let (status, _, text) = scrape(&at, Some(TOKEN)).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("toolgate_"), "{text}");
+}
+
+#[tokio::test]
+async fn metrics_beside_the_mcp_endpoint_are_for_approvers_where_the_spec_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "{SPEC}principals:\n  bot: {{ceiling: external, scopes: [\"*\"]}}\n  ops: {{ceiling: read, approve: [\"*\"]}}\nauth:\n  api_keys: {{}}\n"
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let key = |who: &str| {
+        let made = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["keys", "add", who])
+            .current_dir(dir.path())
+            .env_remove("TOOLGATE_STATE_DIR")
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+        String::from_utf8(made.stdout).unwrap().trim().to_owned()
+    };
+    let (bot, ops) = (key("bot"), key("ops"));
+    let served = serve_in(dir, &["--metrics"]);
+    let at = served.metrics.clone().unwrap();
+    let (status, _, text) = scrape(&at, Some(&bot)).await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("only approvers read them"), "{text}");
+    let (status, _, text) = scrape(&at, Some(&ops)).await;
     assert_eq!(status, 200);
     assert!(text.contains("toolgate_"), "{text}");
 }

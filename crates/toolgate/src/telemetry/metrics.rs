@@ -19,6 +19,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::record::*;
 use crate::GateStore;
+use crate::auth::Identity;
 use crate::mcp::client::{ServerState, Upstreams};
 use crate::store::ApprovalStatus;
 
@@ -77,6 +78,8 @@ type Sampler = Arc<dyn Fn() + Send + Sync>;
 pub struct MetricsEndpoint {
     handle: PrometheusHandle,
     samplers: Vec<Sampler>,
+    /// Who may read it beside the MCP endpoint, when not everyone may.
+    readers: Option<Arc<std::collections::HashSet<String>>>,
 }
 
 impl std::fmt::Debug for MetricsEndpoint {
@@ -125,7 +128,17 @@ impl MetricsEndpoint {
         Ok(MetricsEndpoint {
             handle,
             samplers: Vec::new(),
+            readers: None,
         })
+    }
+
+    /// Beside the MCP endpoint, only `principals` (and requests that run as
+    /// the server's own principal: its bearer token, or no credential on
+    /// loopback) may read the metrics, which show every principal's calls;
+    /// others get 403. A metrics listener of its own takes no credential.
+    pub fn readers(mut self, principals: impl IntoIterator<Item = String>) -> Self {
+        self.readers = Some(Arc::new(principals.into_iter().collect()));
+        self
     }
 
     /// Also report the approvals waiting in `store`, and the age of the oldest.
@@ -155,9 +168,19 @@ impl MetricsEndpoint {
         let endpoint = self.clone();
         Router::new().route(
             METRICS_PATH,
-            axum::routing::get(move || {
+            axum::routing::get(move |identity: Option<axum::Extension<Identity>>| {
                 let endpoint = endpoint.clone();
                 async move {
+                    let principal = identity.and_then(|i| i.0.principal);
+                    if let (Some(readers), Some(principal)) = (&endpoint.readers, &principal)
+                        && !readers.contains(principal)
+                    {
+                        return (
+                            axum::http::StatusCode::FORBIDDEN,
+                            format!("{principal} may not read the metrics: they show every principal's calls, and only approvers read them\n"),
+                        )
+                            .into_response();
+                    }
                     // Reading the store's approvals may touch the disk.
                     match tokio::task::spawn_blocking(move || endpoint.render()).await {
                         Ok(text) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], text).into_response(),
