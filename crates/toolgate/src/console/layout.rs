@@ -69,8 +69,23 @@ pub(crate) fn csrf_field(viewer: &Viewer) -> Markup {
     html! { input type="hidden" name="csrf" value=(viewer.csrf); }
 }
 
-/// JSON, pretty-printed, as text.
+/// JSON, pretty-printed, as text: a control or invisible character in it (a
+/// bidi override a model chose, say) is shown as its `\uXXXX` escape, as the
+/// CLI shows it, so the page shows exactly what the value holds.
 pub(crate) fn json(value: &serde_json::Value) -> Markup {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let text = toolgate_core::escape_json_for_terminal(&text);
     html! { pre { code { (text) } } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bidi_override_in_json_is_shown_as_its_escape() {
+        let shown = json(&serde_json::json!({"to": "evil\u{202e}moc.elpmaxe"})).into_string();
+        assert!(shown.contains(r"evil\u202emoc"), "{shown}");
+        assert!(!shown.contains('\u{202e}'), "{shown}");
+    }
 }
