@@ -13,7 +13,8 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Level;
-use tracing_subscriber::filter::{EnvFilter, Targets};
+use tracing_subscriber::filter::combinator::And;
+use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
@@ -87,16 +88,47 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// The most detailed level of the MCP SDK's (rmcp) logs shown unless `RUST_LOG`
+/// names `rmcp` itself: below `info` they dump whole messages (`received
+/// request`, `response message`, every transport event), arguments and results
+/// with the secrets the audit log redacts.
+const RMCP_CAP: Level = Level::INFO;
+
+/// The filter of log lines `rust_log` (a `RUST_LOG` value) asks for, less the
+/// SDK's message dumps unless it names `rmcp` (see [`RMCP_CAP`]). The cap only
+/// lowers: `warn` stays `warn` for the SDK too.
+fn log_filter<S>(rust_log: &str) -> Result<And<EnvFilter, Targets, S>, TelemetryError>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let filter = EnvFilter::builder()
+        .parse(rust_log)
+        .map_err(|e| TelemetryError::Filter(e.to_string()))?;
+    let mut cap = Targets::new().with_default(Level::TRACE);
+    if !names_rmcp(rust_log) {
+        cap = cap.with_target("rmcp", RMCP_CAP);
+    }
+    Ok(filter.and(cap))
+}
+
+/// Whether a directive of `rust_log` has `rmcp` (or a module of it) as its target.
+fn names_rmcp(rust_log: &str) -> bool {
+    rust_log.split(',').any(|directive| {
+        let target = directive
+            .split(['[', '='])
+            .next()
+            .unwrap_or_default()
+            .trim();
+        target == "rmcp" || target.starts_with("rmcp::")
+    })
+}
+
 /// Sets the process's subscriber: log lines when `log` is given or `RUST_LOG`
 /// is set (else none, as before), and OTLP export when the environment asks.
 pub fn init(log: Option<LogFormat>) -> Result<TelemetryGuard, TelemetryError> {
     let filter = match var("RUST_LOG") {
-        Some(filter) => Some(
-            EnvFilter::builder()
-                .parse(filter)
-                .map_err(|e| TelemetryError::Filter(e.to_string()))?,
-        ),
-        None => log.map(|_| EnvFilter::new("warn")),
+        Some(filter) => Some(log_filter(&filter)?),
+        None => log.map(|_| log_filter("warn")).transpose()?,
     };
     let logs = filter.map(|filter| {
         let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
@@ -233,4 +265,79 @@ fn exporter() -> Result<Option<Exporting>, TelemetryError> {
         .with_resource(resource.build())
         .build();
     Ok(Some((provider, runtime)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::Subscriber;
+    use tracing_subscriber::layer::Context;
+
+    use super::*;
+
+    /// Records the target and level of every event it is shown.
+    struct Seen(Arc<Mutex<Vec<(String, Level)>>>);
+
+    impl<S: Subscriber> Layer<S> for Seen {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            let meta = event.metadata();
+            self.0
+                .lock()
+                .unwrap()
+                .push((meta.target().to_owned(), *meta.level()));
+        }
+    }
+
+    /// The events a subscriber filtered by `rust_log` keeps of the SDK's trace,
+    /// debug and info events and one of toolgate's at trace.
+    fn kept(rust_log: &str) -> Vec<(String, Level)> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber =
+            Registry::default().with(Seen(seen.clone()).with_filter(log_filter(rust_log).unwrap()));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::trace!(target: "rmcp::service", request = "{\"password\": \"hunter2\"}", "new event");
+            tracing::debug!(target: "rmcp::service", request = "{\"password\": \"hunter2\"}", "received request");
+            tracing::info!(target: "rmcp::service", "received notification");
+            tracing::trace!(target: "toolgate::gate", "a call");
+        });
+        let kept = seen.lock().unwrap().clone();
+        kept
+    }
+
+    fn rmcp(level: Level) -> (String, Level) {
+        ("rmcp::service".to_owned(), level)
+    }
+
+    #[test]
+    fn a_trace_filter_keeps_the_sdks_message_dumps_out_unless_it_names_rmcp() {
+        let toolgate = ("toolgate::gate".to_owned(), Level::TRACE);
+        assert_eq!(kept("trace"), [rmcp(Level::INFO), toolgate.clone()]);
+        assert_eq!(kept("debug"), [rmcp(Level::INFO)]);
+        assert_eq!(kept("warn,toolgate=trace"), [toolgate.clone()]);
+        assert_eq!(
+            kept("trace,rmcp=trace"),
+            [
+                rmcp(Level::TRACE),
+                rmcp(Level::DEBUG),
+                rmcp(Level::INFO),
+                toolgate
+            ]
+        );
+        assert_eq!(
+            kept("warn,rmcp::service=debug"),
+            [rmcp(Level::DEBUG), rmcp(Level::INFO)]
+        );
+    }
+
+    #[test]
+    fn only_a_directive_whose_target_is_rmcp_names_it() {
+        assert!(names_rmcp("rmcp=trace"));
+        assert!(names_rmcp("info, rmcp::transport=debug"));
+        assert!(names_rmcp("rmcp"));
+        assert!(names_rmcp("rmcp[session]=trace"));
+        assert!(!names_rmcp("trace"));
+        assert!(!names_rmcp("rmcpx=trace,toolgate=debug"));
+        assert!(!names_rmcp("[{rmcp=1}]=trace"));
+    }
 }
