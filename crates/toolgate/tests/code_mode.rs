@@ -538,3 +538,40 @@ async fn the_audit_log_records_the_program_with_its_hash_and_each_inner_call_und
         ]
     );
 }
+
+#[tokio::test]
+async fn a_write_cut_off_by_the_wall_clock_is_completed_as_cancelled_not_left_pending() {
+    let patient = Gate::builder(Catalog::new().with_native(Slow).unwrap())
+        .policy(Policy {
+            effects: toolgate::EffectDecisions {
+                write: Decision::Allow,
+                ..Default::default()
+            },
+            ..Policy::default()
+        })
+        .options(GateOptions {
+            default_timeout: Duration::from_secs(30),
+            ..GateOptions::default()
+        })
+        .build();
+    let short = CodeMode::new(worker()).limits(CodeLimits {
+        wall_clock: Duration::from_millis(300),
+        ..CodeLimits::default()
+    });
+    let run = short
+        .run(&patient, "s", &Principal::operator(), "slow()\n")
+        .await;
+    failed(&run, "limit", "code_mode.wall_clock");
+    assert!(
+        patient.store().pending().unwrap().is_empty(),
+        "the write's intent has its completion"
+    );
+    let completion = patient
+        .store()
+        .tail(usize::MAX)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.entry.tool == "slow" && r.entry.kind == toolgate::RecordKind::Completion)
+        .expect("a completion of the cut-off call");
+    assert_eq!(completion.entry.outcome.as_deref(), Some("cancelled"));
+}

@@ -9,6 +9,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::Value;
 use serde_json::json;
 use tokio::process::Child;
+use tokio_util::sync::CancellationToken;
 use toolgate_core::{Principal, content_hash};
 
 use super::ask::{AskApproval, NeverAsk};
@@ -601,8 +602,12 @@ impl CodeMode {
         ask: &dyn AskApproval,
         clock: &WallClock,
     ) -> Result<Outcome, Stopped> {
+        let cancel = CancellationToken::new();
         let outcome = clock
-            .within(gate.call(session, call.clone(), principal))
+            .call_within(
+                gate.call_with(session, call.clone(), principal, &cancel),
+                &cancel,
+            )
             .await?;
         let Outcome::PendingApproval {
             approval_id,
@@ -617,8 +622,12 @@ impl CodeMode {
         if !answered {
             return Ok(outcome);
         }
+        let cancel = CancellationToken::new();
         clock
-            .within(gate.call(session, call.clone(), principal))
+            .call_within(
+                gate.call_with(session, call.clone(), principal, &cancel),
+                &cancel,
+            )
             .await
     }
 }

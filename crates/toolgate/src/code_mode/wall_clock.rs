@@ -70,14 +70,24 @@ impl WallClock {
         }
     }
 
-    pub(super) async fn within<T>(
+    /// Runs `call` (a gate call made with `cancel`) until it ends or the clock
+    /// runs out; then the call is cancelled and awaited, so the gate ends it as
+    /// it ends any cancelled call (a recorded intent gets its completion,
+    /// `cancelled`) instead of the call being dropped half way.
+    pub(super) async fn call_within<T>(
         &self,
-        work: impl std::future::Future<Output = T>,
+        call: impl std::future::Future<Output = T>,
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<T, Stopped> {
-        let deadline = self.waits().1;
-        tokio::time::timeout_at(deadline, work)
-            .await
-            .map_err(|_| Stopped::WallClock)
+        let mut call = std::pin::pin!(call);
+        tokio::select! {
+            done = &mut call => Ok(done),
+            _ = tokio::time::sleep_until(self.deadline()) => {
+                cancel.cancel();
+                call.await;
+                Err(Stopped::WallClock)
+            }
+        }
     }
 }
 
