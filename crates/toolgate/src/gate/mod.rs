@@ -789,9 +789,16 @@ fn audit_message(outcome: &Outcome) -> String {
     clip_text(&outcome.message_for_model(), AUDIT_MESSAGE_CHARS).into_owned()
 }
 
+/// The outcome of a call stopped because `what` failed. The caller learns the
+/// kind of failure only; the store's own message, which names where it is (a
+/// database's user, host, port and name), goes to the operator's log.
 fn store_failure(what: &str, error: StoreError) -> Outcome {
+    tracing::error!(store = what, %error, "a call did not run because the store failed");
     Outcome::error(
-        format!("{what} cannot be written, so nothing ran ({error}); tell the operator"),
+        format!(
+            "{what} cannot be written, so nothing ran ({}); tell the operator, whose log has the details",
+            error.for_caller()
+        ),
         true,
     )
 }

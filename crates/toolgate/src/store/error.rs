@@ -208,6 +208,32 @@ fn code_run_not_paused(id: &str, status: Option<&str>) -> String {
 }
 
 impl StoreError {
+    /// What went wrong, in words for the caller of a tool (a model, an MCP
+    /// client): the kind of failure and what the store was doing, nothing more.
+    /// The full message names the store (a database's user, host, port and name,
+    /// a file's path) and quotes the database, which is for the operator's log.
+    pub(crate) fn for_caller(&self) -> String {
+        use StoreError::*;
+        match self {
+            Unreachable { .. } => "the database cannot be reached".into(),
+            Tls { .. } => "TLS to the database failed".into(),
+            Database { action, .. } => format!("the database failed while {action}"),
+            Busy { action, .. } => {
+                format!("the state store stayed locked by another process while {action}")
+            }
+            Sqlite { action, .. } => format!("the state store failed while {action}"),
+            NewerSchema { .. } | NewerDatabase { .. } => {
+                "the store was last written by a newer toolgate".into()
+            }
+            CorruptValue { .. }
+            | CorruptApproval { .. }
+            | CorruptAuditRecord { .. }
+            | CorruptTask { .. }
+            | CodeRunTampered { .. } => "a stored record cannot be read".into(),
+            _ => "the store failed".into(),
+        }
+    }
+
     /// Wraps a SQLite error from `action`, telling a lock held too long from other failures.
     pub(crate) fn sqlite(location: &str, action: &'static str, source: rusqlite::Error) -> Self {
         let busy = matches!(
