@@ -18,22 +18,31 @@ are the nearest thing to the real APIs that runs offline. This check:
    them to `toolgate parse` under the wire names the render chose, and checks that
    every call comes back with its id, canonical name and arguments, and that broken
    calls (truncated JSON, an unknown tool, a cut-off stream) come back marked invalid
-   instead of crashing.
+   instead of crashing;
+4. with `--github FILE`, imports GitHub's REST description (1,185 operations, some
+   with names longer than several APIs take) with `toolgate import --from openapi`,
+   renders it for every target and validates it the same way, and checks that every
+   Anthropic name fits `^[a-zA-Z0-9_-]{1,64}$` and that the shortened ones read back
+   to their canonical names through `toolgate parse`. Its import and renders run in
+   the background from the start, on a core the rest leaves idle.
 
 It prints one line per check group and closes with `N passed, N failed`; the exit
 status is 1 when anything failed. Run it through `scripts/sdk-check`, which builds the
 virtual environment and the CLI first:
 
-    python check_sdk.py --toolgate target/debug/toolgate [--corpus FILE] [--keep DIR]
+    python check_sdk.py --toolgate target/debug/toolgate [--corpus FILE] [--github FILE] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,12 +119,25 @@ class Toolgate:
     def __init__(self, binary: Path) -> None:
         self.binary = binary
         self._renders: dict[tuple[str, ...], Run] = {}
+        self._pending: dict[tuple[str, ...], Future[Run]] = {}
+        # One background worker: the checks themselves keep the other core busy.
+        self._background = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1))
 
     def render(self, *args: str) -> Run:
         """`toolgate render ...`, run once per argument list (rendering is deterministic)."""
         if args not in self._renders:
-            self._renders[args] = self.run("render", *args)
+            pending = self._pending.pop(args, None)
+            self._renders[args] = pending.result() if pending else self.run("render", *args)
         return self._renders[args]
+
+    def in_background(self, *args: str) -> Future[Run]:
+        """`toolgate ARGS...` on the background worker, in the order asked."""
+        return self._background.submit(self.run, *args)
+
+    def prefetch(self, *args: str) -> None:
+        """Starts `toolgate render ...` in the background for a later `render`."""
+        if args not in self._renders and args not in self._pending:
+            self._pending[args] = self.in_background("render", *args)
 
     def run(self, *args: str) -> Run:
         try:
@@ -138,11 +160,11 @@ def brief(run: Run, limit: int = 3) -> str:
 
 
 def check_render(
-    report: Report, tg: Toolgate, spec: Path, target: str, options: list[str], canonical: list[str]
+    report: Report, tg: Toolgate, spec: Path, target: str, options: list[str], canonical: list[str], label: str = ""
 ) -> list[Declared] | None:
     """Renders the corpus for one target and variant and validates everything; returns
     the declarations (for wire names) when the render is usable."""
-    title = f"render {target}" + "".join(f" {o}" for o in options)
+    title = f"render {label + ' ' if label else ''}{target}" + "".join(f" {o}" for o in options)
     run = tg.render("--for", target, "-f", str(spec), *options)
     if run.crashed():
         report.group(title, [f"toolgate crashed: {brief(run)}"])
@@ -509,6 +531,66 @@ def check_code_mode(report: Report, tg: Toolgate, specs: dict[str, Path]) -> Non
                 report.group(title, problems, f"run_code, resume_code and {len(canonical) - 2} always-loaded tools")
 
 
+# ---------------------------------------------------------------- GitHub's REST description
+
+
+# Anthropic's rule for tool names, as its tool-use guide states it.
+ANTHROPIC_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def start_github(tg: Toolgate, description: Path, spec: Path) -> Future[Run]:
+    """Queues the import of GitHub's description and its render for every target on
+    the background worker, so they run while the corpus is checked."""
+    imported = tg.in_background("import", "--from", "openapi", str(description), "-o", str(spec))
+    for target in TARGETS:
+        tg.prefetch("--for", target, "-f", str(spec))
+    return imported
+
+
+def check_github(report: Report, tg: Toolgate, work: Path, description: Path, spec: Path, imported: Future[Run]) -> None:
+    """Every target's render of the imported description against the SDK types and
+    name rules; Anthropic's names within 64 characters, the shortened ones read back."""
+    run = imported.result()
+    tools: list[dict] = []
+    problems: list[str] = []
+    if run.code != 0 or run.crashed() or not spec.exists():
+        problems.append(f"toolgate import --from openapi failed: {brief(run)}")
+    else:
+        loaded = yaml.load(spec.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        tools = list(loaded.get("tools") or [])
+        if not tools:
+            problems.append("the import wrote no tools")
+    if not report.group(f"import --from openapi {description.name}", problems, f"{len(tools)} tools"):
+        return
+    canonical = [t["name"] for t in tools]
+    decls: dict[str, list[Declared] | None] = {}
+    for target in TARGETS:
+        decls[target] = check_render(report, tg, spec, target, [], canonical, label=spec.stem)
+
+    title = f"{spec.stem} for anthropic: every name matches {ANTHROPIC_NAME.pattern}, the shortened ones read back"
+    anthropic = decls["anthropic"]
+    if anthropic is None:
+        report.group(title, ["skipped: no usable render"])
+        return
+    problems = [
+        f"{d.where}: {d.wire!r} (for {name}) breaks {ANTHROPIC_NAME.pattern}"
+        for name, d in zip(canonical, anthropic)
+        if not isinstance(d.wire, str) or not ANTHROPIC_NAME.match(d.wire)
+    ]
+    long = [i for i, name in enumerate(canonical) if len(name) > 64]
+    calls = [
+        Call(canonical[i], str(anthropic[i].wire), call_ids("anthropic", n), sample_arguments(tools[i], False))
+        for n, i in enumerate(long)
+    ]
+    if calls and not problems:
+        try:
+            got, err = run_parse(tg, work, spec, "anthropic", anthropic_whole(calls), False)
+            problems += [err] if got is None else compare_calls(got, calls)
+        except ValidationError as e:  # a bug in this check: the SDK refused what it built
+            problems.append(f"building the SDK response: {pydantic_errors(e)}")
+    report.group(title, problems, f"{len(canonical)} names, {len(long)} over 64 characters shortened and read back")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -541,6 +623,7 @@ def main() -> int:
     parser.add_argument("--toolgate", type=Path, default=REPO / "target" / "debug" / "toolgate")
     parser.add_argument("--corpus", type=Path, default=None, help="BFCL functions.jsonl")
     parser.add_argument("--keep", type=Path, default=None, help="write the spec and inputs here and keep them")
+    parser.add_argument("--github", type=Path, default=None, help="GitHub's REST description (api.github.com.json)")
     parser.add_argument(
         "--spec", type=Path, action="append", default=[],
         help="only render this spec file for every target and validate it (repeatable)",
@@ -556,6 +639,8 @@ def main() -> int:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         spec = work / "bfcl.yaml"
+        github_spec = work / "github.yaml"
+        github = start_github(tg, args.github, github_spec) if args.github else None
 
         # 1. Import.
         run = tg.run("import", "--from", "bfcl", str(corpus))
@@ -619,6 +704,10 @@ def main() -> int:
         for target in ("openai-chat", "openai-responses"):
             if strict_decls.get(target):
                 check_strict_nulls(report, tg, work, spec, target, tools, strict_decls[target])
+
+        # 4. GitHub's REST description, imported and rendered in the background meanwhile.
+        if github is not None:
+            check_github(report, tg, work, args.github, github_spec, github)
 
     print(f"{report.passed} passed, {report.failed} failed")
     return 1 if report.failed else 0

@@ -25,7 +25,7 @@ NAME_RULES = {
     "openai-chat": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
     "openai-responses": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
     "qwen": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
-    "anthropic": re.compile(r"^[a-zA-Z0-9_-]{1,128}$"),
+    "anthropic": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
     "gemini": re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$"),
     "vertex": re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$"),
     "mcp": re.compile(r"^[A-Za-z0-9_.-]{1,128}$"),

@@ -767,6 +767,32 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_name_over_64_characters_is_declared_in_64_and_read_back_as_itself() {
+        let long = "actions.set-fork-pr-contributor-approval-permissions-organization";
+        let tool = ToolDescriptor::new(
+            long,
+            "Set the approval policy for fork pull requests.",
+            json!({"type": "object", "properties": {"org": {"type": "string"}}, "required": ["org"]}),
+            Effect::Write,
+            ToolSource::Spec {
+                file: "github.yaml".into(),
+            },
+        );
+        let out = render(Target::Anthropic, &[tool], &[], RenderOptions::default());
+        let wire = out.tools[0]["name"].as_str().unwrap().to_owned();
+        assert!(wire.len() <= 64, "{wire} has {} characters", wire.len());
+        assert!(
+            wire.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{wire}"
+        );
+        let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": wire, "input": {"org": "octo"}}]});
+        let calls = parse_response(&response, &out.reader).unwrap();
+        assert_eq!(calls[0].name, long);
+        assert!(calls[0].is_valid(), "{:?}", calls[0].invalid);
+    }
+
+    #[test]
     fn malformed_responses_are_errors_or_invalid_calls() {
         let reader = reader();
         assert!(parse_response(&json!({"content": "text"}), &reader).is_err());

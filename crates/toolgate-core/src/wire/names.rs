@@ -46,9 +46,10 @@ impl NameRules {
         allowed: word_or_dash,
         first: None,
     };
-    /// Anthropic Messages: `^[a-zA-Z0-9_-]{1,128}$`.
+    /// Anthropic Messages: `^[a-zA-Z0-9_-]{1,64}$`, the rule its tool-use guide gives
+    /// (the API refuses longer names, though its schema once said 128).
     pub const ANTHROPIC: NameRules = NameRules {
-        max_len: 128,
+        max_len: 64,
         allowed: word_or_dash,
         first: None,
     };
@@ -229,6 +230,57 @@ mod tests {
                 .wire(&long)
                 .unwrap()
         );
+    }
+
+    #[test]
+    fn anthropic_names_over_64_characters_are_cut_and_read_back() {
+        // One of GitHub's REST operations, namespaced as `toolgate import` names it.
+        let long = "actions.list-selected-repositories-enabled-github-actions-organization";
+        let fits = "actions.get-repo";
+        let map = NameMap::build([long, fits], &NameRules::ANTHROPIC);
+        let wire = map.wire(long).unwrap();
+        assert_eq!(wire.len(), 64, "{wire}");
+        assert!(NameRules::ANTHROPIC.accepts(wire), "{wire}");
+        assert!(
+            wire.starts_with("actions_list-selected-repositories-enabled-github-ac"),
+            "{wire}"
+        );
+        assert_eq!(map.canonical(wire), Some(long));
+        assert_eq!(map.wire(fits), Some("actions_get-repo"));
+        // Mapped as for OpenAI, whose rule is the same.
+        assert_eq!(
+            NameMap::build([long, fits], &NameRules::OPENAI),
+            map,
+            "Anthropic and OpenAI map names alike"
+        );
+    }
+
+    #[test]
+    fn anthropic_names_that_share_their_first_64_characters_get_distinct_wire_names() {
+        let stem = format!("repos.{}", "x".repeat(70));
+        let (a, b) = (format!("{stem}-a"), format!("{stem}-b"));
+        let cut = format!("repos_{}", "x".repeat(58));
+        // A real name equal to what a plain cut would give keeps itself.
+        let map = NameMap::build(
+            [a.as_str(), b.as_str(), cut.as_str()],
+            &NameRules::ANTHROPIC,
+        );
+        let (wa, wb) = (map.wire(&a).unwrap(), map.wire(&b).unwrap());
+        assert_ne!(wa, wb);
+        assert_eq!(map.wire(&cut), Some(cut.as_str()));
+        for (name, wire) in [(&a, wa), (&b, wb)] {
+            assert!(NameRules::ANTHROPIC.accepts(wire), "{wire}");
+            assert_ne!(wire, cut);
+            assert_eq!(map.canonical(wire), Some(name.as_str()));
+        }
+    }
+
+    #[test]
+    fn anthropic_names_of_exactly_64_characters_keep_themselves() {
+        let name = "a".repeat(64);
+        let map = NameMap::build([name.as_str()], &NameRules::ANTHROPIC);
+        assert_eq!(map.wire(&name), Some(name.as_str()));
+        assert!(!NameRules::ANTHROPIC.accepts(&"a".repeat(65)));
     }
 
     #[test]
