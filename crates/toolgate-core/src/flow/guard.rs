@@ -4,11 +4,14 @@
 //! Evaluation is three-valued: `above` and `starts_with` read the arguments of
 //! the call being admitted, so where no call is being admitted (listing tools)
 //! they are unknown; `claim` reads the caller's credential, unknown where none
-//! is known (a flow's own guards).
+//! is known (a flow's own guards). A value a guard cannot read is unknown too:
+//! an `above` given no number, a `starts_with` given a path in disguise
+//! ([`disguised_in_path`]).
 
 use std::fmt;
 
 use serde_json::Value;
+use unicode_normalization::UnicodeNormalization;
 
 use super::model::{Above, Guard, StartsWith};
 
@@ -131,7 +134,7 @@ pub(crate) fn eval(guard: &Guard, facts: &dyn Facts) -> Option<bool> {
         }
         Guard::StartsWith(test) => {
             let args = facts.args()?;
-            Some(starts_with(args, test))
+            starts_with(args, test)
         }
         Guard::Claim(pairs) => {
             let claims = facts.claims()?;
@@ -158,15 +161,63 @@ pub(crate) fn as_number(value: &Value) -> Option<f64> {
 }
 
 /// Whether the call's argument, as a normalized path, starts with the prefix. An
-/// absent or non-string argument starts with nothing.
-fn starts_with(args: &Value, test: &StartsWith) -> bool {
-    args.get(&test.arg)
-        .and_then(Value::as_str)
-        .and_then(normalize_path)
-        .is_some_and(|path| {
-            path.starts_with(&test.value)
-                || (test.value.ends_with('/') && path == test.value[..test.value.len() - 1])
-        })
+/// absent or non-string argument starts with nothing; a path in disguise
+/// ([`disguised_in_path`]) cannot be told (`None`), which a policy rule reads as
+/// its stricter side.
+fn starts_with(args: &Value, test: &StartsWith) -> Option<bool> {
+    let Some(path) = args.get(&test.arg).and_then(Value::as_str) else {
+        return Some(false);
+    };
+    if disguised_in_path(path).is_some() {
+        return None;
+    }
+    Some(normalize_path(path).is_some_and(|path| {
+        path.starts_with(&test.value)
+            || (test.value.ends_with('/') && path == test.value[..test.value.len() - 1])
+    }))
+}
+
+/// Lookalikes of `/` that NFKC leaves alone but other software reads as `/`
+/// (Windows' best-fit conversion turns U+2215 into `/`): fraction slash, division
+/// slash, big solidus.
+const SLASH_LOOKALIKES: [char; 3] = ['\u{2044}', '\u{2215}', '\u{29f8}'];
+
+/// What makes `path` a path in disguise, if anything: a percent-escape (`%2e%2e`
+/// is `..` to whatever decodes it), a character NFKC turns into `/`, `.`, `\`
+/// or `%` (fullwidth `／` and `．`, `‥`, `﹒`), or a lookalike of `/` (see
+/// [`SLASH_LOOKALIKES`]). Resolving `.` and `..` says nothing about where such a
+/// path leads once the tool, or what it hands the path to, decodes it, so
+/// `starts_with` does not tell.
+///
+/// ```
+/// use toolgate_core::flow::disguised_in_path;
+/// assert!(disguised_in_path("/srv/data/%2e%2e/etc").is_some());
+/// assert!(disguised_in_path("/srv/data/\u{ff0e}\u{ff0e}/etc").is_some());
+/// assert!(disguised_in_path("/srv/data/..\u{2215}etc").is_some());
+/// assert_eq!(disguised_in_path("/srv/data/100%/café.txt"), None);
+/// ```
+pub fn disguised_in_path(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'%'
+            && let Some(hex) = bytes.get(i + 1..i + 3)
+            && hex.iter().all(u8::is_ascii_hexdigit)
+        {
+            return Some(format!(
+                "`%{}`, a percent-escape",
+                String::from_utf8_lossy(hex)
+            ));
+        }
+    }
+    path.chars().filter(|c| !c.is_ascii()).find_map(|c| {
+        let code = u32::from(c);
+        if SLASH_LOOKALIKES.contains(&c) {
+            return Some(format!("U+{code:04X}, a lookalike of `/`"));
+        }
+        let read: String = std::iter::once(c).nfkc().collect();
+        read.contains(['/', '.', '\\', '%'])
+            .then(|| format!("U+{code:04X}, which reads as `{read}`"))
+    })
 }
 
 /// A path with its `.` and `..` segments resolved and repeated `/` collapsed,
@@ -417,11 +468,16 @@ pub(crate) fn compared_values(guard: &Guard, facts: &dyn Facts, out: &mut Vec<St
         }
         Guard::StartsWith(test) => {
             if let Some(value) = facts.args().and_then(|a| a.get(&test.arg)) {
-                match value.as_str().map(normalize_path) {
-                    Some(Some(path)) if path != *value => {
+                let text = value.as_str();
+                match (text.and_then(disguised_in_path), text.map(normalize_path)) {
+                    (Some(why), _) => out.push(format!(
+                        "`{}` is {value}, which holds {why}, so where it leads cannot be told",
+                        test.arg
+                    )),
+                    (None, Some(Some(path))) if path != *value => {
                         out.push(format!("`{}` is {value}, read as `{path}`", test.arg))
                     }
-                    Some(None) => out.push(format!(
+                    (None, Some(None)) => out.push(format!(
                         "`{}` is {value}, which climbs above its start",
                         test.arg
                     )),
@@ -720,6 +776,43 @@ mod tests {
         f.args = Some(json!({"amount": 6499}));
         compared_values(&guard, &f, &mut values);
         assert_eq!(values, ["`amount` is 6499", "`limit` is 5000"]);
+    }
+
+    #[test]
+    fn a_path_in_disguise_cannot_be_told_to_start_with_a_prefix() {
+        let guard = g(json!({"starts_with": {"arg": "path", "value": "/srv/data/"}}));
+        let mut f = facts(json!({}));
+        for disguised in [
+            "/srv/data/%2e%2e/%2e%2e/etc/passwd",
+            "/srv/data/%2E%2E%2Fetc",
+            "/srv/data/%252e%252e/etc",
+            "/srv/data/..\u{2215}..\u{2215}etc",
+            "/srv/data/..\u{2044}etc",
+            "/srv/data/\u{ff0e}\u{ff0e}\u{ff0f}\u{ff0e}\u{ff0e}\u{ff0f}etc",
+            "/srv/data/\u{2025}/etc",
+            "/srv/data/\u{fe52}\u{fe52}/etc",
+            "/srv/data/\u{ff05}2e\u{ff05}2e/etc",
+            "/srv/data/..\u{ff3c}..\u{ff3c}etc",
+        ] {
+            f.args = Some(json!({"path": disguised}));
+            assert_eq!(eval(&guard, &f), None, "{disguised}");
+            let mut values = Vec::new();
+            compared_values(&guard, &f, &mut values);
+            assert!(
+                values[0].contains("so where it leads cannot be told"),
+                "{values:?}"
+            );
+        }
+        for (plain, starts) in [
+            ("/srv/data/reports/q1.txt", true),
+            ("/srv/data/100%/caf\u{e9}.txt", true),
+            ("/srv/data/%zz", true),
+            ("/srv/data/\u{65e5}\u{672c}/a.txt", true),
+            ("/srv/data/../../etc", false),
+        ] {
+            f.args = Some(json!({"path": plain}));
+            assert_eq!(eval(&guard, &f), Some(starts), "{plain}");
+        }
     }
 
     #[test]

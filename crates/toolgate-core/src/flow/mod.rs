@@ -23,7 +23,7 @@ mod visibility;
 
 pub use check::check_flow;
 pub(crate) use guard::{Cond, Facts, HIDDEN_STEP, compared_values, eval};
-pub use guard::{normalize_path, values_equal};
+pub use guard::{disguised_in_path, normalize_path, values_equal};
 pub use history::CallRecord;
 pub use mermaid::mermaid;
 pub use model::{

@@ -662,6 +662,44 @@ mod tests {
     }
 
     #[test]
+    fn a_path_in_disguise_never_slips_past_a_deny_outside_a_prefix() {
+        let policy = rules(json!([
+            {"tools": "fs.write_file", "when": {"not": {"starts_with": {"arg": "path", "value": "/srv/data/"}}},
+             "decision": "deny", "reason": "files are written only under /srv/data"},
+            {"tools": "fs.*", "decision": "allow"}
+        ]));
+        let write = tool("fs.write_file", Effect::Write);
+        let operator = Principal::operator();
+        let decision =
+            |path: &str| decide(&policy, &write, &operator, json!({"path": path})).decision;
+        for disguised in [
+            "/srv/data/%2e%2e/%2e%2e/etc/passwd",
+            "/srv/data/..\u{2215}..\u{2215}etc\u{2215}passwd",
+            "/srv/data/\u{ff0e}\u{ff0e}\u{ff0f}\u{ff0e}\u{ff0e}\u{ff0f}etc/passwd",
+        ] {
+            assert_eq!(decision(disguised), Decision::Deny, "{disguised}");
+        }
+        assert_eq!(decision("/srv/data/100%/report.txt"), Decision::Allow);
+    }
+
+    #[test]
+    fn an_allow_rule_under_a_prefix_does_not_apply_to_a_path_in_disguise() {
+        let policy = rules(json!([
+            {"tools": "fs.read_file", "when": {"starts_with": {"arg": "path", "value": "/srv/data/"}}, "decision": "allow"},
+            {"tools": "fs.*", "decision": "deny"}
+        ]));
+        let read = tool("fs.read_file", Effect::Read);
+        let operator = Principal::operator();
+        let decide_path = |path: &str| decide(&policy, &read, &operator, json!({"path": path}));
+        let verdict = decide_path("/srv/data/%2e%2e/secrets");
+        assert_eq!(
+            (verdict.decision, verdict.decided_by.as_str()),
+            (Decision::Deny, "policy.rules[1]")
+        );
+        assert_eq!(decide_path("/srv/data/a.txt").decision, Decision::Allow);
+    }
+
+    #[test]
     fn a_rule_reads_the_callers_claims_and_the_conversation() {
         let policy = rules(json!([
             {"tools": "refund", "when": {"claim": {"groups": "support"}}, "decision": "allow"},
