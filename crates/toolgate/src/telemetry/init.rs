@@ -301,8 +301,7 @@ mod tests {
             tracing::info!(target: "rmcp::service", "received notification");
             tracing::trace!(target: "toolgate::gate", "a call");
         });
-        let kept = seen.lock().unwrap().clone();
-        kept
+        seen.lock().unwrap().clone()
     }
 
     fn rmcp(level: Level) -> (String, Level) {
@@ -314,7 +313,7 @@ mod tests {
         let toolgate = ("toolgate::gate".to_owned(), Level::TRACE);
         assert_eq!(kept("trace"), [rmcp(Level::INFO), toolgate.clone()]);
         assert_eq!(kept("debug"), [rmcp(Level::INFO)]);
-        assert_eq!(kept("warn,toolgate=trace"), [toolgate.clone()]);
+        assert_eq!(kept("warn,toolgate=trace"), std::slice::from_ref(&toolgate));
         assert_eq!(
             kept("trace,rmcp=trace"),
             [
