@@ -136,7 +136,8 @@ impl CodeMode {
             Ok(intent) => intent,
             Err(e) => {
                 run.fail(worker_error(format!(
-                    "the audit log cannot be written ({e}), so the program did not run; tell the operator"
+                    "the audit log cannot be written ({}), so the program did not run; tell the operator",
+                    e.reported()
                 )));
                 return run;
             }
@@ -289,8 +290,9 @@ impl CodeMode {
                 };
                 if let Err(e) = gate.store().pause_run(&paused) {
                     run.fail(worker_error(format!(
-                        "the program paused for approval {}, but its state could not be saved ({e}); tell the operator",
-                        paused.approval_id
+                        "the program paused for approval {}, but its state could not be saved ({}); tell the operator",
+                        paused.approval_id,
+                        e.reported()
                     )));
                     return;
                 }

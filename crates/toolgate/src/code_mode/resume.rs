@@ -82,7 +82,8 @@ impl CodeMode {
             Err(e) => {
                 let _ = gate.store().release_run(run_id);
                 run.fail(worker_error(format!(
-                    "the audit log cannot be written ({e}), so the program was not resumed; tell the operator"
+                    "the audit log cannot be written ({}), so the program was not resumed; tell the operator",
+                    e.reported()
                 )));
                 return run;
             }
@@ -157,8 +158,9 @@ impl CodeMode {
                     match gate.store().pause_run(&still) {
                         Ok(()) => run.pending(&still),
                         Err(e) => run.fail(worker_error(format!(
-                            "program {} still waits for approval, but could not be kept paused ({e}); tell the operator",
-                            paused.run_id
+                            "program {} still waits for approval, but could not be kept paused ({}); tell the operator",
+                            paused.run_id,
+                            e.reported()
                         ))),
                     }
                     return;

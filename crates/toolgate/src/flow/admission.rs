@@ -125,7 +125,10 @@ impl FlowGate {
         let (state, history) = facts(gate, session).map_err(|e| Refusal {
             status: "error",
             outcome: Outcome::error(
-                format!("the conversation's flow cannot be checked ({e}), so nothing ran; tell the operator"),
+                format!(
+                    "the conversation's flow cannot be checked ({}), so nothing ran; tell the operator",
+                    e.reported()
+                ),
                 true,
             ),
             reason: None,
@@ -238,7 +241,7 @@ impl FlowGate {
                         reason: None,
                     });
                 }
-                Err(e) => return Err(cannot_check(&e.to_string())),
+                Err(e) => return Err(cannot_check(&e.reported())),
             }
             if Instant::now() >= give_up {
                 let waited = humantime::format_duration(lease);

@@ -155,7 +155,8 @@ impl Execution {
             Err((e, true)) => (
                 Outcome::error(
                     format!(
-                        "`{name}` ran, but its result could not be recorded ({e}); the operator must check `toolgate audit pending`"
+                        "`{name}` ran, but its result could not be recorded ({}); the operator must check `toolgate audit pending`",
+                        e.reported()
                     ),
                     false,
                 ),
@@ -164,7 +165,8 @@ impl Execution {
             Err((e, false)) => (
                 Outcome::error(
                     format!(
-                        "`{name}` ran, but neither it nor its result could be recorded ({e}); the operator must check the store and the server's log"
+                        "`{name}` ran, but neither it nor its result could be recorded ({}); the operator must check the store and the server's log",
+                        e.reported()
                     ),
                     false,
                 ),

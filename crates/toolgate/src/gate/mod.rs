@@ -597,7 +597,7 @@ impl Gate {
         let task_place = if background {
             match self.task_place(principal) {
                 Ok(place) => Some(place),
-                Err(outcome) => return self.refuse(entry, "rate_limited", outcome),
+                Err(outcome) => return self.refuse(entry, "rate_limited", *outcome),
             }
         } else {
             None

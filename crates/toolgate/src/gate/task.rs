@@ -395,18 +395,18 @@ impl Gate {
     /// already run here.
     ///
     /// [`GateOptions::max_tasks_per_principal`]: super::GateOptions::max_tasks_per_principal
-    pub(super) fn task_place(&self, principal: &Principal) -> Result<TaskPlace, Outcome> {
+    pub(super) fn task_place(&self, principal: &Principal) -> Result<TaskPlace, Box<Outcome>> {
         let max = self.options.max_tasks_per_principal.max(1);
         let mut places = self.tasks.places();
         let taken = places.entry(principal.id.clone()).or_default();
         if *taken >= max {
-            return Err(Outcome::RateLimited {
+            return Err(Box::new(Outcome::RateLimited {
                 limit: format!(
                     "{max} background tasks running at once for {}; wait for one to finish (or cancel one), then call again",
                     principal.id
                 ),
                 retry_after_ms: 1000,
-            });
+            }));
         }
         *taken += 1;
         drop(places);

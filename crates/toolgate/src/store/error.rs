@@ -208,6 +208,13 @@ fn code_run_not_paused(id: &str, status: Option<&str>) -> String {
 }
 
 impl StoreError {
+    /// [`StoreError::for_caller`], with the whole error logged for the
+    /// operator first: what a caller is told where a store failure stops it.
+    pub(crate) fn reported(&self) -> String {
+        tracing::error!(error = %self, "the store failed");
+        self.for_caller()
+    }
+
     /// What went wrong, in words for the caller of a tool (a model, an MCP
     /// client): the kind of failure and what the store was doing, nothing more.
     /// The full message names the store (a database's user, host, port and name,
