@@ -39,10 +39,12 @@ pub struct OpenApiArgs {
     /// Write the spec file here instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// For a description fetched by URL: a host, address or CIDR range it may be
-    /// fetched from although it is not public (`127.0.0.1:8443`, `api.internal`), as
-    /// a spec file's `network.allow` entry (repeatable).
-    #[arg(long = "allow", value_name = "HOST")]
+    /// A host, address or CIDR range that is not public (`127.0.0.1:8443`,
+    /// `api.internal`), as a spec file's `network.allow` entry (repeatable): the
+    /// description may be fetched from it, and a server of the description it covers
+    /// is written to `network.allow`. Without it such a server is left out, with a
+    /// warning.
+    #[arg(long = "allow", value_name = "HOST[:PORT]")]
     allow: Vec<String>,
 }
 
@@ -131,7 +133,11 @@ pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
         server: args.server.clone(),
         effects,
         include_deprecated: args.include_deprecated,
+        allow: args.allow.clone(),
     };
+    for entry in &args.allow {
+        AllowEntry::parse(entry).map_err(|e| format!("--allow {entry}: {e}"))?;
+    }
     if is_url(input) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -141,9 +147,6 @@ pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
             allow: args.allow.clone(),
             allow_public: true,
         };
-        for entry in &network.allow {
-            AllowEntry::parse(entry).map_err(|e| format!("--allow {entry}: {e}"))?;
-        }
         let sources = Remote {
             runtime,
             network,
@@ -153,9 +156,6 @@ pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
             },
         };
         return write(input, args, import_openapi(input, &sources, &options));
-    }
-    if !args.allow.is_empty() {
-        return Err("--allow is for a description fetched by URL (https://...)".into());
     }
     let (dir, root) = if input == "-" {
         (PathBuf::from("."), "-".to_owned())
@@ -198,6 +198,9 @@ fn write(
     }
     for line in imported.summary() {
         tellln!("{line}");
+    }
+    for warning in &imported.warnings {
+        tellln!("warning: {warning}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -172,3 +172,61 @@ fn bad_descriptions_and_options_are_clear_errors() {
     }
     insta::assert_snapshot!("errors", errors.join("\n"));
 }
+
+#[test]
+fn a_description_whose_server_is_private_imports_with_a_warning_and_allow_opens_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = r#"{"openapi": "3.0.3", "info": {"title": "Instance", "version": "1"},
+        "servers": [{"url": "http://{host}/", "variables": {"host": {"default": "169.254.169.254"}}}],
+        "paths": {"/latest/meta-data": {"get": {"operationId": "meta", "responses": {"200": {"description": "ok"}}}}}}"#;
+    std::fs::write(dir.path().join("meta.json"), doc).unwrap();
+    std::fs::write(
+        dir.path().join("local.json"),
+        doc.replace("169.254.169.254", "127.0.0.1:8080"),
+    )
+    .unwrap();
+    let import = |file: &str, extra: &[&str]| {
+        let mut args = vec!["import", "--from", "openapi", file, "-o", "out.yaml"];
+        args.extend_from_slice(extra);
+        let out = toolgate(dir.path(), &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let spec = std::fs::read_to_string(dir.path().join("out.yaml")).unwrap();
+        let check = toolgate(dir.path(), &["check", "-f", "out.yaml"]);
+        (
+            text(&out.stderr),
+            spec,
+            format!("{}{}", text(&check.stdout), text(&check.stderr)),
+        )
+    };
+
+    let (stderr, spec, check) = import("meta.json", &[]);
+    assert!(
+        stderr.contains("warning: the description's server `169.254.169.254` is the address of a cloud metadata service")
+            && stderr.contains("Pass `--allow 169.254.169.254` if the tools are meant to reach it"),
+        "{stderr}"
+    );
+    assert!(
+        spec.contains("url: http://169.254.169.254/latest/meta-data"),
+        "{spec}"
+    );
+    assert!(!spec.contains("network:"), "{spec}");
+    assert!(!check.contains(": ok"), "{check}");
+    assert!(check.contains("calls will be refused"), "{check}");
+
+    let (stderr, spec, check) = import("local.json", &[]);
+    assert!(
+        stderr.contains("warning: the description's server `127.0.0.1:8080` is a loopback address")
+            && stderr.contains("Pass `--allow 127.0.0.1:8080`"),
+        "{stderr}"
+    );
+    assert!(!spec.contains("network:"), "{spec}");
+    assert!(check.contains("calls will be refused"), "{check}");
+
+    let (stderr, spec, check) = import("local.json", &["--allow", "127.0.0.1:8080"]);
+    assert!(!stderr.contains("warning:"), "{stderr}");
+    assert!(
+        spec.contains("network:\n  allow:\n  - 127.0.0.1:8080"),
+        "{spec}"
+    );
+    assert_eq!(check, "out.yaml: ok, 1 tool\n");
+}

@@ -59,10 +59,15 @@ fn check_sandbox_reports_every_binding_outside_the_allow_list() {
         &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The file's `0.0.0.0/0` holds the metadata service's address: a warning first.
+    let stdout = text(&out.stdout);
+    let (warning, report) = stdout
+        .split_once("toolgate.yaml: 0 errors, 1 warning\n")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(warning.contains("cloud metadata service"), "{warning}");
     assert_eq!(
-        text(&out.stdout),
-        "toolgate.yaml: ok, 4 tools\n\
-         sandbox: the file's own `network:` section is ignored\n\
+        report,
+        "sandbox: the file's own `network:` section is ignored\n\
          sandbox: 2 of 3 binding(s) downgraded to mocks\n\
          \x20 metadata    http GET http://169.254.169.254/latest/meta-data/ -> mock: `169.254.169.254` is not in the allow-list\n\
          \x20 local_tool  mcp npx -y some-server -> mock: it starts a program on this machine\n"
@@ -91,7 +96,11 @@ fn check_sandbox_reports_every_binding_outside_the_allow_list() {
 
     // A plain check reports nothing of the kind.
     let out = toolgate(dir.path(), &["check"], &[]);
-    assert_eq!(text(&out.stdout), "toolgate.yaml: ok, 4 tools\n");
+    assert!(
+        text(&out.stdout).ends_with("toolgate.yaml: 0 errors, 1 warning\n"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]

@@ -1347,7 +1347,15 @@ fn a_url_the_policy_will_refuse_is_a_warning_at_check_time() {
         "network: {{allow: [\"169.254.0.0/16\"]}}\n{}",
         tool("http://169.254.169.254/latest")
     );
-    assert!(diagnostics(&allowed).is_empty());
+    // Reached as allowed; the entry itself is warned about, as it opens the metadata service.
+    let found = diagnostics(&allowed);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].1, "/network/allow/0");
+    assert!(
+        found[0].2.contains("cloud metadata service"),
+        "{}",
+        found[0].2
+    );
 }
 
 #[test]

@@ -36,7 +36,7 @@ pub use document::{MAX_DOCUMENT_BYTES, OpenApiVersion};
 pub use refs::Sources;
 pub use select::{BadPattern, EffectsError, OperationPattern, parse_effects};
 
-use crate::spec::{NetworkSection, SpecFile, ToolSpec};
+use crate::spec::{SpecFile, ToolSpec};
 use crate::{Effect, ToolUsage};
 use operations::BodyChoice;
 use schema::{Converter, Direction};
@@ -56,6 +56,10 @@ pub struct RestImportOptions {
     pub effects: Vec<(OperationPattern, Effect)>,
     /// Import deprecated operations too.
     pub include_deprecated: bool,
+    /// `network.allow` entries the operator passed (`--allow`): hosts that are not
+    /// public which the imported tools may reach. Others the description names are
+    /// left out of `network:`.
+    pub allow: Vec<String>,
 }
 
 /// What a note is about, for the summary's grouping.
@@ -129,6 +133,9 @@ pub struct RestImported {
     pub spec: SpecFile,
     pub left_out: Vec<LeftOut>,
     pub notes: Vec<RestNote>,
+    /// What the operator should act on: hosts that are not public, named by the
+    /// description and not allowed.
+    pub warnings: Vec<String>,
 }
 
 /// A description that cannot be imported at all. (Operations that cannot be
@@ -342,26 +349,13 @@ pub fn import_openapi(
             message,
         });
     }
-    let mut network = NetworkSection::default();
-    let mut hosts: Vec<&str> = vec![server.as_str()];
-    hosts.extend(
-        tools
-            .iter()
-            .filter_map(|t| t.http.as_ref())
-            .map(|h| h.url.as_str()),
-    );
-    for url in hosts {
-        if let Some(entry) = servers::network_entry(url)
-            && !network.allow.contains(&entry)
-        {
-            notes.push(RestNote {
-                kind: NoteKind::Server,
-                tool: None,
-                message: format!("`{entry}` is not a public address: allowed under `network:`"),
-            });
-            network.allow.push(entry);
-        }
-    }
+    let urls: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.http.as_ref())
+        .map(|h| h.url.as_str())
+        .collect();
+    let (network, server_notes, warnings) = servers::network_section(&server, &urls, options);
+    notes.extend(server_notes);
     Ok(RestImported {
         version,
         title,
@@ -374,6 +368,7 @@ pub fn import_openapi(
         },
         left_out,
         notes,
+        warnings,
     })
 }
 

@@ -408,3 +408,159 @@ paths:
     let checked = crate::spec::check(&serde_json::to_string(&imported.spec).unwrap());
     assert!(checked.is_ok(), "{:?}", checked.diagnostics);
 }
+
+/// A description whose only server is `server` (with `variables`), one GET operation,
+/// and a second operation with a server of its own when `op_server` is given.
+fn served(server: Value, op_server: Option<&str>) -> Files {
+    let mut paths = json!({"/latest/meta-data": {"get": {"operationId": "meta", "responses": {"200": {"description": "ok"}}}}});
+    if let Some(url) = op_server {
+        paths["/keys"] = json!({"get": {"operationId": "keys", "servers": [{"url": url}], "responses": {"200": {"description": "ok"}}}});
+    }
+    let doc = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Instance", "version": "1"},
+        "servers": [server],
+        "paths": paths,
+    });
+    Files(HashMap::from([("doc.json".to_owned(), doc.to_string())]))
+}
+
+fn import_served(files: &Files, allow: &[&str]) -> RestImported {
+    let options = RestImportOptions {
+        allow: allow.iter().map(|a| (*a).to_owned()).collect(),
+        ..RestImportOptions::default()
+    };
+    import_openapi("doc.json", files, &options).unwrap()
+}
+
+fn check_warnings(imported: &RestImported) -> Vec<String> {
+    let checked = crate::spec::check(&serde_json::to_string(&imported.spec).unwrap());
+    checked
+        .diagnostics
+        .iter()
+        .map(|d| format!("{}: {}", d.path, d.message))
+        .collect()
+}
+
+#[test]
+fn an_imported_server_on_a_link_local_host_is_not_allowed_without_allow() {
+    let files = served(
+        json!({"url": "http://{host}/", "variables": {"host": {"default": "169.254.169.254"}}}),
+        None,
+    );
+    let imported = import_served(&files, &[]);
+    assert!(
+        imported.spec.network.allow.is_empty(),
+        "{:?}",
+        imported.spec.network
+    );
+    assert_eq!(
+        imported.spec.tools[0].http.as_ref().unwrap().url,
+        "http://169.254.169.254/latest/meta-data"
+    );
+    assert_eq!(
+        imported.warnings,
+        [
+            "the description's server `169.254.169.254` is the address of a cloud metadata service, which hands out the machine's credentials; it is not added to `network.allow`, so calls of the tool bound to it will be refused. Pass `--allow 169.254.169.254` if the tools are meant to reach it"
+        ]
+    );
+    assert!(
+        !imported
+            .summary()
+            .iter()
+            .any(|l| l.contains("allowed under `network:`")),
+        "{:?}",
+        imported.summary()
+    );
+    // `check` no longer says ok: calls to it will be refused.
+    let warnings = check_warnings(&imported);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("/tools/0/http/url: calls will be refused")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn an_imported_server_on_loopback_or_a_private_name_needs_allow_and_allow_opens_it() {
+    for (server, entry) in [
+        ("http://127.0.0.1:8080/", "127.0.0.1:8080"),
+        ("http://localhost:8080/", "localhost:8080"),
+        ("http://10.0.0.7/", "10.0.0.7"),
+        ("http://[fe80::1]:81/", "[fe80::1]:81"),
+        ("https://billing.internal/v1", "billing.internal"),
+        (
+            "http://metadata.google.internal/",
+            "metadata.google.internal",
+        ),
+    ] {
+        let files = served(json!({"url": server}), None);
+        let refused = import_served(&files, &[]);
+        assert!(refused.spec.network.allow.is_empty(), "{server}");
+        assert_eq!(refused.warnings.len(), 1, "{server}");
+        assert!(
+            refused.warnings[0].contains(&format!("server `{entry}` is "))
+                && refused.warnings[0].contains(&format!("Pass `--allow {entry}`")),
+            "{}",
+            refused.warnings[0]
+        );
+        let allowed = import_served(&files, &[entry]);
+        assert_eq!(allowed.spec.network.allow, [entry], "{server}");
+        assert!(allowed.warnings.is_empty(), "{:?}", allowed.warnings);
+        assert!(
+            allowed.summary().iter().any(|l| l.contains(&format!(
+                "`{entry}` is not a public host: allowed under `network:`, as --allow lets it through"
+            ))),
+            "{:?}",
+            allowed.summary()
+        );
+    }
+    // An entry for another port, or another host, does not cover it.
+    let files = served(json!({"url": "http://127.0.0.1:8080/"}), None);
+    for other in ["127.0.0.1:9090", "10.0.0.0/8", "localhost:8080"] {
+        let imported = import_served(&files, &[other]);
+        assert!(imported.spec.network.allow.is_empty(), "{other}");
+        assert_eq!(imported.warnings.len(), 1, "{other}");
+    }
+    // A range covers an address in it; the entry written is the narrow one.
+    let files = served(json!({"url": "http://10.1.2.3:8443/"}), None);
+    let imported = import_served(&files, &["10.0.0.0/8"]);
+    assert_eq!(imported.spec.network.allow, ["10.1.2.3:8443"]);
+}
+
+#[test]
+fn an_operations_own_private_server_is_left_out_too_and_public_servers_need_nothing() {
+    let files = served(
+        json!({"url": "https://api.example.com"}),
+        Some("http://192.168.1.10:9000"),
+    );
+    let imported = import_served(&files, &[]);
+    assert!(imported.spec.network.allow.is_empty());
+    assert_eq!(imported.warnings.len(), 1, "{:?}", imported.warnings);
+    assert!(
+        imported.warnings[0].starts_with(
+            "the description's server `192.168.1.10:9000` is a private-network address"
+        ),
+        "{}",
+        imported.warnings[0]
+    );
+    let public = import_served(
+        &served(json!({"url": "https://api.example.com"}), None),
+        &[],
+    );
+    assert!(public.spec.network.allow.is_empty());
+    assert!(public.warnings.is_empty());
+}
+
+#[test]
+fn a_server_index_picks_the_descriptions_host_and_still_needs_allow() {
+    let files = served(json!({"url": "http://127.0.0.1:8080"}), None);
+    let options = RestImportOptions {
+        server: Some("0".into()),
+        ..RestImportOptions::default()
+    };
+    let imported = import_openapi("doc.json", &files, &options).unwrap();
+    assert!(imported.spec.network.allow.is_empty());
+    assert_eq!(imported.warnings.len(), 1);
+}

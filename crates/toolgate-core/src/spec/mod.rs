@@ -49,8 +49,9 @@ pub use model::{
     QueryStyle, QueryValue, SpecFile, StateKey, StateType, StyledQuery, ToolSpec,
 };
 pub use network::{
-    AddressClass, AllowEntry, AllowTarget, IpCidr, NetworkPolicy, NetworkRefusal, NetworkSection,
-    classify, default_port, literal_authority,
+    AddressClass, AllowEntry, AllowTarget, IpCidr, METADATA_ADDRESSES, METADATA_HOSTS,
+    NetworkPolicy, NetworkRefusal, NetworkSection, classify, default_port, is_metadata_address,
+    is_private_name, literal_authority,
 };
 pub use rate_limits::RateLimit;
 pub use search::SearchSection;

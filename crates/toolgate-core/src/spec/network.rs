@@ -13,7 +13,7 @@
 //! which asks [`NetworkPolicy`] about the URL's host and then about every address the
 //! host resolves to, and connects only to addresses that passed.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -321,6 +321,54 @@ impl NetworkPolicy {
     }
 }
 
+/// Cloud metadata services, which hand the machine's credentials to whoever asks:
+/// 169.254.169.254 (AWS, Google Cloud, Azure, OpenStack and most others), AWS's
+/// IPv6 endpoint `fd00:ec2::254`, and Alibaba Cloud's 100.100.100.200.
+pub const METADATA_ADDRESSES: [IpAddr; 3] = [
+    IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254)),
+    IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),
+    IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
+];
+
+/// Host names of cloud metadata services (Google Cloud's).
+pub const METADATA_HOSTS: [&str; 1] = ["metadata.google.internal"];
+
+/// Whether `ip` is a cloud metadata service's address (in any IPv6 form of it).
+pub fn is_metadata_address(ip: IpAddr) -> bool {
+    METADATA_ADDRESSES
+        .iter()
+        .any(|m| IpCidr::single(*m).contains(ip))
+}
+
+/// Suffixes of names only a private network resolves: special-use and
+/// commonly used private top-level domains.
+const PRIVATE_SUFFIXES: [&str; 10] = [
+    "localhost",
+    "local",
+    "internal",
+    "localdomain",
+    "lan",
+    "home",
+    "home.arpa",
+    "intranet",
+    "corp",
+    "private",
+];
+
+/// Whether a host name (not an IP literal) is one only a private network resolves:
+/// a name of one label (`db`, `localhost`), or a name under `.internal`, `.local`,
+/// `.localhost`, `.home.arpa`, `.lan` and the like.
+pub fn is_private_name(host: &str) -> bool {
+    let host = normal_host(host);
+    !host.contains('.')
+        || PRIVATE_SUFFIXES.iter().any(|suffix| {
+            host == *suffix
+                || host
+                    .strip_suffix(suffix)
+                    .is_some_and(|head| head.ends_with('.'))
+        })
+}
+
 fn normal_host(host: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
@@ -592,6 +640,33 @@ mod tests {
             literal_authority("http://h.example/x"),
             Some(("http", "h.example", None))
         );
+    }
+
+    #[test]
+    fn metadata_addresses_are_known_in_every_form_and_private_names_by_suffix() {
+        for addr in [
+            "169.254.169.254",
+            "::ffff:169.254.169.254",
+            "fd00:ec2::254",
+            "100.100.100.200",
+        ] {
+            assert!(is_metadata_address(ip(addr)), "{addr}");
+        }
+        assert!(!is_metadata_address(ip("169.254.169.253")));
+        for name in [
+            "localhost",
+            "db",
+            "metadata.google.internal",
+            "printer.local",
+            "api.internal.",
+            "nas.home.arpa",
+            "app.localhost",
+        ] {
+            assert!(is_private_name(name), "{name}");
+        }
+        for name in ["api.github.com", "internal.example.com", "lan.example"] {
+            assert!(!is_private_name(name), "{name}");
+        }
     }
 
     proptest! {

@@ -1,6 +1,7 @@
 //! What `check` says about where a spec file connects and what it sends there:
-//! `network.allow` entries that open every port on this machine, MCP server URLs
-//! the policy will refuse, and literal secrets in a request body. (`${env.NAME}` in
+//! `network.allow` entries that open every port on this machine or reach the local
+//! link and cloud metadata services, MCP server URLs the policy will refuse, and
+//! literal secrets in a request body. (`${env.NAME}` in
 //! a URL's host is refused with placeholders there, by the URL rule.)
 //!
 //! These sit beside the other rules as one function, [`check_network_use`], so the
@@ -8,11 +9,14 @@
 
 use serde_json::Value;
 
+use super::address::{AddressClass, IpCidr, classify};
 use super::diagnostic::Diagnostic;
 use super::document::{Document, pointer_segment};
 use super::mcp_servers::env_references;
 use super::model::{McpBinding, SpecFile};
-use super::network::{AllowEntry, NetworkPolicy, suggested_entry};
+use super::network::{
+    AllowEntry, AllowTarget, METADATA_ADDRESSES, METADATA_HOSTS, NetworkPolicy, suggested_entry,
+};
 
 /// Every problem of this kind in `spec`; `spec.tools[k]` stands at
 /// `/tools/{positions[k]}` in `doc`.
@@ -31,6 +35,11 @@ pub(super) fn check_network_use(
             && entry.opens_every_loopback_port()
         {
             push(port_less_loopback(&format!("/network/allow/{i}"), &entry));
+        }
+        if let Ok(entry) = AllowEntry::parse(text)
+            && let Some(d) = link_local_or_metadata(&format!("/network/allow/{i}"), &entry)
+        {
+            push(d);
         }
     }
     let policy = NetworkPolicy::new(&spec.network);
@@ -101,6 +110,60 @@ fn port_less_loopback(path: &str, entry: &AllowEntry) -> Diagnostic {
     .with_help(format!(
         "name the port the bindings use, e.g. `{example}`; an entry with a port opens that port only"
     ))
+}
+
+/// A warning for an entry that opens a cloud metadata service or link-local
+/// addresses (169.254.0.0/16, fe80::/10), where metadata services answer: a call a
+/// model is talked into making there can leak the machine's cloud credentials.
+fn link_local_or_metadata(path: &str, entry: &AllowEntry) -> Option<Diagnostic> {
+    let metadata = match &entry.target {
+        AllowTarget::Range(cidr) => METADATA_ADDRESSES
+            .iter()
+            .find(|a| cidr.contains(**a))
+            .map(ToString::to_string),
+        _ => METADATA_HOSTS
+            .iter()
+            .find(|h| entry.names_host(h))
+            .map(|h| (*h).to_owned()),
+    };
+    if let Some(service) = metadata {
+        return Some(
+            Diagnostic::warning(
+                path,
+                format!(
+                    "`{entry}` lets bindings reach the cloud metadata service at {service}, which hands out this machine's cloud credentials"
+                ),
+            )
+            .with_help(
+                "remove it: no tool needs the metadata service, and a call a model is talked into making there leaks the credentials; for an API on another address, list that address with its port",
+            ),
+        );
+    }
+    let AllowTarget::Range(cidr) = &entry.target else {
+        return None;
+    };
+    let link_local = ["169.254.0.0/16", "fe80::/10"]
+        .into_iter()
+        .filter_map(|r| IpCidr::parse(r).ok())
+        .any(|ll| ll.contains(cidr.network()) || cidr.contains(ll.network()))
+        || classify(cidr.network()) == AddressClass::LinkLocal;
+    if !link_local {
+        return None;
+    }
+    let (message, help) = if cidr.is_single() && entry.port.is_some() {
+        (
+            format!("`{entry}` is a link-local address, the kind cloud metadata services answer on"),
+            "keep it only if a tool calls a service on the local link; it opens that one port of that one address".to_owned(),
+        )
+    } else {
+        (
+            format!(
+                "`{entry}` opens link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer with this machine's credentials"
+            ),
+            "remove it, or if a tool calls a service on the local link, list that service's address with its port (e.g. `169.254.10.5:8080`)".to_owned(),
+        )
+    };
+    Some(Diagnostic::warning(path, message).with_help(help))
 }
 
 /// A warning for a URL whose literal host (and port) the policy refuses.
@@ -191,6 +254,60 @@ mod tests {
             ]
         );
         assert!(found("network: {allow: [\"127.0.0.1:8080\", \"localhost:3000\"]}\n").is_empty());
+    }
+
+    #[test]
+    fn link_local_and_cloud_metadata_entries_in_network_allow_are_warnings() {
+        let text = "network:\n  allow:\n    - 169.254.169.254\n    - 169.254.0.0/16\n    - \"[fd00:ec2::254]:80\"\n    - metadata.google.internal\n    - 100.100.100.200\n    - fe80::/10\n    - \"169.254.10.5:8080\"\n    - \"*.google.internal\"\n    - 0.0.0.0/0\n    - 10.0.0.0/8\n    - api.internal\n    - \"127.0.0.1:8080\"\n";
+        let checked = super::super::check(text);
+        let diagnostics: Vec<_> = checked
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.path.as_str(), d.message.as_str()))
+            .collect();
+        let metadata = |entry: &str, service: &str| {
+            format!(
+                "`{entry}` lets bindings reach the cloud metadata service at {service}, which hands out this machine's cloud credentials"
+            )
+        };
+        let expected = [
+            ("/network/allow/0", metadata("169.254.169.254", "169.254.169.254")),
+            (
+                "/network/allow/1",
+                metadata("169.254.0.0/16", "169.254.169.254"),
+            ),
+            ("/network/allow/2", metadata("[fd00:ec2::254]:80", "fd00:ec2::254")),
+            (
+                "/network/allow/3",
+                metadata("metadata.google.internal", "metadata.google.internal"),
+            ),
+            ("/network/allow/4", metadata("100.100.100.200", "100.100.100.200")),
+            (
+                "/network/allow/5",
+                "`fe80::/10` opens link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer with this machine's credentials".to_owned(),
+            ),
+            (
+                "/network/allow/6",
+                "`169.254.10.5:8080` is a link-local address, the kind cloud metadata services answer on".to_owned(),
+            ),
+            (
+                "/network/allow/7",
+                metadata("*.google.internal", "metadata.google.internal"),
+            ),
+            ("/network/allow/8", metadata("0.0.0.0/0", "169.254.169.254")),
+        ];
+        assert_eq!(
+            diagnostics,
+            expected
+                .iter()
+                .map(|(path, message)| (Severity::Warning, *path, message.as_str()))
+                .collect::<Vec<_>>()
+        );
+        assert!(checked.diagnostics.iter().all(|d| {
+            d.help
+                .as_deref()
+                .is_some_and(|h| h.starts_with("remove it") || h.starts_with("keep it only"))
+        }));
     }
 
     #[test]
