@@ -7,6 +7,7 @@
 
 mod anchor;
 mod audit;
+mod call;
 mod canonical;
 mod catalog;
 mod chain;
@@ -34,6 +35,7 @@ pub mod wire;
 
 pub use anchor::{Anchor, AnchorError};
 pub use audit::{AuditEntry, AuditRecord, GENESIS_HASH, RecordKind, chain_hash};
+pub use call::{Outcome, ToolCall};
 pub use canonical::{canonical_json, content_hash, lower_hex, sha256_hex};
 pub use catalog::{Catalog, CatalogError};
 pub use chain::{ChainBreak, ChainVerifier, VerifyReport, verify_chain, verify_chain_anchored};

@@ -14,9 +14,9 @@ mod authenticated;
 mod call_span;
 mod execution;
 mod limiter;
-mod outcome;
 mod policy_call;
 mod run;
+mod store_failure;
 mod task;
 
 use std::collections::HashMap;
@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -40,8 +39,9 @@ pub use authenticated::Authenticated;
 pub use call_span::Launch;
 use call_span::call_span;
 pub(crate) use call_span::trace_end;
-pub use outcome::Outcome;
+use store_failure::store_failure;
 pub use task::{DEFAULT_TASK_TTL, TaskError, TaskFilter, TaskFuture, TaskScope};
+pub use toolgate_core::{Outcome, ToolCall};
 
 use crate::spec_tool::spec_catalog;
 use crate::store::{ApprovalRequest, GateStore, MemoryGateStore, Resolution, StoreError};
@@ -49,24 +49,6 @@ use arguments::ArgumentChecker;
 use execution::Execution;
 pub use limiter::{Limited, RateLimiter, RatePermit, RateRefused};
 use run::RunLimits;
-
-/// A call as a model (or any caller) makes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
-}
-
-impl ToolCall {
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-        }
-    }
-}
 
 /// Limits and switches of a gate.
 #[derive(Debug, Clone, Copy)]
@@ -792,16 +774,6 @@ fn audit_message(outcome: &Outcome) -> String {
 /// The outcome of a call stopped because `what` failed. The caller learns the
 /// kind of failure only; the store's own message, which names where it is (a
 /// database's user, host, port and name), goes to the operator's log.
-fn store_failure(what: &str, error: StoreError) -> Outcome {
-    tracing::error!(store = what, %error, "a call did not run because the store failed");
-    Outcome::error(
-        format!(
-            "{what} cannot be written, so nothing ran ({}); tell the operator, whose log has the details",
-            error.for_caller()
-        ),
-        true,
-    )
-}
 
 fn tool_error(tool: &str, error: ToolError) -> Outcome {
     match error {

@@ -18,7 +18,7 @@ use super::{
     PausedRun, RateCounters, RecordedCall, Resolution, SqliteStore, StateStore, StoreError,
     TaskRecord, TaskStatus, TaskStore,
 };
-use crate::Outcome;
+use toolgate_core::Outcome;
 
 /// The gate's persistence.
 pub trait GateStore:

@@ -14,7 +14,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
-use crate::Outcome;
+use toolgate_core::Outcome;
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use super::super::{
     TaskStore, rfc3339_ms,
 };
 use super::{Inner, PostgresStore, StoreError};
-use crate::Outcome;
+use toolgate_core::Outcome;
 
 const PIN_COLUMNS: &str = "tool, hash, definition, pinned_at, seen_hash, seen_definition, seen_at";
 

@@ -1,7 +1,31 @@
-//! What a call through the gate came to.
+//! The words of a call: what a caller asks ([`ToolCall`]) and what the gate's
+//! answer came to ([`Outcome`]). Pure data, so stores, wire formats and front
+//! ends share them without depending on the gate that runs calls.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// A call as a model (or any caller) makes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The caller's id of the call (a model's tool-call id).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the caller gave them.
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments`, named `id` by its caller.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+}
 
 /// The result of one call through the gate. Every refusal says, in words a model can
 /// act on, what was wrong and what to do.
@@ -40,8 +64,8 @@ pub enum Outcome {
         retry_after_ms: u64,
     },
     /// The call was admitted, authorized and recorded, and runs in the background
-    /// as a task: [`Gate::task`](crate::Gate::task) and
-    /// [`Gate::await_task`](crate::Gate::await_task) read what it came to.
+    /// as a task: `Gate::task` and
+    /// `Gate::await_task` read what it came to.
     Started { task_id: String },
 }
 
@@ -104,77 +128,5 @@ impl Outcome {
                  `tasks/get` over MCP). Go on meanwhile."
             ),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::store::StoreError;
-
-    const LOCATION: &str = "postgres://toolgate:***@db.internal.example:5433/toolgate_prod";
-
-    /// What no caller should read: where the store is, and what it said.
-    const HIDDEN: [&str; 6] = [
-        "db.internal.example",
-        "5433",
-        "toolgate_prod",
-        "toolgate:",
-        "10.0.0.9",
-        "permission denied",
-    ];
-
-    #[test]
-    fn a_store_failure_tells_the_caller_what_failed_but_not_where_the_store_is() {
-        let errors = [
-            StoreError::Unreachable {
-                location: LOCATION.into(),
-                problem: "writing state: connection refused (os error 111) to 10.0.0.9:5433".into(),
-            },
-            StoreError::Database {
-                location: LOCATION.into(),
-                action: "writing state",
-                problem: "permission denied for table state".into(),
-            },
-            StoreError::Tls {
-                location: LOCATION.into(),
-                problem: "the certificate of db.internal.example has expired".into(),
-                fix: "renew it".into(),
-            },
-        ];
-        for error in errors {
-            assert!(error.to_string().contains("db.internal.example"));
-            let message = super::super::store_failure("the audit log", error).message_for_model();
-            for hidden in HIDDEN {
-                assert!(!message.contains(hidden), "{hidden} in {message}");
-            }
-            assert!(
-                message.starts_with("the audit log cannot be written, so nothing ran ("),
-                "{message}"
-            );
-            assert!(message.contains("tell the operator"), "{message}");
-        }
-    }
-
-    #[test]
-    fn a_store_failure_still_says_what_kind_of_failure_it_was() {
-        let error = StoreError::Database {
-            location: LOCATION.into(),
-            action: "writing state",
-            problem: "permission denied for table state".into(),
-        };
-        let outcome = super::super::store_failure("the state store", error);
-        assert!(
-            outcome
-                .message_for_model()
-                .contains("the database failed while writing state"),
-            "{outcome:?}"
-        );
-        assert!(matches!(
-            outcome,
-            super::Outcome::Error {
-                retryable: true,
-                ..
-            }
-        ));
     }
 }
