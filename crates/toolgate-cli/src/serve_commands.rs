@@ -238,7 +238,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 endpoint = endpoint.readers(approvers);
             }
             if let Some(upstreams) = &upstreams {
-                endpoint = endpoint.upstreams(upstreams.clone());
+                endpoint = endpoint.sampler(upstreams.metrics_sampler());
             }
             match at {
                 None => builder = builder.metrics(endpoint),

@@ -5,7 +5,7 @@
 //! rather than events (approvals waiting, upstream servers, quarantined tools)
 //! are read when a scrape comes, so they cost nothing between scrapes. The
 //! endpoint is served beside the MCP endpoint, behind the same credential
-//! ([`McpServerBuilder::metrics`](crate::mcp::server::McpServerBuilder::metrics)),
+//! (`McpServerBuilder::metrics`),
 //! or on an address of its own ([`serve_metrics`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,7 +20,6 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use super::record::*;
 use crate::GateStore;
 use crate::auth::Identity;
-use crate::mcp::client::{ServerState, Upstreams};
 use crate::store::ApprovalStatus;
 
 /// The path the endpoint is served at.
@@ -148,10 +147,11 @@ impl MetricsEndpoint {
         self
     }
 
-    /// Also report the state of each upstream server and its quarantined tools.
-    pub fn upstreams(mut self, upstreams: Arc<Upstreams>) -> Self {
-        self.samplers
-            .push(Arc::new(move || sample_upstreams(&upstreams)));
+    /// Also run `sample` before each scrape, to set gauges of what only another
+    /// part knows: each upstream server's state and quarantined tools
+    /// (the MCP client's `Upstreams::metrics_sampler`).
+    pub fn sampler(mut self, sample: impl Fn() + Send + Sync + 'static) -> Self {
+        self.samplers.push(Arc::new(sample));
         self
     }
 
@@ -303,20 +303,15 @@ fn sample_approvals(store: &dyn GateStore) {
     metrics::gauge!(APPROVAL_OLDEST_AGE).set(age.as_secs_f64());
 }
 
-fn sample_upstreams(upstreams: &Upstreams) {
-    for status in upstreams.status() {
-        let now = status.state.as_str();
-        for state in UPSTREAM_STATES {
-            metrics::gauge!(UPSTREAM_STATE, "server" => status.namespace.clone(), "state" => state)
-                .set(if state == now { 1.0 } else { 0.0 });
-        }
-        let up = matches!(status.state, ServerState::Ready);
-        metrics::gauge!(UPSTREAM_UP, "server" => status.namespace.clone()).set(if up {
-            1.0
-        } else {
-            0.0
-        });
-        metrics::gauge!(QUARANTINED_TOOLS, "server" => status.namespace.clone())
-            .set(status.quarantined.len() as f64);
+/// Sets the gauges of one upstream server: its state (one of
+/// `UPSTREAM_STATES`: 1 for the one it is in, 0 for the others), whether it is
+/// up, and how many of its tools are quarantined. What an MCP client knows of
+/// its servers, recorded without this module knowing the client.
+pub(crate) fn upstream_gauges(server: &str, state: &str, up: bool, quarantined: usize) {
+    for each in UPSTREAM_STATES {
+        metrics::gauge!(UPSTREAM_STATE, "server" => server.to_owned(), "state" => each)
+            .set(if each == state { 1.0 } else { 0.0 });
     }
+    metrics::gauge!(UPSTREAM_UP, "server" => server.to_owned()).set(if up { 1.0 } else { 0.0 });
+    metrics::gauge!(QUARANTINED_TOOLS, "server" => server.to_owned()).set(quarantined as f64);
 }

@@ -36,4 +36,6 @@ pub use init::{LogFormat, TelemetryError, TelemetryGuard, init};
 #[cfg(feature = "mcp")]
 pub(crate) use metrics::route_beside;
 #[cfg(feature = "mcp")]
+pub(crate) use metrics::upstream_gauges;
+#[cfg(feature = "mcp")]
 pub use metrics::{METRICS_PATH, MetricsEndpoint, MetricsError, serve_metrics};

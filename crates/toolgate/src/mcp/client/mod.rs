@@ -48,7 +48,7 @@
 //!   (`misconfigured`); a name that resolves outside it fails to connect, saying why.
 //! - **Passing on.** During a call served by `toolgate serve`, the server's progress
 //!   and log notifications and its sampling and elicitation requests go to the MCP
-//!   client that made the call ([`crate::mcp::server::Downstream`]); without one,
+//!   client that made the call ([`crate::mcp::Downstream`]); without one,
 //!   sampling is refused and elicitation cancelled (left unanswered, not refused).
 //! - **Secrets.** `${env.NAME}` values are held apart from everything shown, and
 //!   scrubbed from server messages and stderr before they reach logs or the audit log.
@@ -424,6 +424,24 @@ impl Upstreams {
     /// Whether `tool` is quarantined.
     pub fn is_withheld(&self, tool: &str) -> bool {
         self.withheld().iter().any(|w| w.tool == tool)
+    }
+
+    /// What a metrics endpoint runs before each scrape
+    /// ([`MetricsEndpoint::sampler`](crate::telemetry::MetricsEndpoint::sampler)):
+    /// sets each server's state, up and quarantined-tools gauges.
+    pub fn metrics_sampler(self: &Arc<Self>) -> impl Fn() + Send + Sync + 'static {
+        let upstreams = self.clone();
+        move || {
+            for status in upstreams.status() {
+                let up = matches!(status.state, ServerState::Ready);
+                crate::telemetry::upstream_gauges(
+                    &status.namespace,
+                    status.state.as_str(),
+                    up,
+                    status.quarantined.len(),
+                );
+            }
+        }
     }
 
     /// Every server's standing, in spec order.

@@ -23,7 +23,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::watch;
 
-use crate::mcp::server::Downstream;
+use crate::mcp::Downstream;
 
 /// The served calls running on one upstream server.
 #[derive(Default)]

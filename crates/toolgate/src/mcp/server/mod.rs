@@ -40,7 +40,6 @@ mod capacity;
 #[cfg(feature = "code-mode")]
 mod code_offer;
 mod conversations;
-mod downstream;
 mod forward;
 mod http;
 mod inflight;
@@ -67,10 +66,10 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::Principal;
 use toolgate_core::search::ListedTools;
 
+pub use super::Downstream;
 pub use capacity::{
     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, SessionLimits,
 };
-pub use downstream::Downstream;
 pub use forward::PeerLookup;
 pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, MIN_TOKEN_BYTES, check_path};
 pub use inflight::DrainReport;

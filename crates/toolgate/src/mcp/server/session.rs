@@ -28,7 +28,6 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::approval::{self, Answer};
-use super::downstream::{Downstream, LogLevel};
 use super::forward::Forwarded;
 use super::input_required;
 use super::offering::Offering;
@@ -36,6 +35,7 @@ use super::result::{call_result, error_result};
 use super::stateless;
 use super::tools::{ToolList, arguments, shown_names};
 use crate::auth::{AuthMethod, Identity};
+use crate::mcp::{Downstream, LogLevel};
 use crate::store::ApprovalStore;
 use crate::{Authenticated, Gate, Outcome, ToolCall};
 

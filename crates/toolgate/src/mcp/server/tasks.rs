@@ -33,11 +33,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::downstream::{Downstream, LogLevel};
 use super::inflight::CallGuard;
 use super::result::call_result;
 use super::session::Caller;
 use super::tools::arguments;
+use crate::mcp::{Downstream, LogLevel};
 use crate::{Gate, Launch, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
 
 /// The `_meta` key a request sets to `true` to run any call as a task.

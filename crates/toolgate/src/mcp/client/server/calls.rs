@@ -149,7 +149,7 @@ impl Server {
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await?;
-        let registered = crate::mcp::server::Downstream::current().map(|downstream| {
+        let registered = crate::mcp::Downstream::current().map(|downstream| {
             self.relay
                 .register(handle.progress_token.clone(), downstream)
         });
