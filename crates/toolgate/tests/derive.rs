@@ -1,4 +1,5 @@
-//! `#[derive(Tool)]`: the constants it writes, and the errors it reports.
+//! `#[derive(Tool)]`: the constants it writes (its compile errors are checked in
+//! toolgate-derive's `tests/ui.rs`).
 
 use toolgate::{Effect, Tool, ToolMeta, validate_name};
 
@@ -157,10 +158,4 @@ fn the_crate_path_can_be_overridden() {
         <PingReexported as facade::tg::ToolMeta>::NAME,
         "ping_reexported"
     );
-}
-
-#[test]
-fn derive_errors_point_at_the_offending_token() {
-    let t = trybuild::TestCases::new();
-    t.compile_fail("tests/ui/*.rs");
 }

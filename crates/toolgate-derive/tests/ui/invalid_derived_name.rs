@@ -1,4 +1,4 @@
-use toolgate::Tool;
+extern crate toolgate_core as toolgate; use toolgate_derive::Tool;
 
 /// Order a coffee.
 #[derive(Tool)]

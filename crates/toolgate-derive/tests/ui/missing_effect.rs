@@ -1,8 +1,7 @@
-use toolgate::Tool;
+extern crate toolgate_core as toolgate; use toolgate_derive::Tool;
 
 /// Look up an order.
 #[derive(Tool)]
-#[tool(effect = "readonly")]
 struct LookupOrder;
 
 fn main() {}

@@ -1,4 +1,4 @@
-use toolgate::Tool;
+extern crate toolgate_core as toolgate; use toolgate_derive::Tool;
 
 // No doc comment, no effect, an unknown key and a duplicate: all four are reported.
 #[derive(Tool)]

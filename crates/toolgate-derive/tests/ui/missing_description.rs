@@ -1,4 +1,4 @@
-use toolgate::Tool;
+extern crate toolgate_core as toolgate; use toolgate_derive::Tool;
 
 #[derive(Tool)]
 #[tool(effect = "read")]

@@ -1,0 +1,8 @@
+extern crate toolgate_core as toolgate; use toolgate_derive::Tool;
+
+/// Look up an order.
+#[derive(Tool)]
+#[tool(effect = "readonly")]
+struct LookupOrder;
+
+fn main() {}

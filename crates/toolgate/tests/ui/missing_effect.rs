@@ -1,7 +1,0 @@
-use toolgate::Tool;
-
-/// Look up an order.
-#[derive(Tool)]
-struct LookupOrder;
-
-fn main() {}
