@@ -12,8 +12,8 @@ use toolgate::{Anchor, VerifyReport};
 
 use crate::audit_commands::open;
 use crate::commands::CommandResult;
+use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;
-use crate::{SpecArgs, StateArgs};
 
 /// `toolgate audit anchor [--append FILE]`: prints the head as `SEQ:HASH`, and
 /// appends it to `FILE` with the time it was taken.

@@ -20,9 +20,10 @@ use toolgate::{
     Answerer, Approval, ApprovalStore, Approvers, Grant, GrantReach, GrantScope, ServedStore,
 };
 
-use crate::commands::{CommandResult, load};
+use crate::commands::CommandResult;
+use crate::context::load;
+use crate::context::{SpecArgs, StateArgs};
 use crate::output::{first_line, print_json, say_table};
-use crate::{SpecArgs, StateArgs};
 
 /// The longest grant accepted: grants are meant to expire.
 const LONGEST_GRANT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -309,7 +310,7 @@ fn parse_grant(text: &str) -> Result<Duration, String> {
 }
 
 fn open(args: &SpecArgs, state: &StateArgs) -> Result<Arc<dyn ServedStore>, String> {
-    crate::commands::open_store(args, state)
+    crate::context::open_store(args, state)
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use toolgate::{
 };
 
 use crate::commands::CommandResult;
+use crate::context::{SpecArgs, StateArgs};
 use crate::output::{first_line, print_json};
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate audit` does; without one, it shows the last records.
 #[derive(Subcommand)]
@@ -296,9 +296,9 @@ pub(crate) fn open(
     args: &SpecArgs,
     state: &StateArgs,
 ) -> Result<Option<Arc<dyn ServedStore>>, String> {
-    let choice = crate::commands::store_choice(args, state)?;
+    let choice = crate::context::store_choice(args, state)?;
     if choice.is_shared() {
-        return crate::commands::open_chosen(&choice, args, state).map(Some);
+        return crate::context::open_chosen(&choice, args, state).map(Some);
     }
     let path = db_path(args, state);
     // A link in its place is the store's to refuse, dangling or not.

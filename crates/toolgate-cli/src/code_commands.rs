@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Subcommand;
-use toolgate::Gate;
 use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun};
 
-use crate::commands::{CommandResult, load, open_store, principal};
+use crate::commands::CommandResult;
+use crate::context::{SpecArgs, StateArgs};
+use crate::context::{load, open_gate, open_store, principal};
 use crate::output::{print_json, say_table};
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate code` does.
 #[derive(Subcommand)]
@@ -68,13 +68,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
     let principal = principal(&spec, caller)?;
     let pins = store.clone() as Arc<dyn toolgate::PinStore>;
     let upstream = crate::upstreams::Upstream::connect(&spec, &source.path, || Ok(pins), None)?;
-    let gate = Gate::from_spec(
-        &spec,
-        &source.path.display().to_string(),
-        &upstream.catalog(),
-        store,
-    )
-    .map_err(|e| e.to_string())?;
+    let gate = open_gate(&spec, &source, &upstream.catalog(), Some(store))?;
     match action {
         CodeAction::Stubs { .. } => {
             let stubs = toolgate::code_mode::stubs(&gate, &state.session, &principal, Some(&spec))
@@ -231,13 +225,7 @@ pub fn render(
 ) -> CommandResult {
     let (spec, source) = load(args)?;
     let tools = crate::wire_commands::descriptors(&spec, &source.path)?;
-    let catalog = toolgate::spec_catalog(
-        &spec,
-        &source.path.display().to_string(),
-        &toolgate::Catalog::new(),
-    )
-    .map_err(|e| e.to_string())?;
-    let gate = Gate::builder(catalog).spec(&spec).build();
+    let gate = open_gate(&spec, &source, &toolgate::Catalog::new(), None)?;
     let run_code = toolgate::code_mode::run_code_tool(
         &gate,
         "default",

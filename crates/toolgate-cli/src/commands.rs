@@ -6,13 +6,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
-use toolgate::{
-    Catalog, Gate, OpenOptions, Outcome, Principal, ServedStore, SpecSource, StoreChoice, ToolCall,
-    resolve_state_dir,
-};
+use toolgate::{Catalog, Gate, Outcome, SpecSource, ToolCall};
 
+use crate::StateAction;
+use crate::context::{SpecArgs, StateArgs, load, open_gate, open_store, principal};
 use crate::output::{describe_tool, first_line, print_json, show_json};
-use crate::{SpecArgs, StateAction, StateArgs};
 
 pub type CommandResult = Result<ExitCode, String>;
 
@@ -192,13 +190,7 @@ pub fn call(
     if let Some(why) = upstream.missing(name) {
         return Err(why);
     }
-    let gate = Gate::from_spec(
-        &spec,
-        &source.path.display().to_string(),
-        &upstream.catalog(),
-        store,
-    )
-    .map_err(|e| e.to_string())?;
+    let gate = open_gate(&spec, &source, &upstream.catalog(), Some(store))?;
     let runtime = upstream.runtime();
     let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
     let mut outcome = runtime.block_on(gate.call(&state.session, call.clone(), &principal));
@@ -327,35 +319,10 @@ pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The principal named by `--as`, as the spec file declares it; the operator by default.
-pub(crate) fn principal(spec: &SpecFile, caller: Option<&str>) -> Result<Principal, String> {
-    let Some(id) = caller else {
-        return Ok(Principal::operator());
-    };
-    match spec.principals.get(id) {
-        Some(declared) => Ok(declared.to_principal(id)),
-        None if id == "operator" => Ok(Principal::operator()),
-        None => {
-            let hint = toolgate::closest_names(id, spec.principals.keys().map(String::as_str))
-                .into_iter()
-                .next()
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_else(|| "; declare it under `principals:` in the spec file".into());
-            Err(format!("no principal is named `{id}`{hint}"))
-        }
-    }
-}
-
 pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) -> CommandResult {
     let (spec, source) = load(args)?;
     let store = open_store(args, state)?;
-    let gate = Gate::from_spec(
-        &spec,
-        &source.path.display().to_string(),
-        &Catalog::new(),
-        store.clone(),
-    )
-    .map_err(|e| e.to_string())?;
+    let gate = open_gate(&spec, &source, &Catalog::new(), Some(store.clone()))?;
     let session = &state.session;
     match action {
         None => show_json(&gate.state(session).map_err(|e| e.to_string())?),
@@ -402,59 +369,4 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Reads and checks the spec file; a file with errors stops the command.
-pub fn load(args: &SpecArgs) -> Result<(SpecFile, SpecSource), String> {
-    let source = SpecSource::read(&args.file).map_err(|e| e.to_string())?;
-    match (&source.checked.spec, source.checked.is_ok()) {
-        (Some(spec), true) => Ok((spec.clone(), source)),
-        _ => {
-            tell!("{}", source.render_diagnostics());
-            Err(format!(
-                "{} has errors; fix them first (`toolgate check` lists them)",
-                args.file.display()
-            ))
-        }
-    }
-}
-
-/// The store `--store`, `TOOLGATE_STORE` or the spec's `store:` names, else the
-/// SQLite file in the state directory.
-pub(crate) fn store_choice(args: &SpecArgs, state: &StateArgs) -> Result<StoreChoice, String> {
-    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
-    // A spec file that cannot be read names no store; the command reports it.
-    let spec_store = SpecSource::read(&args.file)
-        .ok()
-        .and_then(|source| source.checked.spec)
-        .and_then(|spec| spec.store);
-    toolgate::choose_store(
-        state.store.as_deref(),
-        spec_store.as_deref(),
-        &dir,
-        |name| std::env::var(name).ok(),
-    )
-    .map_err(|e| e.to_string())
-}
-
-/// Opens the chosen store (see [`store_choice`]).
-pub(crate) fn open_store(
-    args: &SpecArgs,
-    state: &StateArgs,
-) -> Result<Arc<dyn ServedStore>, String> {
-    let choice = store_choice(args, state)?;
-    open_chosen(&choice, args, state)
-}
-
-/// Opens `choice`; a PostgreSQL store keeps its code-run key in the state directory.
-pub(crate) fn open_chosen(
-    choice: &StoreChoice,
-    args: &SpecArgs,
-    state: &StateArgs,
-) -> Result<Arc<dyn ServedStore>, String> {
-    let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
-    let options = OpenOptions {
-        pool_size: state.store_pool,
-    };
-    toolgate::open_store(choice, &options, &dir).map_err(|e| e.to_string())
 }

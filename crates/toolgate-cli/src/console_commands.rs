@@ -15,9 +15,11 @@ use toolgate::mcp::server::{HttpAccess, shutdown_signal};
 use toolgate::spec::SpecFile;
 use toolgate::{PinStore, ServedStore};
 
-use crate::commands::{CommandResult, load, open_store};
-use crate::serve_commands::{served_gate, with_spec_auth};
-use crate::{SpecArgs, StateArgs};
+use crate::commands::CommandResult;
+use crate::context::open_served_gate;
+use crate::context::{SpecArgs, StateArgs};
+use crate::context::{load, open_store};
+use crate::serve_commands::with_spec_auth;
 
 /// The default address of `toolgate console`: beside `serve --http`'s 8731.
 pub const DEFAULT_CONSOLE_ADDR: &str = "127.0.0.1:8732";
@@ -87,7 +89,7 @@ pub fn run(spec_args: &SpecArgs, state: &StateArgs, args: &ConsoleArgs) -> Comma
     let store = open_store(spec_args, state)?;
     let console = upstream_parts(console, &store, None);
     let file = source.path.display().to_string();
-    let (gate, _) = served_gate(&spec, &file, None, &store, None, None)?;
+    let (gate, _) = open_served_gate(&spec, &file, None, &store, None, None)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -11,11 +11,12 @@ use toolgate::flow::{
     BrokenFile, FileTests, StepStatus, TestRunner, ToolStatus, junit_xml, mermaid, render_tests,
     summary_line,
 };
-use toolgate::{Catalog, Gate, SpecSource, SqliteStore, resolve_state_dir};
+use toolgate::{Catalog, SpecSource, SqliteStore, resolve_state_dir};
 
-use crate::commands::{CommandResult, load};
+use crate::commands::CommandResult;
+use crate::context::load;
+use crate::context::{SpecArgs, StateArgs, open_gate};
 use crate::output::print_json;
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate flow` does.
 #[derive(Subcommand)]
@@ -189,13 +190,7 @@ pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandRe
         FlowAction::Status => {
             let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
             let store = Arc::new(SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?);
-            let gate = Gate::from_spec(
-                &spec,
-                &source.path.display().to_string(),
-                &Catalog::new(),
-                store,
-            )
-            .map_err(|e| e.to_string())?;
+            let gate = open_gate(&spec, &source, &Catalog::new(), Some(store))?;
             let view = gate
                 .flow_view(&state.session)
                 .map_err(|e| e.to_string())?

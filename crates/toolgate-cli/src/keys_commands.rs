@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use toolgate::auth::{KeyFile, key_file_path};
 use toolgate::resolve_state_dir;
 
-use crate::commands::{CommandResult, load};
+use crate::commands::CommandResult;
+use crate::context::load;
+use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate keys` does; without one, it lists the keys.
 #[derive(Subcommand)]

@@ -10,6 +10,7 @@ mod audit_commands;
 mod code_commands;
 mod commands;
 mod console_commands;
+mod context;
 mod flow_commands;
 mod keys_commands;
 mod openapi_commands;
@@ -27,6 +28,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use context::{SpecArgs, StateArgs};
 
 /// A served call allocates for every message, span and record it handles:
 /// with mimalloc a call takes 9% fewer instructions than with the system
@@ -58,34 +61,6 @@ struct Cli {
 enum LogFormatArg {
     Text,
     Json,
-}
-
-/// Options shared by every command that reads a spec file.
-#[derive(clap::Args, Clone)]
-struct SpecArgs {
-    /// The spec file.
-    #[arg(short = 'f', long = "file", default_value = toolgate::DEFAULT_SPEC_FILE, global = true)]
-    file: PathBuf,
-    /// Print data as JSON.
-    #[arg(long, global = true)]
-    json: bool,
-}
-
-/// Options of commands that read or write conversation state.
-#[derive(clap::Args, Clone)]
-struct StateArgs {
-    /// The conversation whose state to use.
-    #[arg(long, default_value = "default", global = true)]
-    session: String,
-    /// Where the state database lives (default: $TOOLGATE_STATE_DIR, else .toolgate/ beside the spec file).
-    #[arg(long, global = true)]
-    state_dir: Option<PathBuf>,
-    /// Keep the store in this PostgreSQL database, shared with other instances: postgres://USER:PASSWORD@HOST:PORT/DB, a password as ${env.NAME} (default: $TOOLGATE_STORE, else the spec's `store:`, else the SQLite file in the state directory).
-    #[arg(long, global = true, value_name = "URL")]
-    store: Option<String>,
-    /// Connections in a PostgreSQL store's pool (default: 16).
-    #[arg(long, global = true, value_name = "N")]
-    store_pool: Option<usize>,
 }
 
 #[derive(Subcommand)]

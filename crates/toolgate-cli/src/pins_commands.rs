@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use toolgate::{Pin, ServedStore, join_fields};
 
 use crate::commands::CommandResult;
+use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate pins` does; without one, it lists the pins.
 #[derive(Subcommand)]
@@ -49,7 +49,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<PinAction>) -> Com
 }
 
 fn open(args: &SpecArgs, state: &StateArgs) -> Result<Arc<dyn ServedStore>, String> {
-    crate::commands::open_store(args, state)
+    crate::context::open_store(args, state)
 }
 
 fn list(args: &SpecArgs, store: &dyn ServedStore) -> CommandResult {

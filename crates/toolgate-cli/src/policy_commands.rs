@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 use toolgate::{CallFacts, Catalog, Considered};
 
 use crate::SpecArgs;
-use crate::commands::{CommandResult, load, principal};
+use crate::commands::CommandResult;
+use crate::context::{load, principal};
 use crate::output::print_json;
 
 /// What `toolgate policy` does.

@@ -10,7 +10,8 @@ use toolgate::search::{Fusion, Scorer, SearchIndex};
 use toolgate::{Principal, SearchTools, ToolDescriptor};
 
 use crate::SpecArgs;
-use crate::commands::{CommandResult, load, principal};
+use crate::commands::CommandResult;
+use crate::context::{load, principal};
 use crate::output::{first_line, print_json};
 use crate::semantic_search::ModelChoice;
 use crate::wire_commands::descriptors;

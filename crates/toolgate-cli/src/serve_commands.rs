@@ -1,7 +1,6 @@
 //! `toolgate serve`: the spec file's catalog as an MCP server, over stdio or
 //! streamable HTTP, every call through the gate.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -15,17 +14,15 @@ use toolgate::mcp::server::{
     DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
     HttpAccess, McpServer, ServeOptions, SessionLimits, check_path, shutdown_signal,
 };
-use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
 use toolgate::telemetry::{METRICS_PATH, MetricsEndpoint, serve_metrics};
-use toolgate::{
-    DynTool, Gate, GateStore, PinStore, SearchTools, ServedStore, ToolError, resolve_state_dir,
-    spec_catalog,
-};
+use toolgate::{GateStore, PinStore, ServedStore, resolve_state_dir};
 
-use crate::commands::{CommandResult, load, open_chosen, principal, store_choice};
+use crate::commands::CommandResult;
 use crate::console_commands;
-use crate::{SpecArgs, StateArgs};
+use crate::context::{
+    Searching, SpecArgs, StateArgs, load, open_chosen, open_served_gate, principal, store_choice,
+};
 
 /// Options of `toolgate serve`.
 #[derive(clap::Args, Clone)]
@@ -166,7 +163,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             Some(Searching { scorer })
         }
     };
-    let (gate, withheld) = served_gate(
+    let (gate, withheld) = open_served_gate(
         &spec,
         &file,
         upstreams.as_deref(),
@@ -381,63 +378,6 @@ pub(crate) fn with_spec_auth(
     }
 }
 
-/// How `serve --search` searches: by words, and by meaning when a model is configured.
-/// The scorer outlives each gate, so a catalog change re-embeds only what changed.
-#[derive(Clone)]
-pub(crate) struct Searching {
-    scorer: Option<Arc<dyn toolgate::CatalogScorer>>,
-}
-
-/// The gate `serve` runs calls through: the spec file's tools, the upstream servers'
-/// and, with `search`, `search_tools` over all of them; and the quarantined tools to
-/// withhold from `tools/list`. A gate that replaces the `previous` one takes turns
-/// with it in each conversation.
-pub(crate) fn served_gate(
-    spec: &SpecFile,
-    file: &str,
-    upstreams: Option<&Upstreams>,
-    store: &Arc<dyn ServedStore>,
-    search: Option<&Searching>,
-    previous: Option<&Gate>,
-) -> Result<(Gate, Vec<String>), String> {
-    let natives = upstreams.map(Upstreams::catalog).unwrap_or_default();
-    let mut catalog = spec_catalog(spec, file, &natives).map_err(|e| e.to_string())?;
-    let withheld: Vec<String> = upstreams
-        .map(|u| u.withheld().into_iter().map(|w| w.tool).collect())
-        .unwrap_or_default();
-    if let Some(searching) = search {
-        // Searches leave out what cannot run now: quarantined tools, and upstream
-        // tools behind an open circuit or gone from their server's list.
-        let quarantined = withheld.clone();
-        let tools: HashMap<String, Arc<dyn DynTool>> = catalog
-            .iter()
-            .map(|tool| (tool.name().to_owned(), tool.clone()))
-            .collect();
-        let mut search = SearchTools::new(&catalog).with_policy(spec.policy.clone());
-        if let Some(scorer) = &searching.scorer {
-            search = search.with_scorer(scorer.clone());
-        }
-        let search = search.with_filter(move |_, tool| {
-            if quarantined.contains(&tool.name) {
-                return Some(Exclusion::Quarantined);
-            }
-            match tools.get(&tool.name)?.available() {
-                Ok(()) => None,
-                Err(ToolError::Retryable { .. }) => Some(Exclusion::BreakerOpen),
-                Err(e) => Some(Exclusion::Other(e.to_string())),
-            }
-        });
-        catalog
-            .register(Arc::new(search))
-            .map_err(|e| e.to_string())?;
-    }
-    let mut builder = Gate::builder(catalog).spec(spec).store(store.clone());
-    if let Some(previous) = previous {
-        builder = builder.succeeding(previous);
-    }
-    Ok((builder.build(), withheld))
-}
-
 /// Serves a new gate whenever an upstream server's tools change (`list_changed`, a
 /// restart, a quarantine), so clients see tools come, go and be withheld.
 fn follow_upstreams(
@@ -463,7 +403,7 @@ fn follow_upstreams(
             let (store, search) = (store.clone(), search.clone());
             // A model embeds the new tools: on a blocking thread, not this worker.
             let built = crate::semantic_search::off_the_workers(move || {
-                served_gate(
+                open_served_gate(
                     &spec,
                     &file,
                     Some(&upstreams),

@@ -6,9 +6,10 @@ use clap::Subcommand;
 use serde_json::json;
 use toolgate::{OpenOptions, StoreChoice};
 
-use crate::commands::{CommandResult, store_choice};
+use crate::commands::CommandResult;
+use crate::context::store_choice;
+use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate store` does.
 #[derive(Subcommand)]

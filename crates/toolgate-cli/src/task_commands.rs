@@ -10,11 +10,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
-use toolgate::{Catalog, Gate, Outcome, TaskFilter, TaskRecord, TaskStatus};
+use toolgate::{Catalog, Outcome, TaskFilter, TaskRecord, TaskStatus};
 
-use crate::commands::{CommandResult, load, open_store, principal};
+use crate::commands::CommandResult;
+use crate::context::{SpecArgs, StateArgs};
+use crate::context::{load, open_gate, open_store, principal};
 use crate::output::{first_line, print_json, say_table, show_json};
-use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate tasks` does; without one, it lists the tasks.
 #[derive(Subcommand)]
@@ -65,13 +66,7 @@ pub fn run(
     let (spec, source) = load(args)?;
     let principal = principal(&spec, caller)?;
     let store = open_store(args, state)?;
-    let gate = Gate::from_spec(
-        &spec,
-        &source.path.display().to_string(),
-        &Catalog::new(),
-        store,
-    )
-    .map_err(|e| e.to_string())?;
+    let gate = open_gate(&spec, &source, &Catalog::new(), Some(store))?;
     match action.unwrap_or(TaskAction::List {
         of: None,
         status: None,

@@ -10,7 +10,8 @@ use toolgate::wire::{self, CallReader, Note, RenderOptions, Rendered, Target};
 use toolgate::{Catalog, ToolDescriptor};
 
 use crate::SpecArgs;
-use crate::commands::{CommandResult, load};
+use crate::commands::CommandResult;
+use crate::context::load;
 use crate::output::print_json;
 
 /// The descriptors a spec file declares, in file order, then the tools of its MCP

@@ -771,10 +771,6 @@ fn audit_message(outcome: &Outcome) -> String {
     clip_text(&outcome.message_for_model(), AUDIT_MESSAGE_CHARS).into_owned()
 }
 
-/// The outcome of a call stopped because `what` failed. The caller learns the
-/// kind of failure only; the store's own message, which names where it is (a
-/// database's user, host, port and name), goes to the operator's log.
-
 fn tool_error(tool: &str, error: ToolError) -> Outcome {
     match error {
         ToolError::Retryable { message, .. } => {

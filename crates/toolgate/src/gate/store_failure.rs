@@ -6,8 +6,9 @@ use toolgate_core::Outcome;
 
 use crate::store::StoreError;
 
-/// The refusal of a call that did not run because `what` (the audit log, the
-/// state store...) could not be written or read.
+/// The outcome of a call stopped because `what` failed. The caller learns the
+/// kind of failure only; the store's own message, which names where it is (a
+/// database's user, host, port and name), goes to the operator's log.
 pub(super) fn store_failure(what: &str, error: StoreError) -> Outcome {
     tracing::error!(store = what, %error, "a call did not run because the store failed");
     Outcome::error(
