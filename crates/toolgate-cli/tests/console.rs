@@ -353,23 +353,35 @@ async fn keyed_client(served: &Served, key: &str) -> RunningService<RoleClient, 
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_principal_who_is_not_an_approver_sees_only_its_own_calls_and_an_approver_sees_all() {
+/// A directory holding `spec` as its spec file, and an API key for each of
+/// `principals`, by principal.
+fn with_keys(
+    spec: &str,
+    principals: &[&'static str],
+) -> (
+    tempfile::TempDir,
+    std::collections::BTreeMap<&'static str, String>,
+) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("toolgate.yaml"),
-        format!("{SPEC}{PRINCIPALS}"),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
     let mut keys = std::collections::BTreeMap::new();
-    for who in ["alice_bot", "bob_bot", "ops"] {
+    for who in principals {
         let made = support::toolgate(dir.path(), &["keys", "add", who]);
         assert!(made.status.success(), "{made:?}");
         keys.insert(
-            who,
+            *who,
             String::from_utf8(made.stdout).unwrap().trim().to_owned(),
         );
     }
+    (dir, keys)
+}
+
+#[tokio::test]
+async fn a_principal_who_is_not_an_approver_sees_only_its_own_calls_and_an_approver_sees_all() {
+    let (dir, keys) = with_keys(
+        &format!("{SPEC}{PRINCIPALS}"),
+        &["alice_bot", "bob_bot", "ops"],
+    );
     let served = start(&serve_args(), Some(dir));
     let mut waiting = Vec::new();
     for who in ["alice_bot", "bob_bot"] {
@@ -531,15 +543,8 @@ async fn a_console_session_survives_a_restart_on_the_same_store_until_logged_out
 
 #[tokio::test]
 async fn a_console_session_ends_when_the_key_it_was_opened_with_is_revoked() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("toolgate.yaml"),
-        format!("{SPEC}{PRINCIPALS}"),
-    )
-    .unwrap();
-    let made = support::toolgate(dir.path(), &["keys", "add", "ops"]);
-    assert!(made.status.success(), "{made:?}");
-    let key = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    let (dir, keys) = with_keys(&format!("{SPEC}{PRINCIPALS}"), &["ops"]);
+    let key = keys["ops"].clone();
     let id = key.strip_prefix("tgk_").unwrap().split('_').next().unwrap();
     let served = start(&serve_args(), Some(dir));
     let cookie = log_in_with(&served, &key).await;
@@ -565,20 +570,10 @@ async fn a_console_session_ends_when_the_key_it_was_opened_with_is_revoked() {
 
 #[tokio::test]
 async fn the_catalog_shows_a_restricted_principal_only_the_tools_it_may_call() {
-    let dir = tempfile::tempdir().unwrap();
     let spec = format!(
         "{SPEC}  - name: lookup_order\n    description: Look an order up.\n    effect: read\n    parameters: {{type: object}}\n    response: {{found: true}}\nprincipals:\n  reader_bot: {{ceiling: read, scopes: [lookup_order]}}\n  ops: {{ceiling: read, approve: [\"*\"]}}\nauth:\n  api_keys: {{}}\n"
     );
-    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
-    let mut keys = std::collections::BTreeMap::new();
-    for who in ["reader_bot", "ops"] {
-        let made = support::toolgate(dir.path(), &["keys", "add", who]);
-        assert!(made.status.success(), "{made:?}");
-        keys.insert(
-            who,
-            String::from_utf8(made.stdout).unwrap().trim().to_owned(),
-        );
-    }
+    let (dir, keys) = with_keys(&spec, &["reader_bot", "ops"]);
     let served = start(&serve_args(), Some(dir));
     let reader = log_in_with(&served, &keys["reader_bot"]).await;
     let (status, page) = get(&served, "/catalog", &reader).await;
