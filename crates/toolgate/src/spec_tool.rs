@@ -224,3 +224,19 @@ fn build_catalog(
     }
     Ok(catalog)
 }
+
+impl crate::Gate {
+    /// A gate over the tools a spec file declares (with `natives` implementing any
+    /// declaration of the same name), its state effects, defaults and policy.
+    pub fn from_spec(
+        spec: &toolgate_core::spec::SpecFile,
+        file: &str,
+        natives: &toolgate_core::Catalog,
+        store: std::sync::Arc<dyn crate::store::GateStore>,
+    ) -> Result<Self, toolgate_core::CatalogError> {
+        Ok(crate::Gate::builder(spec_catalog(spec, file, natives)?)
+            .spec(spec)
+            .store(store)
+            .build())
+    }
+}
