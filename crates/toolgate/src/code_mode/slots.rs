@@ -26,11 +26,17 @@ pub(super) struct WorkerSlots {
 #[derive(Debug)]
 pub(super) struct Slot {
     _all: OwnedSemaphorePermit,
+    _share: Share,
+}
+
+/// One of a principal's running programs, counted until dropped.
+#[derive(Debug)]
+struct Share {
     principal: String,
     running: Arc<Mutex<HashMap<String, usize>>>,
 }
 
-impl Drop for Slot {
+impl Drop for Share {
     fn drop(&mut self) {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(count) = running.get_mut(&self.principal) {
@@ -61,7 +67,7 @@ impl WorkerSlots {
         principal: &str,
         wait: Duration,
     ) -> Result<Slot, (&'static str, String)> {
-        {
+        let share = {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             let count = running.entry(principal.to_owned()).or_default();
             if *count >= self.per_principal {
@@ -73,33 +79,25 @@ impl WorkerSlots {
                 ));
             }
             *count += 1;
-        }
-        let release = || {
-            let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(count) = running.get_mut(principal) {
-                *count -= 1;
-                if *count == 0 {
-                    running.remove(principal);
-                }
+            Share {
+                principal: principal.to_owned(),
+                running: self.running.clone(),
             }
         };
+        // Refused here, the share is dropped and the principal's count given back.
         match tokio::time::timeout(wait, self.all.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(Slot {
                 _all: permit,
-                principal: principal.to_owned(),
-                running: self.running.clone(),
+                _share: share,
             }),
-            _ => {
-                release();
-                Err((
-                    "max_workers",
-                    format!(
-                        "the server is running {} programs at once and none finished within {}; try again in a few seconds",
-                        self.max_workers,
-                        humantime::format_duration(wait)
-                    ),
-                ))
-            }
+            _ => Err((
+                "max_workers",
+                format!(
+                    "the server is running {} programs at once and none finished within {}; try again in a few seconds",
+                    self.max_workers,
+                    humantime::format_duration(wait)
+                ),
+            )),
         }
     }
 }
