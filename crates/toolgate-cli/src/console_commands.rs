@@ -9,9 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use toolgate::auth::HttpAccess;
 use toolgate::console::{Console, LoginToken};
 use toolgate::mcp::client::Upstreams;
-use toolgate::mcp::server::{HttpAccess, shutdown_signal};
+use toolgate::mcp::server::shutdown_signal;
 use toolgate::spec::SpecFile;
 use toolgate::{PinStore, ServedStore};
 

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
-use toolgate::auth::{ApiKeys, OAuth, key_file_path};
+use toolgate::auth::{ApiKeys, HttpAccess, OAuth, key_file_path};
 use toolgate::mcp::client::{ServerState, UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
-    DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
-    HttpAccess, McpServer, ServeOptions, SessionLimits, check_path, shutdown_signal,
+    DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, McpServer,
+    ServeOptions, SessionLimits, check_path, shutdown_signal,
 };
+use toolgate::serve::{DEFAULT_HTTP_ADDR, FrontDoor};
 use toolgate::spec::SpecFile;
 use toolgate::telemetry::{METRICS_PATH, MetricsEndpoint, serve_metrics};
 use toolgate::{GateStore, PinStore, ServedStore, resolve_state_dir};
@@ -212,6 +213,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             upstreams.peer(ns)
         });
     }
+    let mut metrics_beside = None;
     let metrics = match args.metrics {
         None => None,
         Some(at) => {
@@ -238,7 +240,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 endpoint = endpoint.sampler(upstreams.metrics_sampler());
             }
             match at {
-                None => builder = builder.metrics(endpoint),
+                None => metrics_beside = Some(endpoint),
                 Some(addr) => {
                     let listener = runtime
                         .block_on(tokio::net::TcpListener::bind(addr))
@@ -261,7 +263,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         (true, Some(addr)) => {
             let console = console_commands::console(&spec, &access, addr)?;
             let console = console_commands::upstream_parts(console, &store, upstreams.as_ref());
-            builder = builder.console(console.clone());
+            builder = builder.hold_approvals();
             Some(console)
         }
         _ => None,
@@ -315,11 +317,15 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                         ""
                     }
                 );
-                if let Some(console) = &console {
-                    console_commands::announce(console, bound);
+                let mut door = FrontDoor::new(server, access).path(&args.path);
+                if let Some(console) = console {
+                    console_commands::announce(&console, bound);
+                    door = door.console(console);
                 }
-                server
-                    .serve_http(listener, &args.path, access, shutdown_signal())
+                if let Some(endpoint) = metrics_beside {
+                    door = door.metrics(endpoint);
+                }
+                door.serve(listener, shutdown_signal())
                     .await
                     .map_err(|e| e.to_string())
             }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
+use toolgate::auth::HttpAccess;
 use toolgate::console::{Console, LoginToken};
-use toolgate::mcp::server::HttpAccess;
 use toolgate::spec::SpecFile;
 use toolgate::{
     ApprovalRequest, ApprovalStore, AuditEntry, AuditLog, Catalog, Gate, RecordKind, SqliteStore,

@@ -57,6 +57,8 @@ mod regular_file;
 mod search_tool;
 #[cfg(feature = "semantic")]
 pub mod semantic;
+#[cfg(feature = "mcp")]
+pub mod serve;
 mod spec_file;
 mod spec_tool;
 mod store;

@@ -13,8 +13,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 use tokio::sync::oneshot;
-use toolgate::auth::{ApiKeys, KEYS_FILE, KeyFile};
-use toolgate::mcp::server::{HttpAccess, McpServer};
+use toolgate::auth::{ApiKeys, HttpAccess, KEYS_FILE, KeyFile};
+use toolgate::mcp::server::McpServer;
+use toolgate::serve::FrontDoor;
 use toolgate::spec::SpecFile;
 use toolgate::{AuditLog, Catalog, Gate, MemoryGateStore, Principal, Tier};
 
@@ -69,7 +70,7 @@ async fn served() -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server.serve_http(listener, "/mcp", access, async {
+    tokio::spawn(FrontDoor::new(server, access).serve(listener, async {
         let _ = stopped.await;
     }));
     Served {

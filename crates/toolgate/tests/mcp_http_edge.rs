@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use toolgate::auth::OAuth;
-use toolgate::mcp::server::{
-    HttpAccess, McpServer, ServeError, ServeOptions, ServeReport, SessionLimits,
-};
+use toolgate::auth::{AccessError, HttpAccess};
+use toolgate::mcp::server::{McpServer, ServeError, ServeOptions, ServeReport, SessionLimits};
+use toolgate::serve::FrontDoor;
 use toolgate::spec::OAuthSection;
 use toolgate::{Catalog, Gate, Tool, ToolCtx, ToolError, ToolHandler};
 
@@ -62,11 +62,12 @@ impl Served {
         let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let server = tokio::spawn(
-            server.serve_http(listener, "/mcp", HttpAccess::open(), async {
+        let server = tokio::spawn(FrontDoor::new(server, HttpAccess::open()).serve(
+            listener,
+            async {
                 let _ = stopped.await;
-            }),
-        );
+            },
+        ));
         Served {
             url,
             stop: Some(stop),
@@ -154,14 +155,14 @@ async fn guarded(access: HttpAccess) -> (String, oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(McpServer::builder(gate()).build().serve_http(
-        listener,
-        "/mcp",
-        access.with_oauth(oauth),
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    tokio::spawn(
+        FrontDoor::new(McpServer::builder(gate()).build(), access.with_oauth(oauth)).serve(
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ),
+    );
     (base, stop)
 }
 
@@ -351,7 +352,7 @@ fn a_malformed_allowed_host_or_origin_is_an_error_saying_what_to_give() {
     let host = HttpAccess::open()
         .allow_host("http://tools.example.test/")
         .unwrap_err();
-    assert!(matches!(host, ServeError::BadAllowedHost { .. }), "{host}");
+    assert!(matches!(host, AccessError::BadAllowedHost { .. }), "{host}");
     assert!(
         host.to_string().contains("tools.example.com:8443"),
         "{host}"
@@ -360,7 +361,7 @@ fn a_malformed_allowed_host_or_origin_is_an_error_saying_what_to_give() {
         .allow_origin("app.example.test")
         .unwrap_err();
     assert!(
-        matches!(origin, ServeError::BadAllowedOrigin { .. }),
+        matches!(origin, AccessError::BadAllowedOrigin { .. }),
         "{origin}"
     );
 }

@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use toolgate::mcp::server::{HttpAccess, McpServer, ServeError, ServeReport, max_message_bytes};
+use toolgate::auth::HttpAccess;
+use toolgate::mcp::server::{McpServer, ServeError, ServeReport, max_message_bytes};
+use toolgate::serve::FrontDoor;
 use toolgate::{Catalog, Gate, MemoryGateStore, SpecSource};
 
 /// A gate over one mock tool, its arguments limited by the spec to `limit` bytes.
@@ -50,14 +52,14 @@ async fn serve_http(gate: Arc<Gate>) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(McpServer::builder(gate).build().serve_http(
-        listener,
-        "/mcp",
-        HttpAccess::open(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let server = tokio::spawn(
+        FrontDoor::new(McpServer::builder(gate).build(), HttpAccess::open()).serve(
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ),
+    );
     Served { url, stop, server }
 }
 

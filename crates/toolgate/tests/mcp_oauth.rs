@@ -20,8 +20,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+use toolgate::auth::HttpAccess;
 use toolgate::auth::OAuth;
-use toolgate::mcp::server::{HttpAccess, McpServer};
+use toolgate::mcp::server::McpServer;
+use toolgate::serve::FrontDoor;
 use toolgate::spec::{OAuthSection, SpecFile};
 use toolgate::{
     AuditLog, Catalog, Gate, GateStore, MemoryGateStore, PrincipalSpec, SqliteStore, Tier,
@@ -137,14 +139,11 @@ async fn served_with(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server.serve_http(
-        listener,
-        "/mcp",
-        HttpAccess::open().with_oauth(oauth),
-        async {
+    tokio::spawn(
+        FrontDoor::new(server, HttpAccess::open().with_oauth(oauth)).serve(listener, async {
             let _ = stopped.await;
-        },
-    ));
+        }),
+    );
     Served {
         url: format!("{base}/mcp"),
         base,

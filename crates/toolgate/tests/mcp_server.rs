@@ -21,7 +21,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use support::mcp::{Client, call, over_http, over_pipe, text};
-use toolgate::mcp::server::{Downstream, HttpAccess, McpServer, ServeError, ServeOptions};
+use toolgate::auth::HttpAccess;
+use toolgate::mcp::server::{Downstream, McpServer, ServeError, ServeOptions};
+use toolgate::serve::FrontDoor;
 use toolgate::spec::SpecFile;
 use toolgate::{
     ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore, Principal, Tier, Tool,
@@ -1032,8 +1034,9 @@ async fn http_requests_without_the_bearer_token_get_401() {
 async fn an_endpoint_path_axum_cannot_route_is_an_error_not_a_panic() {
     let server = McpServer::builder(gate(Arc::default())).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let error = server
-        .serve_http(listener, "mcp", HttpAccess::open(), std::future::pending())
+    let error = FrontDoor::new(server, HttpAccess::open())
+        .path("mcp")
+        .serve(listener, std::future::pending())
         .await
         .unwrap_err();
     assert!(matches!(error, ServeError::BadPath(_)), "{error}");

@@ -22,7 +22,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::json;
 use support::mcp::{Client, over_http, text};
 use tokio::sync::oneshot;
-use toolgate::mcp::server::{CONVERSATION_HEADER, CONVERSATION_META, HttpAccess, McpServer};
+use toolgate::auth::HttpAccess;
+use toolgate::mcp::server::{CONVERSATION_HEADER, CONVERSATION_META, McpServer};
 use toolgate::spec::SpecFile;
 use toolgate::{ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore};
 

@@ -22,7 +22,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use toolgate::mcp::server::{Downstream, HttpAccess, McpServer};
+use toolgate::auth::HttpAccess;
+use toolgate::mcp::server::{Downstream, McpServer};
+use toolgate::serve::FrontDoor;
 use toolgate::spec::SpecFile;
 use toolgate::{
     AuditLog, Catalog, Gate, MemoryGateStore, Principal, TaskFilter, TaskStatus, Tool, ToolCtx,
@@ -131,7 +133,7 @@ async fn over_http(server: McpServer) -> (String, oneshot::Sender<()>) {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(
-        server.serve_http(listener, "/mcp", HttpAccess::open(), async {
+        FrontDoor::new(server, HttpAccess::open()).serve(listener, async {
             let _ = stopped.await;
         }),
     );

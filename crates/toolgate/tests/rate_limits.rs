@@ -143,14 +143,16 @@ async fn a_call_refused_for_another_reason_spends_nothing() {
 #[cfg(feature = "mcp")]
 #[tokio::test]
 async fn a_stateless_call_refused_by_a_limit_is_answered_429_with_retry_after() {
-    use toolgate::mcp::server::{HttpAccess, McpServer};
+    use toolgate::auth::HttpAccess;
+    use toolgate::mcp::server::McpServer;
+    use toolgate::serve::FrontDoor;
     let (gate, _) = gate(json!([{"tool": "lookup", "calls": 1, "per": "1h"}]));
     let server = McpServer::builder(gate).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(
-        server.serve_http(listener, "/mcp", HttpAccess::open(), async {
+        FrontDoor::new(server, HttpAccess::open()).serve(listener, async {
             let _ = stopped.await;
         }),
     );

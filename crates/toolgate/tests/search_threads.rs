@@ -15,8 +15,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use toolgate::mcp::server::{HttpAccess, McpServer};
+use toolgate::auth::HttpAccess;
+use toolgate::mcp::server::McpServer;
 use toolgate::search::Scorer;
+use toolgate::serve::FrontDoor;
 use toolgate::{Catalog, CatalogScorer, DynTool, Gate, SearchTools, SpecTool, ToolDescriptor};
 
 /// A scorer as slow as a model on a busy machine: each query waits until
@@ -90,7 +92,7 @@ async fn a_call_on_another_session_completes_while_a_search_embeds_its_query() {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(
-        server.serve_http(listener, "/mcp", HttpAccess::open(), async {
+        FrontDoor::new(server, HttpAccess::open()).serve(listener, async {
             let _ = stopped.await;
         }),
     );

@@ -150,16 +150,13 @@ async fn serve_memory(spec: &str) {
         "memory: serving at http://{}/mcp",
         listener.local_addr().unwrap()
     );
-    toolgate::mcp::server::McpServer::builder(Arc::new(gate))
-        .build()
-        .serve_http(
-            listener,
-            "/mcp",
-            toolgate::mcp::server::HttpAccess::open(),
-            std::future::pending(),
-        )
-        .await
-        .unwrap();
+    toolgate::serve::FrontDoor::new(
+        toolgate::mcp::server::McpServer::builder(Arc::new(gate)).build(),
+        toolgate::auth::HttpAccess::open(),
+    )
+    .serve(listener, std::future::pending())
+    .await
+    .unwrap();
 }
 
 const ISSUER: &str = "https://auth.example.test";

@@ -5,14 +5,20 @@
 //! calls as, how it authenticated, and what names the credential in logs (a
 //! key's id and label; never the key). Every MCP request then runs as that
 //! principal: its tools, its conversations, its calls.
+//!
+//! [`HttpAccess`] is the front door's access layer: which credentials it takes,
+//! and (with [`rebinding`]) which `Host` names and browser origins it answers.
 
+mod access;
 pub mod keys;
 pub mod oauth;
+pub(crate) mod rebinding;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+pub use access::{AccessError, HttpAccess, MIN_TOKEN_BYTES};
 pub use keys::{ApiKey, KEYS_FILE, KeyFile, KeyFileError};
 pub use oauth::{OAuth, OAuthError, Refusal};
 

@@ -33,7 +33,7 @@ use subtle::ConstantTimeEq;
 use super::App;
 use super::layout::{self, Nav};
 use crate::auth::HeldCredential;
-use crate::mcp::server::HttpAccess;
+use crate::auth::HttpAccess;
 use crate::store::{
     MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions, now_ms,
 };

@@ -13,7 +13,7 @@
 //! own origin.
 //!
 //! `toolgate serve --http --console` mounts the console beside `/mcp`
-//! ([`McpServerBuilder::console`](crate::mcp::server::McpServerBuilder::console));
+//! ([`FrontDoor::console`](crate::serve::FrontDoor::console));
 //! [`Console::serve`] serves it alone.
 
 mod approvals;
@@ -36,17 +36,17 @@ use axum::routing::{get, post};
 use toolgate_core::Approvers;
 use toolgate_core::spec::SpecFile;
 
-use crate::mcp::client::Upstreams;
-use crate::mcp::server::HttpAccess;
-use crate::mcp::server::rebinding::{self, Guard};
+use crate::auth::HttpAccess;
+use crate::auth::rebinding::{self, Guard};
 use crate::{Gate, PinStore};
 
 pub use login::LoginToken;
 use login::{Sessions, Viewer};
+pub use upstreams::{Circuit, UpstreamRow, UpstreamView};
 
 /// Where the console finds the gate it shows: the MCP server's current one (it is
 /// swapped when upstream tools change), or a fixed gate when served alone.
-type GateSource = Arc<dyn Fn() -> Arc<Gate> + Send + Sync>;
+pub(crate) type GateSource = Arc<dyn Fn() -> Arc<Gate> + Send + Sync>;
 
 /// The console of one gate: how to log in, and who may approve.
 #[derive(Clone)]
@@ -66,7 +66,7 @@ struct Inner {
     /// Where the upstream tools' pins live, for the Catalog's quarantine.
     pins: OnceLock<Arc<dyn PinStore>>,
     /// The running upstream servers, for their health on the Catalog.
-    upstreams: OnceLock<Arc<Upstreams>>,
+    upstreams: OnceLock<Arc<dyn UpstreamView>>,
 }
 
 impl std::fmt::Debug for Console {
@@ -112,7 +112,7 @@ impl Console {
 
     /// Shows the health and circuit state of the running `upstreams` on the
     /// Catalog, and releases a tool accepted there at once. Set once.
-    pub fn with_upstreams(self, upstreams: Arc<Upstreams>) -> Self {
+    pub fn with_upstreams(self, upstreams: Arc<dyn UpstreamView>) -> Self {
         let _ = self.inner.upstreams.set(upstreams);
         self
     }
@@ -150,9 +150,11 @@ impl Console {
             .await
     }
 
-    /// The console's routes, every one behind a console session but the login
-    /// and the static assets.
-    fn routes(&self, gate: GateSource, access: HttpAccess) -> Router {
+    /// The console's routes for the gate `gate` gives (read on every request:
+    /// a served gate is swapped when upstream tools change), every one behind a
+    /// console session but the login and the static assets. They check no
+    /// `Host`: whoever mounts them puts the rebinding guard in front.
+    pub(crate) fn routes(&self, gate: GateSource, access: HttpAccess) -> Router {
         let app = App {
             console: self.clone(),
             gate,
@@ -212,29 +214,6 @@ pub(crate) struct App {
 impl App {
     fn gate(&self) -> Arc<Gate> {
         (self.gate)()
-    }
-}
-
-/// The console's routes for the MCP server `shared`, if it serves a console.
-pub(crate) fn routes_of(shared: &Arc<crate::mcp::server::Shared>) -> Option<ConsoleRoutes> {
-    let console = shared.console.clone()?;
-    let shared = shared.clone();
-    let gate: GateSource = Arc::new(move || shared.offering().gate.clone());
-    Some(ConsoleRoutes { console, gate })
-}
-
-/// A console waiting to be mounted on the MCP server's router.
-pub(crate) struct ConsoleRoutes {
-    console: Console,
-    gate: GateSource,
-}
-
-/// `router` with the console's routes beside the MCP endpoint, outside its
-/// bearer-token check (the console has its own sessions).
-pub(crate) fn mount(router: Router, console: Option<ConsoleRoutes>, access: &HttpAccess) -> Router {
-    match console {
-        Some(c) => router.merge(c.console.routes(c.gate, access.clone())),
-        None => router,
     }
 }
 

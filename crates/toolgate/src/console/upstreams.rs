@@ -20,12 +20,58 @@ use serde::Deserialize;
 use super::layout::csrf_field;
 use super::login::csrf_refusal;
 use super::{App, Viewer, error_page};
-use crate::mcp::client::{ServerState, ServerStatus};
 use crate::{Pin, join_fields, pin_diff};
+
+/// What the console shows of the running upstream MCP servers, and how it
+/// tells them that a quarantined tool's change was accepted. The front door
+/// ([`crate::serve`]) gives a console the running servers.
+pub trait UpstreamView: Send + Sync {
+    /// One row per server, in the order the spec declares them.
+    fn servers(&self) -> Vec<UpstreamRow>;
+    /// A quarantined tool's change was accepted: the servers release it now,
+    /// not at its next call.
+    fn release_accepted(&self);
+}
+
+/// One upstream server, as the Catalog shows it.
+#[derive(Debug, Clone)]
+pub struct UpstreamRow {
+    /// Its namespace in the catalog.
+    pub namespace: String,
+    /// Its name and version, from the handshake.
+    pub server: Option<String>,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// `starting`, `ready`, `restarting`, `unavailable`, `misconfigured` or `stopped`.
+    pub health: &'static str,
+    /// Whether its tools can be called now.
+    pub available: bool,
+    /// Why it is not ready, if it is not.
+    pub reason: Option<String>,
+    /// Whether calls reach it.
+    pub circuit: Circuit,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// How many of its tools are in the catalog.
+    pub tools: usize,
+    /// Those of them that are quarantined.
+    pub quarantined: Vec<String>,
+}
+
+/// Whether calls reach an upstream server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Circuit {
+    /// They do.
+    Closed,
+    /// It failed too often in a row; it is tried again at this instant.
+    OpenUntil(Instant),
+    /// Its settings cannot be used, or it was stopped: it is never tried.
+    NeverTried,
+}
 
 /// The upstream servers and the quarantined tools, for the top of the Catalog.
 pub(super) fn sections(app: &App, viewer: &Viewer) -> Markup {
-    let servers = app.console.inner.upstreams.get().map(|u| u.status());
+    let servers = app.console.inner.upstreams.get().map(|u| u.servers());
     let pins = app.console.inner.pins.get().map(|p| p.pins());
     html! {
         @if let Some(servers) = &servers {
@@ -56,29 +102,29 @@ pub(super) fn sections(app: &App, viewer: &Viewer) -> Markup {
     }
 }
 
-fn server_row(server: &ServerStatus) -> Markup {
-    let (circuit, class) = match &server.state {
-        ServerState::Unavailable { until, .. } => (
+fn server_row(server: &UpstreamRow) -> Markup {
+    let (circuit, class) = match server.circuit {
+        Circuit::OpenUntil(until) => (
             format!(
                 "open, retried in {}s",
                 until.saturating_duration_since(Instant::now()).as_secs()
             ),
             "bad",
         ),
-        ServerState::Misconfigured { .. } | ServerState::Stopped => ("never tried".into(), "bad"),
-        _ => ("closed".into(), "ok"),
+        Circuit::NeverTried => ("never tried".into(), "bad"),
+        Circuit::Closed => ("closed".into(), "ok"),
     };
     html! {
         tr id={ "upstream-" (server.namespace) } {
             td { code { (server.namespace) } @if let Some(info) = &server.server { br; span.muted { (info) } } }
             td { (server.transport) }
             td.health {
-                span class=(if server.state.is_available() { "ok" } else { "bad" }) { (server.state.as_str()) }
+                span class=(if server.available { "ok" } else { "bad" }) { (server.health) }
                 @if let Some(reason) = &server.reason { br; span.muted { (reason) } }
             }
             td.circuit { span class=(class) { (circuit) } }
             td { (server.failures) }
-            td { (server.tools.len()) }
+            td { (server.tools) }
             td { @for tool in &server.quarantined { code { (tool) } " " } }
         }
     }
@@ -144,7 +190,7 @@ pub(super) async fn accept(
             tracing::info!(tool = %pin.tool, by = %viewer.who, "accepted a pinned tool's change in the console");
             // The running servers release the tool now, not at its next call.
             if let Some(upstreams) = app.console.inner.upstreams.get() {
-                upstreams.withheld();
+                upstreams.release_accepted();
             }
             Redirect::to("/catalog#quarantine").into_response()
         }

@@ -163,8 +163,9 @@ impl MetricsEndpoint {
         self.handle.render()
     }
 
-    /// The endpoint as a router serving [`METRICS_PATH`].
-    fn router(&self) -> Router {
+    /// The endpoint as a router serving [`METRICS_PATH`]; whoever mounts it
+    /// puts the credential check and the `Host` guard in front.
+    pub(crate) fn router(&self) -> Router {
         let endpoint = self.clone();
         Router::new().route(
             METRICS_PATH,
@@ -189,27 +190,6 @@ impl MetricsEndpoint {
                 }
             }),
         )
-    }
-}
-
-/// `router` with the metrics endpoint beside its routes, when there is one: a
-/// request for it passes whatever layers are added to the result afterwards
-/// (the credential check and the `Host` guard of the MCP endpoint). An MCP
-/// endpoint at [`METRICS_PATH`] keeps its path, and metrics are not served.
-pub(crate) fn route_beside(
-    router: Router,
-    mcp_path: &str,
-    endpoint: Option<&MetricsEndpoint>,
-) -> Router {
-    match endpoint {
-        Some(_) if mcp_path == METRICS_PATH => {
-            tracing::warn!(
-                "the MCP endpoint is at {METRICS_PATH}, so metrics are not served there"
-            );
-            router
-        }
-        Some(endpoint) => router.merge(endpoint.router()),
-        None => router,
     }
 }
 

@@ -34,7 +34,6 @@ pub(crate) use traces::{follow_remote_parent, trace_fields};
 #[cfg(feature = "otlp")]
 pub use init::{LogFormat, TelemetryError, TelemetryGuard, init};
 #[cfg(feature = "mcp")]
-pub(crate) use metrics::route_beside;
 #[cfg(feature = "mcp")]
 pub(crate) use metrics::upstream_gauges;
 #[cfg(feature = "mcp")]

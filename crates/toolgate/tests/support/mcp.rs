@@ -16,7 +16,9 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use toolgate::mcp::server::{HttpAccess, McpServer, ServeError, ServeReport};
+use toolgate::auth::HttpAccess;
+use toolgate::mcp::server::{McpServer, ServeError, ServeReport};
+use toolgate::serve::FrontDoor;
 
 /// A client that answers elicitation as told and keeps the notifications it gets.
 #[derive(Clone, Default)]
@@ -119,7 +121,7 @@ pub async fn over_http(server: McpServer, access: HttpAccess) -> HttpServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(server.serve_http(listener, "/mcp", access, async {
+    let server = tokio::spawn(FrontDoor::new(server, access).serve(listener, async {
         let _ = stopped.await;
     }));
     HttpServer { url, stop, server }

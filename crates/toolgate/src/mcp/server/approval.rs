@@ -142,7 +142,6 @@ pub(crate) fn record(gate: &Gate, approval_id: &str, answer: &Answer, by: &Answe
     }
 }
 
-#[cfg(feature = "console")]
 /// How often a call held for an approver looks for the answer: the store is
 /// shared across processes and has no change notification.
 const ANSWER_POLL: Duration = Duration::from_millis(100);
@@ -150,7 +149,6 @@ const ANSWER_POLL: Duration = Duration::from_millis(100);
 /// Waits until someone answers `approval_id` (in the console, or with `toolgate
 /// approvals` in another process), for at most `timeout`; `true` once it is
 /// decided, so the call is run again and takes the answer.
-#[cfg(feature = "console")]
 pub(crate) async fn wait_for_answer(
     gate: &Gate,
     approval_id: &str,

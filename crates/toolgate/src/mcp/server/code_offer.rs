@@ -164,10 +164,7 @@ impl CodeOffer {
                 .peer
                 .supported_elicitation_modes()
                 .contains(&ElicitationMode::Form);
-        #[cfg(feature = "console")]
-        let hold = shared.console.is_some();
-        #[cfg(not(feature = "console"))]
-        let hold = false;
+        let hold = shared.hold_approvals;
         if !can_ask && !hold {
             return self
                 .call(gate, session, principal, tool, &arguments, &NeverAsk)
@@ -205,7 +202,6 @@ impl AskApproval for AskOrHold<'_> {
             if self.elicit.form && self.elicit.ask(approval_id, reason).await {
                 return true;
             }
-            #[cfg(feature = "console")]
             if self.hold {
                 let Elicit {
                     gate,

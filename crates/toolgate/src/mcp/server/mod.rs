@@ -13,27 +13,12 @@
 //! servers are passed on under their namespace ([`McpServerBuilder::forward`]); a
 //! tool reaches the client of the call it serves through [`Downstream`].
 //!
-//! Shutting down (the `shutdown` future of [`McpServer::serve_stdio`] and
-//! [`McpServer::serve_http`] resolving, e.g. on [`shutdown_signal`]) stops taking
-//! calls, gives running calls a grace period, then cancels the rest through the
-//! gate, which records each outcome.
-//!
-//! ```no_run
-//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::Arc;
-//! use toolgate::mcp::server::{HttpAccess, McpServer, shutdown_signal};
-//! use toolgate::{Catalog, Gate};
-//!
-//! let gate = Arc::new(Gate::builder(Catalog::new()).build());
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8731").await?;
-//! let report = McpServer::builder(gate)
-//!     .build()
-//!     .serve_http(listener, "/mcp", HttpAccess::open(), shutdown_signal())
-//!     .await?;
-//! eprintln!("{report}");
-//! # Ok(())
-//! # }
-//! ```
+//! Over HTTP the server offers its endpoint to the front door
+//! ([`crate::serve::FrontDoor`]), which checks who may reach it. Shutting down
+//! (the `shutdown` future of [`McpServer::serve_stdio`] or of the front door
+//! resolving, e.g. on [`shutdown_signal`]) stops taking calls, gives running
+//! calls a grace period, then cancels the rest through the gate, which records
+//! each outcome.
 
 mod approval;
 mod capacity;
@@ -45,7 +30,6 @@ mod http;
 mod inflight;
 mod input_required;
 mod offering;
-pub(crate) mod rebinding;
 mod restore;
 mod result;
 mod session;
@@ -56,7 +40,6 @@ mod tools;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -71,7 +54,7 @@ pub use capacity::{
     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, SessionLimits,
 };
 pub use forward::PeerLookup;
-pub use http::{DEFAULT_HTTP_ADDR, DEFAULT_HTTP_PATH, HttpAccess, MIN_TOKEN_BYTES, check_path};
+pub use http::{DEFAULT_HTTP_PATH, check_path};
 pub use inflight::DrainReport;
 pub use result::{content_blocks, content_value};
 pub use stateless::{CONVERSATION_HEADER, CONVERSATION_META, DEFAULT_CONVERSATION};
@@ -131,36 +114,14 @@ impl Default for ServeOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
-    /// A non-loopback address without a bearer token.
-    #[error(
-        "{addr} is reachable from other machines, so it needs a bearer token: put one in an environment variable and pass `--token-env NAME` (or bind 127.0.0.1)"
-    )]
-    TokenRequired { addr: SocketAddr },
-    /// The bearer token is empty.
-    #[error(
-        "the bearer token is empty; set the variable to a long random string, e.g. `openssl rand -hex 32`"
-    )]
-    EmptyToken,
-    /// The bearer token is too short to resist guessing.
-    #[error(
-        "the bearer token is {bytes} bytes long, and it must be at least 32: make one with `openssl rand -hex 32`"
-    )]
-    TokenTooShort { bytes: usize },
+    /// Who may reach the server cannot be settled (a token, an allowed host).
+    #[error(transparent)]
+    Access(#[from] crate::auth::AccessError),
     /// The endpoint path is not one axum can route.
     #[error(
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
     )]
     BadPath(String),
-    /// An `--allowed-host` that is not a host name with an optional port.
-    #[error(
-        "`{host}` is not a host name for `--allowed-host`: give a name or address, with a port to allow only that one, e.g. `tools.example.com` or `tools.example.com:8443`"
-    )]
-    BadAllowedHost { host: String },
-    /// An `--allowed-origin` that is not a browser origin.
-    #[error(
-        "`{origin}` is not an origin for `--allowed-origin`: give a scheme, a host and a port when it is not the scheme's default, e.g. `https://app.example.com` or `http://localhost:5173` (or `null`)"
-    )]
-    BadAllowedOrigin { origin: String },
     /// The MCP session over stdio could not start (the client did not initialize).
     #[error("the MCP session over stdio did not start: {0}")]
     Stdio(String),
@@ -235,12 +196,9 @@ pub(crate) struct Shared {
     /// Code mode: `run_code` and the always-loaded tools instead of the catalog.
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
-    /// `/metrics` beside the MCP endpoint, when asked for.
-    metrics: Option<crate::telemetry::MetricsEndpoint>,
-    /// The web console served beside the MCP endpoint; while it is, a call
-    /// waiting for an approver holds until one answers there (or anywhere).
-    #[cfg(feature = "console")]
-    pub(crate) console: Option<crate::console::Console>,
+    /// Whether a call waiting for an approver holds until one answers (in the
+    /// console, or with `toolgate approvals`), up to the approval timeout.
+    hold_approvals: bool,
 }
 
 impl Shared {
@@ -307,9 +265,7 @@ pub struct McpServerBuilder {
     options: ServeOptions,
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
-    metrics: Option<crate::telemetry::MetricsEndpoint>,
-    #[cfg(feature = "console")]
-    console: Option<crate::console::Console>,
+    hold_approvals: bool,
     restorable: Option<Arc<dyn crate::StoredSessions>>,
 }
 
@@ -322,12 +278,12 @@ impl McpServerBuilder {
         self
     }
 
-    /// Serve the web console beside the MCP endpoint over HTTP (at `/`); a call
-    /// that waits for an approver then holds, up to the approval timeout, until
-    /// someone answers it (in the console, or with `toolgate approvals`).
-    #[cfg(feature = "console")]
-    pub fn console(mut self, console: crate::console::Console) -> Self {
-        self.console = Some(console);
+    /// Hold a call that waits for an approver until someone answers it (in the
+    /// web console, or with `toolgate approvals`), up to the approval timeout,
+    /// instead of answering at once that it waits: what a server with a console
+    /// beside it does, where approvers are at hand.
+    pub fn hold_approvals(mut self) -> Self {
+        self.hold_approvals = true;
         self
     }
 
@@ -389,13 +345,6 @@ impl McpServerBuilder {
         self
     }
 
-    /// Serve `/metrics` beside the MCP endpoint over HTTP, behind the same
-    /// credential and `Host` check.
-    pub fn metrics(mut self, endpoint: crate::telemetry::MetricsEndpoint) -> Self {
-        self.metrics = Some(endpoint);
-        self
-    }
-
     /// Offer code mode: `tools/list` shows `run_code`, whose description carries
     /// the stubs of the tools the caller's principal may call in its conversation,
     /// and the `always_loaded` tools; a call of `run_code` runs the program with
@@ -442,9 +391,7 @@ impl McpServerBuilder {
                 inflight: Arc::default(),
                 #[cfg(feature = "code-mode")]
                 code: self.code,
-                metrics: self.metrics,
-                #[cfg(feature = "console")]
-                console: self.console,
+                hold_approvals: self.hold_approvals,
             }),
         }
     }
@@ -469,9 +416,7 @@ impl McpServer {
             options: ServeOptions::default(),
             #[cfg(feature = "code-mode")]
             code: None,
-            metrics: None,
-            #[cfg(feature = "console")]
-            console: None,
+            hold_approvals: false,
             restorable: None,
         }
     }
@@ -568,43 +513,20 @@ impl McpServer {
         Ok(self.report(report))
     }
 
-    /// Serves the streamable HTTP transport at `path` on `listener` until
-    /// `shutdown` resolves. A non-loopback address needs a bearer token.
-    pub async fn serve_http(
-        self,
-        listener: tokio::net::TcpListener,
-        path: &str,
-        access: HttpAccess,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<ServeReport, ServeError> {
-        let addr = listener.local_addr()?;
-        access.check(addr)?;
-        http::check_path(path)?;
-        let sessions = CancellationToken::new();
-        let stop_accepting = CancellationToken::new();
-        let app = http::router(self.shared.clone(), path, addr, &access, sessions.clone());
-        // The peer's address is the client a session counts against (see `capacity`).
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        // Without TCP_NODELAY the last chunk of a streamed (SSE) answer waits for
-        // the client's delayed ACK, about 40 ms.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-            let _ = stream.set_nodelay(true);
-        });
-        let server = axum::serve(listener, app)
-            .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
-            .into_future();
-        let server = tokio::spawn(server);
-        shutdown.await;
-        stop_accepting.cancel();
+    /// The streamable HTTP endpoint at `path`, for the front door
+    /// ([`crate::serve::FrontDoor`]) to put behind its checks; its sessions end
+    /// when `sessions` is cancelled.
+    pub(crate) fn endpoint(&self, path: &str, sessions: CancellationToken) -> axum::Router {
+        http::endpoint(self.shared.clone(), path, sessions)
+    }
+
+    /// Stops taking calls and waits up to the grace period for those running
+    /// (cancelling the rest through the gate), then a moment for the transport
+    /// to deliver their results: the first half of shutting down over HTTP.
+    pub(crate) async fn drain(&self) -> ServeReport {
         let report = self.shared.inflight.drain(self.shared.options.grace).await;
         tokio::time::sleep(SETTLE).await;
-        sessions.cancel();
-        match tokio::time::timeout(Duration::from_secs(5), server).await {
-            Ok(Ok(result)) => result?,
-            Ok(Err(join)) => return Err(ServeError::Io(std::io::Error::other(join))),
-            Err(_) => tracing::warn!("connections still open after shutdown; closing them"),
-        }
-        Ok(self.report(report))
+        self.report(report)
     }
 
     fn report(&self, shutdown: DrainReport) -> ServeReport {

@@ -320,8 +320,7 @@ impl Session {
                 Answer::Approve | Answer::Deny => return None,
             }
         };
-        #[cfg(feature = "console")]
-        if shared.console.is_some()
+        if shared.hold_approvals
             && approval::wait_for_answer(
                 gate,
                 approval_id,

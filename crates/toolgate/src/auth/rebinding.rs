@@ -1,4 +1,4 @@
-//! The DNS-rebinding defence of the HTTP server: which `Host` names and which
+//! The DNS-rebinding defence of the HTTP front door: which `Host` names and which
 //! browser `Origin`s it answers, checked on every request (the MCP endpoint and
 //! the metadata routes alike) before anything else.
 //!
@@ -24,7 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
-use super::ServeError;
+use super::AccessError;
 
 /// The `Host` names and `Origin`s a server answers beyond its defaults.
 #[derive(Debug, Clone, Default)]
@@ -53,8 +53,8 @@ enum OriginEntry {
 
 impl Allowed {
     /// Also answers `Host: host` (`name` for any port, `name:port` for that one).
-    pub(crate) fn host(&mut self, host: &str) -> Result<(), ServeError> {
-        let entry = parse_host(host.trim()).ok_or_else(|| ServeError::BadAllowedHost {
+    pub(crate) fn host(&mut self, host: &str) -> Result<(), AccessError> {
+        let entry = parse_host(host.trim()).ok_or_else(|| AccessError::BadAllowedHost {
             host: host.to_owned(),
         })?;
         self.hosts.push(entry);
@@ -63,8 +63,8 @@ impl Allowed {
 
     /// Also answers browsers at `origin` (`https://app.example.com`, with its
     /// port when not the scheme's default, or `null`).
-    pub(crate) fn origin(&mut self, origin: &str) -> Result<(), ServeError> {
-        let entry = parse_origin(origin.trim()).ok_or_else(|| ServeError::BadAllowedOrigin {
+    pub(crate) fn origin(&mut self, origin: &str) -> Result<(), AccessError> {
+        let entry = parse_origin(origin.trim()).ok_or_else(|| AccessError::BadAllowedOrigin {
             origin: origin.to_owned(),
         })?;
         self.origins.push(entry);
@@ -337,7 +337,7 @@ mod tests {
         let mut allowed = Allowed::default();
         for bad in ["", "a b", "http://x", "user@host"] {
             assert!(
-                matches!(allowed.host(bad), Err(ServeError::BadAllowedHost { .. })),
+                matches!(allowed.host(bad), Err(AccessError::BadAllowedHost { .. })),
                 "{bad}"
             );
         }
@@ -349,7 +349,7 @@ mod tests {
         ] {
             let error = allowed.origin(bad).unwrap_err();
             assert!(
-                matches!(error, ServeError::BadAllowedOrigin { .. }),
+                matches!(error, AccessError::BadAllowedOrigin { .. }),
                 "{bad}"
             );
             assert!(error.to_string().contains("https://"), "{error}");
