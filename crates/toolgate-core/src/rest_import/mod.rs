@@ -19,6 +19,7 @@ mod binding;
 mod document;
 mod operations;
 mod refs;
+mod request;
 mod returns;
 mod schema;
 mod security;
@@ -38,7 +39,7 @@ pub use select::{BadPattern, EffectsError, OperationPattern, parse_effects};
 
 use crate::spec::{SpecFile, ToolSpec};
 use crate::{Effect, ToolUsage};
-use operations::BodyChoice;
+use request::BodyChoice;
 use schema::{Converter, Direction};
 
 /// What to import and how.
