@@ -33,14 +33,26 @@ pub enum AnchorError {
     #[error(
         "`{text}` is not an anchor: write it as SEQ:HASH, e.g. `12:3f5a…` with the 64 hex digits `toolgate audit anchor` prints"
     )]
-    Malformed { text: String },
+    /// The text is not `SEQ:HASH` with a number and 64 lowercase hex digits.
+    Malformed {
+        /// The text as given.
+        text: String,
+    },
+    /// A line of an anchor file is not an anchor.
     #[error("line {line} of the anchor file: {error}")]
     Line {
+        /// The line's number, from 1.
         line: usize,
+        /// What is wrong with the line's anchor.
         error: Box<AnchorError>,
     },
+    /// An anchor at record 0 names a hash other than [`GENESIS_HASH`], which no log
+    /// can match.
     #[error("`{text}` anchors record 0, whose hash is always {GENESIS_HASH}")]
-    BadGenesis { text: String },
+    BadGenesis {
+        /// The anchor as given.
+        text: String,
+    },
 }
 
 impl Anchor {

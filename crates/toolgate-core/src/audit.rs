@@ -60,29 +60,39 @@ impl fmt::Display for RecordKind {
 pub struct AuditEntry {
     /// When, as RFC 3339 UTC; supplied by the caller so tests can fix the clock.
     pub time: String,
+    /// Whether this is the call's intent, completion or refusal.
     pub kind: RecordKind,
     /// Links an intent to its completion; unique per execution.
     pub run_id: String,
     /// The model's id for the call.
     pub call_id: String,
+    /// The session the call came in on.
     pub session: String,
+    /// The id of the principal the call ran as.
     pub principal: String,
+    /// The tool's name as called, which may name no tool (an invalid call).
     pub tool: String,
+    /// The tool's effect; absent when the tool is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<Effect>,
     /// The call's arguments, secrets redacted.
     pub arguments: Value,
+    /// What the policy decided; absent when the call never reached it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// Why it was decided or refused so: the policy rule's reason, or what stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `ok`, `error`, `denied`, `pending_approval`, `invalid`, `timeout` or `cancelled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The outcome's message as the model was told it, clipped; absent on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// How long the tool ran, in milliseconds (completions only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// How many times the tool was tried, retries included (completions only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
     /// How the caller authenticated — `api_key`, `oauth`, `bearer_token` or
@@ -100,6 +110,58 @@ pub struct AuditEntry {
 const NUL_ESCAPED: &str = "\\u{0}";
 
 impl AuditEntry {
+    /// An entry with what every record carries — when, why it is written, which
+    /// execution and call, and who called what — and nothing else: no effect,
+    /// decision or outcome yet, and `arguments` null. The caller sets the rest as
+    /// the call goes.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgate_core::{AuditEntry, Effect, RecordKind};
+    ///
+    /// let mut entry = AuditEntry::new(
+    ///     "2025-01-01T00:00:00.000Z",
+    ///     RecordKind::Intent,
+    ///     "r1",
+    ///     "c1",
+    ///     "default",
+    ///     "operator",
+    ///     "lookup_order",
+    /// );
+    /// entry.effect = Some(Effect::Read);
+    /// entry.arguments = json!({"order_id": "A-1"});
+    /// assert_eq!(entry.outcome, None);
+    /// ```
+    pub fn new(
+        time: impl Into<String>,
+        kind: RecordKind,
+        run_id: impl Into<String>,
+        call_id: impl Into<String>,
+        session: impl Into<String>,
+        principal: impl Into<String>,
+        tool: impl Into<String>,
+    ) -> AuditEntry {
+        AuditEntry {
+            time: time.into(),
+            kind,
+            run_id: run_id.into(),
+            call_id: call_id.into(),
+            session: session.into(),
+            principal: principal.into(),
+            tool: tool.into(),
+            effect: None,
+            arguments: Value::Null,
+            decision: None,
+            reason: None,
+            outcome: None,
+            message: None,
+            duration_ms: None,
+            attempts: None,
+            auth: None,
+            credential: None,
+        }
+    }
+
     /// Writes every U+0000 in the entry's text (argument keys and values
     /// included) as [`NUL_ESCAPED`]; a walk that changes nothing when there is none.
     fn escape_nul(&mut self) {
@@ -157,6 +219,7 @@ fn escape_nul_in_value(value: &mut Value) {
 pub struct AuditRecord {
     /// 1 for the first record, then one more for each.
     pub seq: u64,
+    /// What was recorded, stored flat beside the chain fields.
     #[serde(flatten)]
     pub entry: AuditEntry,
     /// The hash of the record before, or [`GENESIS_HASH`] for the first.
@@ -172,25 +235,16 @@ impl AuditRecord {
     /// use serde_json::json;
     /// use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH, RecordKind};
     ///
-    /// let entry = AuditEntry {
-    ///     time: "2025-01-01T00:00:00.000Z".into(),
-    ///     kind: RecordKind::Intent,
-    ///     run_id: "r1".into(),
-    ///     call_id: "c1".into(),
-    ///     session: "default".into(),
-    ///     principal: "operator".into(),
-    ///     tool: "lookup_order".into(),
-    ///     effect: None,
-    ///     arguments: json!({"order_id": "A-1"}),
-    ///     decision: None,
-    ///     reason: None,
-    ///     outcome: None,
-    ///     message: None,
-    ///     duration_ms: None,
-    ///     attempts: None,
-    ///     auth: None,
-    ///     credential: None,
-    /// };
+    /// let mut entry = AuditEntry::new(
+    ///     "2025-01-01T00:00:00.000Z",
+    ///     RecordKind::Intent,
+    ///     "r1",
+    ///     "c1",
+    ///     "default",
+    ///     "operator",
+    ///     "lookup_order",
+    /// );
+    /// entry.arguments = json!({"order_id": "A-1"});
     /// let first = AuditRecord::seal(1, GENESIS_HASH, entry);
     /// assert_eq!(first.hash, first.expected_hash());
     /// ```
@@ -340,25 +394,24 @@ pub(crate) mod tests {
     use serde_json::json;
 
     pub(crate) fn entry(kind: RecordKind, run: &str) -> AuditEntry {
-        AuditEntry {
-            time: "2025-01-01T00:00:00.000Z".into(),
+        let done = kind == RecordKind::Completion;
+        let mut entry = AuditEntry::new(
+            "2025-01-01T00:00:00.000Z",
             kind,
-            run_id: run.into(),
-            call_id: format!("call-{run}"),
-            session: "default".into(),
-            principal: "operator".into(),
-            tool: "refund_order".into(),
-            effect: Some(Effect::Write),
-            arguments: json!({"order_id": "A-1", "amount": 12.5}),
-            decision: Some(Decision::Allow),
-            reason: Some("write tools are allowed for operators".into()),
-            outcome: (kind == RecordKind::Completion).then(|| "ok".into()),
-            message: None,
-            duration_ms: (kind == RecordKind::Completion).then_some(3),
-            attempts: (kind == RecordKind::Completion).then_some(1),
-            auth: None,
-            credential: None,
-        }
+            run,
+            format!("call-{run}"),
+            "default",
+            "operator",
+            "refund_order",
+        );
+        entry.effect = Some(Effect::Write);
+        entry.arguments = json!({"order_id": "A-1", "amount": 12.5});
+        entry.decision = Some(Decision::Allow);
+        entry.reason = Some("write tools are allowed for operators".into());
+        entry.outcome = done.then(|| "ok".into());
+        entry.duration_ms = done.then_some(3);
+        entry.attempts = done.then_some(1);
+        entry
     }
 
     #[test]

@@ -48,28 +48,42 @@ pub enum Outcome {
     },
     /// The call did not produce a value.
     Error {
+        /// What went wrong, in words the model can act on.
         message: String,
         /// Whether trying again could help.
         retryable: bool,
     },
     /// A human must approve the call first; re-submit it after approval.
-    PendingApproval { approval_id: String, reason: String },
+    PendingApproval {
+        /// The approval to wait for; approving or rejecting names it.
+        approval_id: String,
+        /// Why the call needs approval (the policy's reason).
+        reason: String,
+    },
     /// The call may not run.
-    Denied { reason: String },
+    Denied {
+        /// Why not (the policy's reason, or what else refused it).
+        reason: String,
+    },
     /// A rate limit (`limits.rate`) lets the call through only later; nothing
     /// ran. Calling again after `retry_after_ms` can succeed.
     RateLimited {
         /// The limit, in words.
         limit: String,
+        /// How long until the limit lets a call through, in milliseconds.
         retry_after_ms: u64,
     },
     /// The call was admitted, authorized and recorded, and runs in the background
     /// as a task: `Gate::task` and
     /// `Gate::await_task` read what it came to.
-    Started { task_id: String },
+    Started {
+        /// The task's id, which `Gate::task` and `Gate::await_task` take.
+        task_id: String,
+    },
 }
 
 impl Outcome {
+    /// A failure with `message`; `retryable` says whether trying again could help.
     pub fn error(message: impl Into<String>, retryable: bool) -> Self {
         Outcome::Error {
             message: message.into(),
@@ -89,6 +103,7 @@ impl Outcome {
         }
     }
 
+    /// Whether the tool ran and returned a value; every refusal or failure is not ok.
     pub fn is_ok(&self) -> bool {
         matches!(self, Outcome::Ok { .. })
     }

@@ -12,21 +12,31 @@ use crate::{
 /// Why a tool could not be registered or found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CatalogError {
+    /// A tool to register has a name that is not canonical.
     #[error("cannot register a tool from {source_}: {error}")]
     InvalidName {
+        /// Where the tool comes from.
         source_: ToolSource,
+        /// What is wrong with its name.
         #[source]
         error: NameError,
     },
+    /// A tool to register has the name of one already registered.
     #[error("tool `{name}` is defined twice: by {existing} and by {new}; rename one of them")]
     Duplicate {
+        /// The name both claim.
         name: String,
+        /// Where the tool registered first comes from.
         existing: ToolSource,
+        /// Where the tool refused comes from.
         new: ToolSource,
     },
+    /// No tool has the name asked for.
     #[error("{}", unknown_message(name, suggestions))]
     Unknown {
+        /// The name asked for, clipped when longer than any tool name may be.
         name: String,
+        /// Up to three names of tools the caller may know, closest first.
         suggestions: Vec<String>,
     },
 }
@@ -53,6 +63,7 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// A catalog with no tools.
     pub fn new() -> Self {
         Catalog::default()
     }
@@ -123,6 +134,7 @@ impl Catalog {
         }
     }
 
+    /// Whether a tool has exactly this name (no suggestions are looked for).
     pub fn contains(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }
@@ -137,10 +149,12 @@ impl Catalog {
         self.tools.values()
     }
 
+    /// How many tools are registered.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
+    /// Whether no tool is registered.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }

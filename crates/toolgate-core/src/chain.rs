@@ -20,21 +20,38 @@ use crate::{Anchor, AuditRecord, GENESIS_HASH};
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ChainBreak {
     /// Record `seq`'s hash does not match its content: it was edited (or is unreadable).
-    Changed { seq: u64 },
+    Changed {
+        /// The edited record's number.
+        seq: u64,
+    },
     /// Records after `after_seq` are missing: the next record's number skips ahead
     /// (0 when the log no longer starts at record 1).
-    Deleted { after_seq: u64 },
+    Deleted {
+        /// The last record before the gap.
+        after_seq: u64,
+    },
     /// Record `seq` does not belong where it stands: its number repeats or goes
     /// backwards, or it does not link to the record before it although its number
     /// follows on. (A record rewritten with a freshly computed hash also shows here,
     /// as the next record then no longer links to it.)
-    Inserted { seq: u64 },
+    Inserted {
+        /// The out-of-place record's number.
+        seq: u64,
+    },
     /// Record `seq` is not the record an anchor saw there: its hash differs from the
     /// anchor's, so the chain was rewritten from this record or an earlier one.
-    Rewritten { seq: u64 },
+    Rewritten {
+        /// The anchored record's number.
+        seq: u64,
+    },
     /// The log ends at record `after_seq` (0: it is empty), but an anchor saw record
     /// `anchor_seq`: the records after `after_seq` were removed.
-    Truncated { after_seq: u64, anchor_seq: u64 },
+    Truncated {
+        /// The log's last record (0 when it is empty).
+        after_seq: u64,
+        /// The highest record an anchor saw.
+        anchor_seq: u64,
+    },
 }
 
 impl ChainBreak {

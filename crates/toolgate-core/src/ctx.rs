@@ -43,21 +43,25 @@ impl ToolCtx {
         }
     }
 
+    /// The instant the call must have finished by; handlers read it as [`ToolCtx::deadline`].
     pub fn with_deadline(mut self, deadline: Instant) -> Self {
         self.deadline = Some(deadline);
         self
     }
 
+    /// The signal the caller fires when it gives up on the call, in place of a fresh one.
     pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
     }
 
+    /// The key that makes repeating the call safe (an idempotent tool's).
     pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());
         self
     }
 
+    /// The conversation's state as the call sees it, shared and read-only.
     pub fn with_state(mut self, state: Arc<Map<String, Value>>) -> Self {
         self.state = state;
         self
@@ -70,6 +74,7 @@ impl ToolCtx {
         self
     }
 
+    /// The tracing span the call runs in, in place of none.
     pub fn with_span(mut self, span: tracing::Span) -> Self {
         self.span = span;
         self

@@ -20,6 +20,7 @@ pub enum Scheduling {
 }
 
 impl Scheduling {
+    /// The spelling in spec files and on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             Scheduling::Interrupt => "interrupt",
@@ -36,13 +37,20 @@ impl Scheduling {
 pub enum ToolSource {
     /// A Rust type registered in code.
     Native {
+        /// The Rust type's name, when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         type_name: Option<String>,
     },
     /// A declaration in a spec file.
-    Spec { file: String },
+    Spec {
+        /// The spec file's path, as given.
+        file: String,
+    },
     /// A tool on an MCP server, under a namespace.
-    Mcp { server: String },
+    Mcp {
+        /// The server's namespace.
+        server: String,
+    },
     /// Built into toolgate.
     Builtin,
 }
@@ -66,19 +74,29 @@ impl fmt::Display for ToolSource {
 /// when empty.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ToolDescriptor {
+    /// The canonical name models call the tool by.
     pub name: String,
+    /// A human-readable name for listings; the name stands in when absent.
     #[serde(default)]
     pub title: Option<String>,
+    /// What the tool does, for the model that picks it.
     pub description: String,
+    /// The JSON Schema its arguments must satisfy.
     pub input_schema: Value,
+    /// The JSON Schema of what it returns, when it declares one.
     #[serde(default)]
     pub output_schema: Option<Value>,
+    /// What running it can do, which the policy decides on.
     pub effect: Effect,
+    /// Where it came from.
     pub source: ToolSource,
+    /// Guidance for the model choosing tools.
     #[serde(default)]
     pub usage: crate::ToolUsage,
+    /// Example arguments, shown to models whose API takes them.
     #[serde(default)]
     pub input_examples: Vec<Value>,
+    /// Free-form labels, matched by tool search.
     #[serde(default)]
     pub tags: Vec<String>,
     /// How a background tool's result is delivered; `None` for a tool the model waits on.

@@ -49,22 +49,27 @@ pub trait DynTool: Send + Sync + 'static {
         !matches!(self.descriptor().source, ToolSource::Mcp { .. })
     }
 
+    /// The tool's canonical name, read off its descriptor.
     fn name(&self) -> &str {
         &self.descriptor().name
     }
 
+    /// What the tool does, read off its descriptor.
     fn description(&self) -> &str {
         &self.descriptor().description
     }
 
+    /// What running the tool can do, read off its descriptor.
     fn effect(&self) -> Effect {
         self.descriptor().effect
     }
 
+    /// The JSON Schema of the tool's arguments, read off its descriptor.
     fn input_schema(&self) -> &Value {
         &self.descriptor().input_schema
     }
 
+    /// The JSON Schema of what the tool returns, when its descriptor has one.
     fn output_schema(&self) -> Option<&Value> {
         self.descriptor().output_schema.as_ref()
     }
@@ -79,6 +84,8 @@ pub struct Native<T> {
 }
 
 impl<T: ToolHandler> Native<T> {
+    /// Wraps `tool`, describing it from its constants, its input and output types'
+    /// schemas and its usage.
     pub fn new(tool: T) -> Self {
         let mut descriptor = ToolDescriptor::new(
             T::NAME,

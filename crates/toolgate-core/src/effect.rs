@@ -71,10 +71,15 @@ pub enum Effect {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
+    /// Tools that only observe.
     Read,
+    /// Tools that change state, idempotently or not.
     Write,
+    /// Tools that run code or commands.
     Execute,
+    /// Tools that delete or overwrite what cannot be recovered.
     Destructive,
+    /// Tools that act outside the system.
     External,
 }
 
@@ -97,12 +102,17 @@ pub enum Retry {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
+    /// `readOnlyHint`: the tool does not change its environment (MCP's default: false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// `destructiveHint`: a change it makes may destroy (MCP's default: true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
+    /// `idempotentHint`: repeating it with the same arguments changes nothing more
+    /// (MCP's default: false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
+    /// `openWorldHint`: it reaches outside the system (MCP's default: true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
 }
@@ -110,8 +120,11 @@ pub struct Annotations {
 /// Everything derived from an effect, as one serializable value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Safety {
+    /// The permission tier a principal's ceiling is compared with.
     pub tier: Tier,
+    /// When a failed call may be tried again.
     pub retry: Retry,
+    /// The MCP hints, every one given.
     pub annotations: Annotations,
 }
 

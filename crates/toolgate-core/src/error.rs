@@ -9,16 +9,23 @@ pub enum ToolError {
     /// A transient failure; trying again may succeed (within what the effect permits).
     #[error("{message}")]
     Retryable {
+        /// What failed, in words for the model.
         message: String,
         /// How long to wait before trying again, when the tool knows.
         retry_after: Option<Duration>,
     },
     /// A failure that will recur however often the call is repeated.
     #[error("{message}")]
-    Permanent { message: String },
+    Permanent {
+        /// What failed, in words for the model.
+        message: String,
+    },
     /// The model's input was wrong; the message tells it what to change.
     #[error("invalid input: {message}")]
-    InvalidInput { message: String },
+    InvalidInput {
+        /// What is wrong with the input and how to fix it.
+        message: String,
+    },
 }
 
 impl ToolError {

@@ -6,18 +6,35 @@ pub const MAX_NAME_LEN: usize = 128;
 /// Why a name is not a canonical tool name. The message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
+    /// The name is the empty string.
     #[error("a tool name cannot be empty")]
     Empty,
+    /// The name has more than [`MAX_NAME_LEN`] characters.
     #[error("tool name `{name}` is {len} characters long; the limit is {MAX_NAME_LEN}")]
-    TooLong { name: String, len: usize },
+    TooLong {
+        /// The name as given.
+        name: String,
+        /// Its length in characters.
+        len: usize,
+    },
+    /// The name holds a character outside `[A-Za-z0-9_.-]`.
     #[error(
         "tool name `{name}` contains {found:?}; use only letters, digits, `_`, `-`, and `.` between namespace parts"
     )]
-    BadCharacter { name: String, found: char },
+    BadCharacter {
+        /// The name as given.
+        name: String,
+        /// The first character not allowed.
+        found: char,
+    },
+    /// A `.` starts or ends the name, or two `.` stand together.
     #[error(
         "tool name `{name}` has an empty namespace part; `.` goes between two non-empty parts, as in `github.create_issue`"
     )]
-    EmptySegment { name: String },
+    EmptySegment {
+        /// The name as given.
+        name: String,
+    },
 }
 
 /// Checks that `name` is a canonical tool name.

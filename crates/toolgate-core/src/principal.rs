@@ -8,8 +8,11 @@ use crate::{Tier, ToolDescriptor};
 /// namespace wildcard `ns.*`, or `*` for every tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Principal {
+    /// The name the spec file gives it; the audit log records calls under it.
     pub id: String,
+    /// The highest tier it may call; tools above it are out of its view.
     pub ceiling: Tier,
+    /// The tool-name patterns it may name; a tool matching none is out of its view.
     pub scopes: Vec<String>,
     /// What the caller's credential says of it, for policy rules' `claim:` tests:
     /// an OAuth access token's claims, or an API key's `key_id` and `key_label`.
@@ -132,6 +135,8 @@ impl PrincipalSpec {
                 .all(|(name, wanted)| claim_holds(claims, name, wanted))
     }
 
+    /// The principal this entry declares under the name `id`, with no claims yet
+    /// (a credential adds them).
     pub fn to_principal(&self, id: &str) -> Principal {
         Principal {
             id: id.to_owned(),

@@ -11,25 +11,20 @@ use serde_json::json;
 use toolgate::{AuditEntry, AuditLog, Decision, Effect, MemoryAuditLog, RecordKind, SqliteStore};
 
 fn entry() -> AuditEntry {
-    AuditEntry {
-        time: "2025-06-01T12:00:00.000Z".into(),
-        kind: RecordKind::Intent,
-        run_id: "0b4f7c1e-8a43-4c55-9a51-8f1f5c2d7e10".into(),
-        call_id: "call_8f1f5c2d".into(),
-        session: "default".into(),
-        principal: "operator".into(),
-        tool: "lookup_order".into(),
-        effect: Some(Effect::Read),
-        arguments: json!({"order_id": "A-1001", "include_items": true}),
-        decision: Some(Decision::Allow),
-        reason: Some("read tools are allowed".into()),
-        outcome: None,
-        message: None,
-        duration_ms: None,
-        attempts: None,
-        auth: None,
-        credential: None,
-    }
+    let mut entry = AuditEntry::new(
+        "2025-06-01T12:00:00.000Z",
+        RecordKind::Intent,
+        "0b4f7c1e-8a43-4c55-9a51-8f1f5c2d7e10",
+        "call_8f1f5c2d",
+        "default",
+        "operator",
+        "lookup_order",
+    );
+    entry.effect = Some(Effect::Read);
+    entry.arguments = json!({"order_id": "A-1001", "include_items": true});
+    entry.decision = Some(Decision::Allow);
+    entry.reason = Some("read tools are allowed".into());
+    entry
 }
 
 fn audit_append(c: &mut Criterion) {

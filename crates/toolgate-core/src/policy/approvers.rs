@@ -68,6 +68,7 @@ pub struct Answerer {
 }
 
 impl Answerer {
+    /// `who` answered through `via`.
     pub fn new(who: impl Into<String>, via: impl Into<String>) -> Self {
         Answerer {
             who: who.into(),
@@ -82,25 +83,48 @@ pub enum AnswerRefusal {
     #[error(
         "the rule that asked about `{tool}` lets only the caller's own user answer (`answered_by: client`); it is answered in the MCP client"
     )]
-    ClientOnly { tool: String },
+    /// The rule lets only the caller's own user answer, through the MCP client.
+    ClientOnly {
+        /// The tool the call is for.
+        tool: String,
+    },
     #[error(
         "the rule that asked about `{tool}` wants an approver's answer (`answered_by: approver`); the MCP client's answer does not count, so approve it with `toolgate approvals approve --as APPROVER`"
     )]
-    ApproverOnly { tool: String },
+    /// The rule wants an approver, and the answer came from the MCP client.
+    ApproverOnly {
+        /// The tool the call is for.
+        tool: String,
+    },
     #[error(
         "`{who}` may not answer approvals: the spec file grants `approve` to {approvers}; pass `--as` one of them"
     )]
-    NotAnApprover { who: String, approvers: String },
+    /// The one answering is granted `approve` for no tool.
+    NotAnApprover {
+        /// The one answering.
+        who: String,
+        /// The principals granted `approve`, quoted and comma-separated.
+        approvers: String,
+    },
+    /// The one answering may approve other tools, not this one.
     #[error("`{who}` may approve only {patterns}, not `{tool}`")]
     NotForTool {
+        /// The one answering.
         who: String,
+        /// The tool the call is for.
         tool: String,
+        /// The patterns it may approve, quoted and comma-separated.
         patterns: String,
     },
     #[error(
         "`{who}` made this call and may not approve it; another approver must, or the spec file may allow it with `policy: {{self_approve: true}}`"
     )]
-    SelfApproval { who: String },
+    /// The one answering made the call, and the policy does not let one approve
+    /// one's own.
+    SelfApproval {
+        /// The caller, who is also the one answering.
+        who: String,
+    },
 }
 
 /// The approvers a spec file declares, and whether one may approve their own call.
@@ -111,6 +135,8 @@ pub struct Approvers<'a> {
 }
 
 impl<'a> Approvers<'a> {
+    /// The approvers among `principals`; `self_approve` is the policy's
+    /// `self_approve`.
     pub fn new(principals: &'a IndexMap<String, PrincipalSpec>, self_approve: bool) -> Self {
         Approvers {
             principals,

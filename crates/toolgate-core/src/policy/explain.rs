@@ -25,9 +25,13 @@ pub struct Considered {
 /// A policy's decision for one call, with everything it considered, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Explanation {
+    /// The tool called.
     pub tool: String,
+    /// The id of the principal calling.
     pub principal: String,
+    /// Each step the policy took, in the order it took them.
     pub considered: Vec<Considered>,
+    /// What it decided, as [`Policy::decide_call`] does.
     pub verdict: Verdict,
 }
 

@@ -42,6 +42,7 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// The spelling in spec files and the audit log.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
@@ -60,7 +61,9 @@ impl fmt::Display for Decision {
 /// A decision, why, and what took it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
+    /// Whether the call runs, waits for an answer or is refused.
     pub decision: Decision,
+    /// Why, in words for the model (when it denies) and the human (when it asks).
     pub reason: String,
     /// What decided, as the spec file names it: `policy.rules[2]`,
     /// `policy.effects.write`, `principals.agent.ceiling` or
@@ -97,11 +100,17 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct EffectDecisions {
+    /// For `read` tools (default `allow`).
     pub read: Decision,
+    /// For `idempotent` tools (default `allow`).
     pub idempotent: Decision,
+    /// For `write` tools (default `ask`).
     pub write: Decision,
+    /// For `execute` tools (default `ask`).
     pub execute: Decision,
+    /// For `destructive` tools (default `ask`).
     pub destructive: Decision,
+    /// For `external` tools (default `ask`).
     pub external: Decision,
 }
 
@@ -119,6 +128,7 @@ impl Default for EffectDecisions {
 }
 
 impl EffectDecisions {
+    /// The decision for tools of `effect`.
     pub fn get(&self, effect: Effect) -> Decision {
         match effect {
             Effect::Read => self.read,
@@ -155,6 +165,7 @@ pub struct PolicyRule {
     /// caller's claims (`claim`). Without it, the rule applies to every call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Guard>,
+    /// What to do with a call the rule applies to.
     pub decision: Decision,
     /// Why, shown to the model when the rule denies and to the human when it asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -211,8 +222,11 @@ impl PolicyRule {
 /// come with the [`Principal`].
 #[derive(Debug, Clone, Copy)]
 pub struct CallFacts<'a> {
+    /// The call's arguments, already checked against the tool's schema.
     pub arguments: &'a Value,
+    /// The conversation's state, its declared defaults included.
     pub state: &'a Map<String, Value>,
+    /// The calls that ran before in the conversation, in order.
     pub history: &'a [CallRecord],
 }
 

@@ -13,8 +13,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::document::OpenApiVersion;
-use super::operations::{BodyChoice, Location, Operation};
+use super::operations::Operation;
 use super::refs::Resolver;
+use super::request::{BodyChoice, Location};
 use super::schema::{Converter, Direction, SchemaNotes};
 
 /// Where an argument goes in the request.

@@ -7,7 +7,8 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::arguments::{Arguments, Source};
-use super::operations::{Location, Operation, is_json};
+use super::operations::Operation;
+use super::request::{Location, is_json};
 use super::security::Auth;
 use crate::spec::{
     HttpBinding, HttpMethod, PathStyle, QueryStyle, QueryValue, StyledPath, StyledQuery,

@@ -27,6 +27,7 @@ pub enum OpenApiVersion {
 }
 
 impl OpenApiVersion {
+    /// The version's name, for messages and the summary.
     pub fn as_str(self) -> &'static str {
         match self {
             OpenApiVersion::Swagger2 => "Swagger 2.0",

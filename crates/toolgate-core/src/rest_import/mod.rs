@@ -19,6 +19,7 @@ mod binding;
 mod document;
 mod operations;
 mod refs;
+mod request;
 mod returns;
 mod schema;
 mod security;
@@ -38,7 +39,7 @@ pub use select::{BadPattern, EffectsError, OperationPattern, parse_effects};
 
 use crate::spec::{SpecFile, ToolSpec};
 use crate::{Effect, ToolUsage};
-use operations::BodyChoice;
+use request::BodyChoice;
 use schema::{Converter, Direction};
 
 /// What to import and how.
@@ -88,6 +89,7 @@ pub enum NoteKind {
 }
 
 impl NoteKind {
+    /// The heading the summary groups these notes under.
     pub fn as_str(self) -> &'static str {
         match self {
             NoteKind::Argument => "arguments renamed",
@@ -107,9 +109,11 @@ impl NoteKind {
 /// Something the import changed, chose or could not do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RestNote {
+    /// What it is about.
     pub kind: NoteKind,
     /// The tool it concerns; `None` for the whole import.
     pub tool: Option<String>,
+    /// What happened, in words for the operator.
     pub message: String,
 }
 
@@ -118,20 +122,26 @@ pub struct RestNote {
 pub struct LeftOut {
     /// `GET /pets/{id}` (and its operation id).
     pub operation: String,
+    /// Why it was left out.
     pub reason: String,
 }
 
 /// The imported API.
 #[derive(Debug, Clone)]
 pub struct RestImported {
+    /// The version the description is written in.
     pub version: OpenApiVersion,
-    /// `info.title` and `info.version`.
+    /// `info.title`.
     pub title: String,
+    /// `info.version`, the API's own version.
     pub api_version: String,
     /// How many operations the document has.
     pub operations: usize,
+    /// The spec file the import makes: one tool per operation imported.
     pub spec: SpecFile,
+    /// The operations not imported, in document order.
     pub left_out: Vec<LeftOut>,
+    /// What the import changed, chose or could not do.
     pub notes: Vec<RestNote>,
     /// What the operator should act on: hosts that are not public, named by the
     /// description and not allowed.
@@ -142,20 +152,52 @@ pub struct RestImported {
 /// imported are left out with a reason instead.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RestImportError {
+    /// A file (the description or one it refers to) could not be read.
     #[error("cannot read {file}: {message}")]
-    Read { file: String, message: String },
+    Read {
+        /// The file's path.
+        file: String,
+        /// Why, as the reader said.
+        message: String,
+    },
+    /// The file is larger than [`MAX_DOCUMENT_BYTES`].
     #[error("{file} is {bytes} bytes, more than the {MAX_DOCUMENT_BYTES} read")]
-    TooLarge { file: String, bytes: usize },
+    TooLarge {
+        /// The file's path.
+        file: String,
+        /// Its size in bytes.
+        bytes: usize,
+    },
+    /// The file parses as neither JSON nor YAML.
     #[error("{file} is not JSON or YAML: {message}")]
-    Syntax { file: String, message: String },
+    Syntax {
+        /// The file's path.
+        file: String,
+        /// The first line of the YAML parser's message.
+        message: String,
+    },
+    /// The file parses, but is not an OpenAPI or Swagger document.
     #[error(
         "{file} is not an OpenAPI description: {why}; give an OpenAPI 3.x or Swagger 2.0 document"
     )]
-    NotOpenApi { file: String, why: String },
+    NotOpenApi {
+        /// The file's path.
+        file: String,
+        /// What it lacks.
+        why: String,
+    },
+    /// The document declares a version toolgate does not read.
     #[error(
         "{file} is written in OpenAPI {version}, which toolgate does not read; it reads 3.1, 3.0 and Swagger 2.0"
     )]
-    Version { file: String, version: String },
+    Version {
+        /// The file's path.
+        file: String,
+        /// The version it declares.
+        version: String,
+    },
+    /// No usable server: `--server` names none the document lists, or the URL
+    /// is not absolute http(s). The message says what to pass.
     #[error("{0}")]
     Server(String),
 }

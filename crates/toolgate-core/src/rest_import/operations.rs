@@ -13,77 +13,13 @@ use serde_json::{Map, Value};
 
 use super::document::OpenApiVersion;
 use super::refs::Resolver;
+use super::request::{Body, BodyChoice, Location, Param, ReadParam, body_rank, is_json};
 use super::swagger2;
 
 /// Methods an operation may have, in the order OpenAPI lists them.
 pub(super) const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
-
-/// Where a parameter goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Location {
-    Path,
-    Query,
-    Header,
-    Cookie,
-}
-
-impl Location {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Location::Path => "path",
-            Location::Query => "query",
-            Location::Header => "header",
-            Location::Cookie => "cookie",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Location> {
-        Some(match s {
-            "path" => Location::Path,
-            "query" => Location::Query,
-            "header" => Location::Header,
-            "cookie" => Location::Cookie,
-            _ => return None,
-        })
-    }
-}
-
-/// One parameter, its schema still as written.
-#[derive(Debug, Clone)]
-pub(super) struct Param {
-    pub name: String,
-    pub location: Location,
-    pub required: bool,
-    pub description: Option<String>,
-    pub deprecated: bool,
-    pub schema: Value,
-    pub base: Rc<str>,
-    pub style: Option<String>,
-    pub explode: Option<bool>,
-    /// `allowReserved` (a query parameter's).
-    pub allow_reserved: bool,
-}
-
-/// The request body chosen among the media types the operation accepts.
-#[derive(Debug, Clone)]
-pub(super) struct Body {
-    pub media_type: String,
-    pub schema: Value,
-    pub base: Rc<str>,
-    pub required: bool,
-    pub description: Option<String>,
-}
-
-/// What an operation's request body can be sent as.
-#[derive(Debug, Clone)]
-pub(super) enum BodyChoice {
-    None,
-    Chosen(Body),
-    /// Only media types toolgate does not send (listed).
-    Unsupported(Vec<String>),
-}
 
 /// One operation.
 #[derive(Debug, Clone)]
@@ -112,7 +48,7 @@ pub(super) struct Operation {
 
 impl Operation {
     /// `GET /pets/{id}`, for messages.
-    pub fn label(&self) -> String {
+    pub(super) fn label(&self) -> String {
         format!("{} {}", self.method.to_ascii_uppercase(), self.path)
     }
 }
@@ -290,10 +226,6 @@ fn param_key(p: &ReadParam) -> (String, String) {
     }
 }
 
-/// A parameter as read: the common model (`None` for a Swagger 2.0 body or form
-/// parameter, kept raw in the second field for [`swagger2::body`]).
-pub(super) type ReadParam = (Option<Param>, Option<Value>);
-
 fn read_params(
     resolver: &mut Resolver<'_>,
     version: OpenApiVersion,
@@ -361,40 +293,6 @@ fn read_params(
         out.push((Some(param), None));
     }
     out
-}
-
-/// Whether toolgate sends a body of this media type, and how it ranks (lower first).
-pub(super) fn body_rank(media_type: &str) -> Option<u8> {
-    let media = media_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    if media == "application/json" {
-        Some(0)
-    } else if media.ends_with("+json") || media == "*/*" || media == "application/*" {
-        Some(1)
-    } else if media == "application/x-www-form-urlencoded" {
-        Some(2)
-    } else if media == "multipart/form-data" {
-        Some(3)
-    } else if media.starts_with("text/") {
-        Some(4)
-    } else {
-        None
-    }
-}
-
-/// Whether a media type is JSON.
-pub(super) fn is_json(media_type: &str) -> bool {
-    let media = media_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    media == "application/json" || media.ends_with("+json")
 }
 
 fn request_body(

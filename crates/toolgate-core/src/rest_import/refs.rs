@@ -40,7 +40,7 @@ pub(super) struct Resolver<'s> {
 }
 
 impl<'s> Resolver<'s> {
-    pub fn new(sources: &'s dyn Sources, root_path: &str, root: Value) -> Self {
+    pub(crate) fn new(sources: &'s dyn Sources, root_path: &str, root: Value) -> Self {
         let mut docs = HashMap::new();
         let root_path: Rc<str> = Rc::from(root_path);
         docs.insert(root_path.clone(), Ok(Rc::new(root)));
@@ -52,7 +52,7 @@ impl<'s> Resolver<'s> {
     }
 
     /// The document at `path`, loading it the first time.
-    pub fn doc(&mut self, path: &Rc<str>) -> Result<Rc<Value>, String> {
+    pub(crate) fn doc(&mut self, path: &Rc<str>) -> Result<Rc<Value>, String> {
         if let Some(doc) = self.docs.get(path) {
             return doc.clone();
         }
@@ -66,7 +66,7 @@ impl<'s> Resolver<'s> {
     }
 
     /// Where `reference`, written in document `base`, points.
-    pub fn place(&self, base: &Rc<str>, reference: &str) -> Result<Place, String> {
+    pub(crate) fn place(&self, base: &Rc<str>, reference: &str) -> Result<Place, String> {
         let (file, fragment) = match reference.split_once('#') {
             Some((file, fragment)) => (file, fragment),
             None => (reference, ""),
@@ -95,7 +95,7 @@ impl<'s> Resolver<'s> {
     }
 
     /// The value at `place`.
-    pub fn get(&mut self, place: &Place) -> Result<Value, String> {
+    pub(crate) fn get(&mut self, place: &Place) -> Result<Value, String> {
         let doc = self.doc(&place.doc)?;
         doc.pointer(&place.pointer).cloned().ok_or_else(|| {
             format!(
@@ -115,13 +115,17 @@ impl<'s> Resolver<'s> {
     }
 
     /// The root document's path.
-    pub fn root(&self) -> Rc<str> {
+    pub(crate) fn root(&self) -> Rc<str> {
         self.root.clone()
     }
 
     /// Follows `value`'s `$ref` chain (for parameters, bodies, responses and path
     /// items): the object it ends at and the document that holds it.
-    pub fn follow(&mut self, base: &Rc<str>, value: &Value) -> Result<(Rc<str>, Value), String> {
+    pub(crate) fn follow(
+        &mut self,
+        base: &Rc<str>,
+        value: &Value,
+    ) -> Result<(Rc<str>, Value), String> {
         let mut base = base.clone();
         let mut value = value.clone();
         for _ in 0..MAX_HOPS {

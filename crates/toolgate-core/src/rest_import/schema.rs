@@ -60,7 +60,7 @@ pub(super) struct Converter<'r, 's> {
 }
 
 impl<'r, 's> Converter<'r, 's> {
-    pub fn new(
+    pub(crate) fn new(
         resolver: &'r mut Resolver<'s>,
         version: OpenApiVersion,
         direction: Direction,
@@ -78,17 +78,17 @@ impl<'r, 's> Converter<'r, 's> {
     }
 
     /// Converts `schema`, written in document `base`.
-    pub fn convert(&mut self, schema: &Value, base: &Rc<str>) -> Value {
+    pub(crate) fn convert(&mut self, schema: &Value, base: &Rc<str>) -> Value {
         self.node(schema, base, 0)
     }
 
     /// The recursive schemas met so far, for the root's `$defs`.
-    pub fn take_defs(&mut self) -> IndexMap<String, Value> {
+    pub(crate) fn take_defs(&mut self) -> IndexMap<String, Value> {
         std::mem::take(&mut self.defs)
     }
 
     /// Puts the `$defs` gathered into `root` (an object schema).
-    pub fn finish(mut self, mut root: Value) -> (Value, SchemaNotes) {
+    pub(crate) fn finish(mut self, mut root: Value) -> (Value, SchemaNotes) {
         let defs = self.take_defs();
         if !defs.is_empty() {
             match &mut root {

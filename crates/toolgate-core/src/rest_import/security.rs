@@ -35,7 +35,11 @@ pub(super) struct Security {
 }
 
 impl Security {
-    pub fn new(schemes: Map<String, Value>, default: Vec<Map<String, Value>>, title: &str) -> Self {
+    pub(crate) fn new(
+        schemes: Map<String, Value>,
+        default: Vec<Map<String, Value>>,
+        title: &str,
+    ) -> Self {
         Security {
             schemes,
             prefix: env_words(title),
@@ -45,7 +49,7 @@ impl Security {
     }
 
     /// What an operation with these requirement alternatives sends.
-    pub fn auth(&mut self, requirements: Option<&[Map<String, Value>]>) -> Auth {
+    pub(crate) fn auth(&mut self, requirements: Option<&[Map<String, Value>]>) -> Auth {
         let alternatives = requirements.unwrap_or(&self.default).to_vec();
         let mut auth = Auth::default();
         let Some(chosen) = alternatives.first() else {

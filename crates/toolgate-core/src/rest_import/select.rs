@@ -31,7 +31,9 @@ pub struct OperationPattern {
     "`{pattern}` is not a glob ({message}); write an operation id or path with `*`, `?` or `[...]`, e.g. `repos/*` or `/pets/*`"
 )]
 pub struct BadPattern {
+    /// The pattern as given.
     pub pattern: String,
+    /// What the glob parser found wrong.
     pub message: String,
 }
 
@@ -50,6 +52,7 @@ impl FromStr for OperationPattern {
 }
 
 impl OperationPattern {
+    /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -64,14 +67,22 @@ impl OperationPattern {
 /// An `--effects` file that does not read as patterns to effects.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EffectsError {
+    /// The file parses as neither JSON nor YAML (the parser's words).
     #[error("the effects file is not JSON or YAML: {0}")]
     Syntax(String),
+    /// The file parses, but not as a mapping.
     #[error(
         "the effects file must map patterns to effects, as `{{\"repos/delete*\": destructive}}`"
     )]
     NotAMapping,
+    /// One entry's pattern is not a glob, or its value is not an effect name.
     #[error("in the effects file, `{pattern}`: {message}")]
-    Entry { pattern: String, message: String },
+    Entry {
+        /// The entry's pattern, as written.
+        pattern: String,
+        /// What is wrong with the entry.
+        message: String,
+    },
 }
 
 /// Parses an `--effects` file: a mapping of operation patterns to effect names.

@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value, json};
 
-use super::operations::{Body, BodyChoice, Location, Param, ReadParam, body_rank, is_json};
 use super::refs::Resolver;
+use super::request::{Body, BodyChoice, Location, Param, ReadParam, body_rank, is_json};
 
 /// Keywords of a 2.0 parameter that belong to its schema.
 const SCHEMA_KEYS: [&str; 17] = [

@@ -94,7 +94,7 @@ pub(super) fn extension_effect(value: Option<&Value>) -> Result<Option<crate::Ef
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rest_import::operations::BodyChoice;
+    use crate::rest_import::request::BodyChoice;
 
     fn op(method: &'static str, path: &str, id: Option<&str>) -> Operation {
         Operation {

@@ -56,7 +56,9 @@ pub fn search_tools_descriptor() -> ToolDescriptor {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchToolsInput {
+    /// What the model is looking for, in its own words.
     pub query: String,
+    /// How many tools it wants back; see [`SearchToolsInput::k`] for the bounds.
     #[serde(default)]
     pub k: Option<usize>,
 }

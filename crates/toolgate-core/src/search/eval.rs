@@ -27,9 +27,12 @@ pub const EVAL_DEPTH: usize = 10;
 /// One labelled query: the tools a correct answer calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvalQuery {
+    /// A name for reports; BFCL's ids start with the category.
     #[serde(default)]
     pub id: String,
+    /// The search text.
     pub query: String,
+    /// The names of the tools a correct answer calls.
     pub expected: Vec<String>,
 }
 
@@ -40,14 +43,27 @@ pub enum EvalError {
         "line {line} of the query file is not a query ({message}); each line must be \
          {{\"id\": ..., \"query\": \"...\", \"expected\": [\"tool\", ...]}}"
     )]
-    BadQuery { line: usize, message: String },
+    /// A line is not a query.
+    BadQuery {
+        /// The line's number, from 1.
+        line: usize,
+        /// What the JSON parser found wrong.
+        message: String,
+    },
+    /// The file has no lines but blank ones.
     #[error("the query file holds no queries; give JSON Lines with one query a line")]
     NoQueries,
     #[error(
         "query `{id}` expects {missing}, which the pool does not define; \
          evaluate against the pool the queries were written for"
     )]
-    UnknownTool { id: String, missing: String },
+    /// A query expects a tool the pool does not hold.
+    UnknownTool {
+        /// The query's id.
+        id: String,
+        /// The first tool missing, quoted.
+        missing: String,
+    },
 }
 
 /// Reads JSON Lines of [`EvalQuery`]; blank lines are skipped.
@@ -130,11 +146,13 @@ pub fn namespaced_copies(tools: &[ToolDescriptor], copies: usize) -> Vec<ToolDes
 /// How one query fared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueryOutcome {
+    /// The query's id.
     pub id: String,
     /// Per expected tool, its 1-based rank within the first [`EVAL_DEPTH`] hits.
     pub ranks: Vec<Option<usize>>,
     /// The first five hits.
     pub top: Vec<String>,
+    /// How long the search took; `None` when untimed. Serialized in microseconds.
     #[serde(skip_serializing_if = "Option::is_none", with = "micros")]
     pub latency: Option<Duration>,
 }
@@ -160,15 +178,24 @@ impl QueryOutcome {
 /// The figures of one evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalReport {
+    /// How many queries ran.
     pub queries: usize,
+    /// How many tools the index holds.
     pub pool: usize,
+    /// The share of queries (0 to 1) whose first hit is an expected tool.
     pub recall_at_1: f64,
+    /// The share of queries (0 to 1) with every expected tool in the first five hits.
     pub recall_at_5: f64,
+    /// Mean reciprocal rank of each query's best-ranked expected tool (0 for a
+    /// query with none in the first [`EVAL_DEPTH`]).
     pub mrr: f64,
+    /// The median search time; `None` when untimed. Serialized in microseconds.
     #[serde(skip_serializing_if = "Option::is_none", with = "micros")]
     pub median_latency: Option<Duration>,
+    /// The 99th-percentile search time (nearest rank); `None` when untimed.
     #[serde(skip_serializing_if = "Option::is_none", with = "micros")]
     pub p99_latency: Option<Duration>,
+    /// Each query's outcome, in the order they ran.
     pub outcomes: Vec<QueryOutcome>,
 }
 
@@ -301,7 +328,7 @@ mod micros {
 
     use serde::Serializer;
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_f64(d.as_secs_f64() * 1e6),
             None => s.serialize_none(),

@@ -33,6 +33,7 @@ pub enum Field {
 pub const FIELD_COUNT: usize = 7;
 
 impl Field {
+    /// Every field, in the order [`FieldWeights`]' arrays are indexed by.
     pub const ALL: [Field; FIELD_COUNT] = [
         Field::Name,
         Field::Title,
@@ -43,6 +44,7 @@ impl Field {
         Field::ParamText,
     ];
 
+    /// The field's name, for explaining a match.
     pub fn as_str(self) -> &'static str {
         match self {
             Field::Name => "name",
@@ -93,6 +95,7 @@ pub struct FieldWeights {
     pub weight: [f32; FIELD_COUNT],
     /// Per field length normalization, 0 (none) to 1 (full).
     pub b: [f32; FIELD_COUNT],
+    /// BM25's term-frequency saturation: how little each repeat of a word adds.
     pub k1: f32,
     /// The share of its idf a matched pair of neighbouring terms scores; 0 ignores pairs.
     pub pair: f32,

@@ -55,7 +55,10 @@ pub enum Fusion {
     /// `lexical · BM25F / best BM25F + (1 − lexical) · similarity`, for the whole
     /// query and for each of its parts; a scorer without similarities falls back
     /// to [`Fusion::Ranks`].
-    Scores { lexical: f32 },
+    Scores {
+        /// The lexical side's weight, 0 to 1 (clamped); the similarity gets the rest.
+        lexical: f32,
+    },
 }
 
 impl Fusion {

@@ -119,6 +119,7 @@ impl SearchIndex {
         index
     }
 
+    /// The field weights the index scores with.
     pub fn weights(&self) -> &FieldWeights {
         &self.weights
     }
@@ -128,10 +129,12 @@ impl SearchIndex {
         self.by_name.len()
     }
 
+    /// Whether no tool is indexed.
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
 
+    /// Whether a tool of exactly this name is indexed.
     pub fn contains(&self, name: &str) -> bool {
         self.by_name.contains_key(name)
     }

@@ -55,6 +55,7 @@ pub type Filter<'a> = &'a (dyn Fn(&str) -> Option<Exclusion> + 'a);
 /// ```
 #[derive(Clone, Copy)]
 pub struct SearchRequest<'a> {
+    /// The search text, in the caller's own words.
     pub query: &'a str,
     /// How many hits to return at most (default 5).
     pub k: usize,
@@ -72,6 +73,8 @@ impl<'a> SearchRequest<'a> {
     /// The default number of hits.
     pub const DEFAULT_K: usize = 5;
 
+    /// A request for `query` with the defaults: [`Self::DEFAULT_K`] hits, nothing
+    /// left out, no scorer.
     pub fn new(query: &'a str) -> Self {
         SearchRequest {
             query,
@@ -83,26 +86,31 @@ impl<'a> SearchRequest<'a> {
         }
     }
 
+    /// Returns at most `k` hits.
     pub fn k(mut self, k: usize) -> Self {
         self.k = k;
         self
     }
 
+    /// Leaves out the tools `filter` gives an [`Exclusion`] for.
     pub fn filter(mut self, filter: Filter<'a>) -> Self {
         self.filter = Some(filter);
         self
     }
 
+    /// Whether left-out tools come back too, marked (for operators).
     pub fn include_excluded(mut self, include: bool) -> Self {
         self.include_excluded = include;
         self
     }
 
+    /// Fuses `scorer`'s ranking with the lexical one.
     pub fn scorer(mut self, scorer: &'a dyn Scorer) -> Self {
         self.scorer = Some(scorer);
         self
     }
 
+    /// How the scorer's ranking is fused; without a scorer it changes nothing.
     pub fn fusion(mut self, fusion: Fusion) -> Self {
         self.fusion = fusion;
         self
@@ -133,6 +141,7 @@ impl std::fmt::Debug for SearchRequest<'_> {
 /// A tool that matched.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
+    /// The tool's canonical name.
     pub name: String,
     /// Higher is better. BM25F's score; for a request of several parts, the
     /// tool's gain in the ranking that makes room for every part (on BM25F's

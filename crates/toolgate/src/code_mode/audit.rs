@@ -20,25 +20,16 @@ pub(super) fn begin_audit(
     principal: &Principal,
     arguments: Value,
 ) -> Result<AuditEntry, crate::StoreError> {
-    let mut entry = AuditEntry {
-        time: gate.now(),
-        kind: RecordKind::Intent,
-        run_id: run_id.to_owned(),
-        call_id: call_id.to_owned(),
-        session: session.to_owned(),
-        principal: principal.id.clone(),
-        tool: RUN_CODE.to_owned(),
-        effect: None,
-        arguments,
-        decision: None,
-        reason: None,
-        outcome: None,
-        message: None,
-        duration_ms: None,
-        attempts: None,
-        auth: None,
-        credential: None,
-    };
+    let mut entry = AuditEntry::new(
+        gate.now(),
+        RecordKind::Intent,
+        run_id,
+        call_id,
+        session,
+        principal.id.clone(),
+        RUN_CODE,
+    );
+    entry.arguments = arguments;
     crate::Authenticated::stamp(&mut entry);
     gate.store().append(entry.clone())?;
     Ok(entry)

@@ -522,26 +522,17 @@ impl Gate {
         call: &ToolCall,
         principal: &Principal,
     ) -> AuditEntry {
-        let mut entry = AuditEntry {
-            time: self.now(),
+        let mut entry = AuditEntry::new(
+            self.now(),
             kind,
-            run_id: String::new(),
+            String::new(),
             // A caller's id and tool name are kept only in part when huge.
-            call_id: clip_text(&call.id, MAX_NAME_LEN).into_owned(),
-            session: session.to_owned(),
-            principal: principal.id.clone(),
-            tool: clip_text(&call.name, MAX_NAME_LEN).into_owned(),
-            effect: self.catalog.find(&call.name).map(|t| t.effect()),
-            arguments: Value::Null,
-            decision: None,
-            reason: None,
-            outcome: None,
-            message: None,
-            duration_ms: None,
-            attempts: None,
-            auth: None,
-            credential: None,
-        };
+            clip_text(&call.id, MAX_NAME_LEN),
+            session,
+            principal.id.clone(),
+            clip_text(&call.name, MAX_NAME_LEN),
+        );
+        entry.effect = self.catalog.find(&call.name).map(|t| t.effect());
         Authenticated::stamp(&mut entry);
         entry
     }

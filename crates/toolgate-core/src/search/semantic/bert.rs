@@ -67,7 +67,7 @@ pub(crate) struct Bert {
 
 impl Bert {
     /// Loads the weights under `vb` (with or without a `bert.` prefix).
-    pub fn load(vb: VarBuilder, config: &BertConfig, precision: Precision) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, config: &BertConfig, precision: Precision) -> Result<Self> {
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
         } else {
@@ -121,7 +121,7 @@ impl Bert {
 
     /// The last layer's vectors, `[batch, tokens, hidden]`, for `ids` `[batch,
     /// tokens]` (u32) whose padding `mask` (same shape, 1 for a real token) is 0.
-    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let (batch, len) = ids.dims2()?;
         let positions = Tensor::arange(0u32, len as u32, ids.device())?;
         let types = ids.zeros_like()?;

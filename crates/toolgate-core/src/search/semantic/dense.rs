@@ -71,7 +71,7 @@ struct Int8 {
 
 impl Dense {
     /// The layer `inputs → outputs` under `vb` (`weight`, `bias`), held at `precision`.
-    pub fn load(
+    pub(crate) fn load(
         inputs: usize,
         outputs: usize,
         vb: VarBuilder,

@@ -22,15 +22,20 @@ const BATCH: usize = 16;
 /// A model that cannot be loaded or run: which file or step, and what went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// `config.json` does not describe a BERT model (the parser's words).
     #[error("the model's config.json is not a BERT configuration: {0}")]
     Config(String),
+    /// `tokenizer.json` cannot be read as a tokenizer (the tokenizer's words).
     #[error("the model's tokenizer.json cannot be read: {0}")]
     Tokenizer(String),
     #[error(
         "the model's weights (model.safetensors) do not fit its config.json: {0}; \
          give the directory of a BERT sentence-embedding model such as all-MiniLM-L6-v2"
     )]
+    /// `model.safetensors` cannot be read, or does not fit the configuration (a
+    /// tensor missing or of the wrong shape).
     Weights(String),
+    /// Embedding a text failed (tokenizing it or the forward pass).
     #[error("the model failed on a text: {0}")]
     Run(String),
 }

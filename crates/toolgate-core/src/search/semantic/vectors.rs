@@ -27,18 +27,22 @@ impl Vectors {
         }
     }
 
+    /// How many numbers each vector has.
     pub fn dimension(&self) -> usize {
         self.dimension
     }
 
+    /// How many tools have a vector.
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
+    /// Whether no tool has a vector.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
 
+    /// Whether the tool `name` has a vector.
     pub fn contains(&self, name: &str) -> bool {
         self.rows.contains_key(name)
     }
@@ -134,7 +138,9 @@ impl Vectors {
 /// A query the model cannot embed ranks nothing, so the search falls back to the
 /// lexical ranking alone.
 pub struct EmbeddingScorer<'a> {
+    /// The model that embeds the query; it must be the one that made `vectors`.
     pub embedder: &'a Embedder,
+    /// The tools' vectors.
     pub vectors: &'a Vectors,
 }
 
