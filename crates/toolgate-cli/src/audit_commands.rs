@@ -7,13 +7,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
+use toolgate::audit::{PendingOutcome, ResolveError, resolve_pending};
 use toolgate::{
-    AuditEntry, AuditRecord, ChainBreak, RecordKind, STATE_DB_FILE, ServedStore, SqliteStore,
-    VerifyReport, resolve_state_dir,
+    AuditRecord, ChainBreak, STATE_DB_FILE, ServedStore, SqliteStore, VerifyReport,
+    resolve_state_dir,
 };
 
 use crate::commands::CommandResult;
@@ -211,37 +211,22 @@ pub fn resolve(
             db_path(args, state).display()
         ));
     };
-    let pending = store.pending().map_err(|e| e.to_string())?;
-    let Some(intent) = pending.into_iter().find(|r| r.entry.run_id == run_id) else {
-        return Err(format!(
-            "no pending call has run id `{run_id}`; `toolgate audit pending` lists the ones that do"
-        ));
+    let outcome: PendingOutcome = outcome.parse()?;
+    let record = match resolve_pending(store.as_ref(), run_id, outcome, "the operator", note) {
+        Ok(record) => record,
+        Err(e @ ResolveError::NotPending { .. }) => {
+            return Err(format!(
+                "{e}; `toolgate audit pending` lists the ones that do"
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
     };
-    let message = match note {
-        Some(note) => format!("resolved by the operator: {note}"),
-        None => "resolved by the operator".to_owned(),
-    };
-    let entry = AuditEntry {
-        time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        kind: RecordKind::Completion,
-        outcome: Some(outcome.to_owned()),
-        message: Some(message),
-        duration_ms: None,
-        attempts: None,
-        auth: None,
-        credential: None,
-        ..intent.entry.clone()
-    };
-    // Also frees the conversation's turn the run held, and counts the call in its
-    // history unless it never ran, so a flow's `once` counts it.
-    let record = store
-        .resolve_run(&intent, entry)
-        .map_err(|e| e.to_string())?;
     if args.json {
         print_json(&record);
     } else {
         sayln!(
-            "recorded {outcome} for run {run_id} ({}) as record {}",
+            "recorded {} for run {run_id} ({}) as record {}",
+            outcome.as_str(),
             record.entry.tool,
             record.seq
         );

@@ -42,6 +42,7 @@
 pub use toolgate_core::*;
 pub use toolgate_derive::Tool;
 
+pub mod audit;
 #[cfg(feature = "mcp")]
 pub mod auth;
 #[cfg(feature = "code-mode")]

@@ -4,20 +4,19 @@
 //! calls a crash left pending, each with the resolve action of `toolgate audit
 //! resolve`.
 
-use std::time::SystemTime;
-
 use axum::Extension;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
-use toolgate_core::{Anchor, AuditEntry, AuditRecord, ChainBreak, RecordKind, VerifyReport};
+use toolgate_core::{Anchor, AuditEntry, AuditRecord, ChainBreak, VerifyReport};
 
 use super::layout::{self, Nav, csrf_field};
 use super::login::csrf_refusal;
 use super::{App, Viewer, error_page};
-use crate::{AuditFilter, GateStore};
+use crate::AuditFilter;
+use crate::audit::{PendingOutcome, ResolveError, resolve_pending};
 
 /// Records on one page.
 const PAGE: usize = 50;
@@ -400,51 +399,22 @@ pub(super) async fn resolve(
     if let Some(refused) = csrf_refusal(&viewer, &form.csrf) {
         return refused;
     }
-    if !["ok", "error", "cancelled"].contains(&form.outcome.as_str()) {
-        let message = format!(
-            "the outcome `{}` is not ok, error or cancelled",
-            form.outcome
-        );
-        return error_page(StatusCode::BAD_REQUEST, Some(&viewer), &message);
-    }
-    let gate = app.gate();
-    let store: &dyn GateStore = gate.store().as_ref();
-    let pending = match store.pending() {
-        Ok(pending) => pending,
-        Err(e) => {
-            return error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&viewer),
-                &e.to_string(),
-            );
-        }
-    };
-    let Some(intent) = pending.into_iter().find(|r| r.entry.run_id == run_id) else {
-        let message = format!("no pending call has run id `{run_id}`");
-        return error_page(StatusCode::NOT_FOUND, Some(&viewer), &message);
+    let outcome: PendingOutcome = match form.outcome.parse() {
+        Ok(outcome) => outcome,
+        Err(message) => return error_page(StatusCode::BAD_REQUEST, Some(&viewer), &message),
     };
     let note = form
         .note
         .as_deref()
         .map(str::trim)
         .filter(|n| !n.is_empty());
-    let message = match note {
-        Some(note) => format!("resolved by {} in the console: {note}", viewer.who),
-        None => format!("resolved by {} in the console", viewer.who),
-    };
-    let entry = AuditEntry {
-        time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        kind: RecordKind::Completion,
-        outcome: Some(form.outcome.clone()),
-        message: Some(message),
-        duration_ms: None,
-        attempts: None,
-        auth: None,
-        credential: None,
-        ..intent.entry.clone()
-    };
-    match store.resolve_run(&intent, entry) {
+    let gate = app.gate();
+    let by = format!("{} in the console", viewer.who);
+    match resolve_pending(gate.store().as_ref(), &run_id, outcome, &by, note) {
         Ok(_) => Redirect::to("/audit").into_response(),
+        Err(e @ ResolveError::NotPending { .. }) => {
+            error_page(StatusCode::NOT_FOUND, Some(&viewer), &e.to_string())
+        }
         Err(e) => error_page(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(&viewer),
