@@ -94,10 +94,14 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The tools this gate runs calls to (every principal's; [`Gate::knows`]
+    /// says which one principal may use).
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }
 
+    /// The policy that authorizes each call (the spec file's, or the one the
+    /// builder was given).
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
@@ -107,6 +111,7 @@ impl Gate {
         self.options.max_argument_bytes
     }
 
+    /// Where this gate keeps state, approvals, tasks and the audit log.
     pub fn store(&self) -> &Arc<dyn GateStore> {
         &self.store
     }

@@ -75,7 +75,10 @@ pub enum TaskError {
     #[error(
         "no task has id `{id}`; finished tasks are kept for their TTL after they end, and `toolgate tasks list` shows the ones there are"
     )]
-    Unknown { id: String },
+    Unknown {
+        /// The id asked for.
+        id: String,
+    },
     /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
