@@ -3,10 +3,10 @@
 //! them.
 //!
 //! Each stage is a method that either lets the call on (with what it found) or
-//! stops it with a [`Stop`]; the spine, [`Gate::through_stages`], is the list of
+//! stops it with a `Stop`; the spine, `Gate::through_stages`, is the list of
 //! stages. A stage that refuses fills the audit entry with what decided, and the
 //! spine records the refusal. What comes after the intent is recorded (running
-//! the tool, the state writes, the completion) is [`Execution`]'s.
+//! the tool, the state writes, the completion) is `Execution`'s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
