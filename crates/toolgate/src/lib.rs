@@ -50,7 +50,7 @@ pub mod code_mode;
 #[cfg(feature = "console")]
 pub mod console;
 pub mod flow;
-mod gate;
+pub mod gate;
 mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -66,8 +66,8 @@ mod store;
 pub mod telemetry;
 
 pub use gate::{
-    ArgumentProblem, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder, GateOptions,
-    Launch, Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall,
+    ArgumentProblem, CallOptions, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder,
+    GateOptions, Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall,
     invalid_arguments_message,
 };
 pub use gate::{Authenticated, Limited, RateLimiter, RatePermit, RateRefused};

@@ -20,10 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolgate::{
-    ApprovalStore, AuditLog, AuditRecord, Catalog, Decision, DynTool, Effect, EffectDecisions,
-    Gate, GateOptions, Grant, GrantReach, GrantScope, MemoryGateStore, Outcome, Policy, PolicyRule,
-    Principal, RecordKind, SqliteStore, StateStore, Tier, Tool, ToolCall, ToolCtx, ToolDescriptor,
-    ToolError, ToolHandler, ToolSource,
+    ApprovalStore, AuditLog, AuditRecord, CallOptions, Catalog, Decision, DynTool, Effect,
+    EffectDecisions, Gate, GateOptions, Grant, GrantReach, GrantScope, MemoryGateStore, Outcome,
+    Policy, PolicyRule, Principal, RecordKind, SqliteStore, StateStore, Tier, Tool, ToolCall,
+    ToolCtx, ToolDescriptor, ToolError, ToolHandler, ToolSource,
 };
 
 // ---------------------------------------------------------------------------------
@@ -1098,7 +1098,10 @@ async fn a_cancellation_stops_a_slow_handler() {
             "s",
             tc("c1", "slow_report", json!({"id": 1, "ms": 10_000})),
             &operator(),
-            &cancel,
+            CallOptions {
+                cancel: cancel.clone(),
+                ..CallOptions::default()
+            },
         )
         .await;
     canceller.await.unwrap();
@@ -1134,7 +1137,15 @@ async fn the_handler_sees_its_deadline_and_the_callers_cancellation() {
     };
     let before = Instant::now();
     let outcome = gate
-        .call_with("s", tc("c1", "watch_job", json!({})), &operator(), &cancel)
+        .call_with(
+            "s",
+            tc("c1", "watch_job", json!({})),
+            &operator(),
+            CallOptions {
+                cancel: cancel.clone(),
+                ..CallOptions::default()
+            },
+        )
         .await;
     canceller.await.unwrap();
     assert!(error(&outcome).0.contains("cancelled"));

@@ -26,7 +26,7 @@ use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_erro
 use super::slots::{QUEUE_WAIT, WorkerSlots};
 use super::spin::Watched;
 use super::wall_clock::{Stopped, WallClock};
-use crate::{Gate, Outcome, PausedRun, ToolCall};
+use crate::{CallOptions, Gate, Outcome, PausedRun, ToolCall};
 
 /// Runs programs whose tool calls take the gate.
 #[derive(Debug, Clone)]
@@ -607,7 +607,15 @@ impl CodeMode {
         let cancel = CancellationToken::new();
         let outcome = clock
             .call_within(
-                gate.call_with(session, call.clone(), principal, &cancel),
+                gate.call_with(
+                    session,
+                    call.clone(),
+                    principal,
+                    CallOptions {
+                        cancel: cancel.clone(),
+                        ..CallOptions::default()
+                    },
+                ),
                 &cancel,
             )
             .await?;
@@ -627,7 +635,15 @@ impl CodeMode {
         let cancel = CancellationToken::new();
         clock
             .call_within(
-                gate.call_with(session, call.clone(), principal, &cancel),
+                gate.call_with(
+                    session,
+                    call.clone(),
+                    principal,
+                    CallOptions {
+                        cancel: cancel.clone(),
+                        ..CallOptions::default()
+                    },
+                ),
                 &cancel,
             )
             .await

@@ -11,17 +11,18 @@ pub struct ArgumentProblem {
     pub path: String,
     /// The schema keyword broken, e.g. `required` or `type`.
     pub rule: String,
+    /// What is wrong, in words a model can act on.
     pub message: String,
 }
 
 /// A tool's compiled input schema. Compiled once, when the gate is built.
-pub struct ArgumentChecker {
+pub(crate) struct ArgumentChecker {
     schema: Value,
     validator: Result<jsonschema::Validator, String>,
 }
 
 impl ArgumentChecker {
-    pub fn new(schema: &Value) -> Self {
+    pub(crate) fn new(schema: &Value) -> Self {
         let validator = jsonschema::draft202012::new(schema).map_err(|e| e.to_string());
         ArgumentChecker {
             schema: schema.clone(),
@@ -30,7 +31,7 @@ impl ArgumentChecker {
     }
 
     /// Every violation, or the arguments with schema defaults filled in.
-    pub fn check(&self, arguments: &Value) -> Result<Value, Vec<ArgumentProblem>> {
+    pub(crate) fn check(&self, arguments: &Value) -> Result<Value, Vec<ArgumentProblem>> {
         let validator = self.validator.as_ref().map_err(|schema_error| {
             vec![ArgumentProblem {
                 path: String::new(),

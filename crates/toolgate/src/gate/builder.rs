@@ -97,6 +97,8 @@ impl GateBuilder {
         self
     }
 
+    /// Limits and switches (default: [`GateOptions::default`]); a spec file's
+    /// `limits.max_argument_bytes` replaces its own.
     pub fn options(mut self, options: GateOptions) -> Self {
         self.options = options;
         self
@@ -124,6 +126,8 @@ impl GateBuilder {
         self
     }
 
+    /// The gate: each tool's schemas compiled and its spec file entry (state
+    /// effects, timeout) read once, here, not on every call.
     pub fn build(self) -> Gate {
         let spec = self.spec.unwrap_or_default();
         let flow = crate::flow::FlowGate::new(spec.flow.clone(), self.flow_visibility, self.turns);
@@ -193,6 +197,9 @@ impl GateBuilder {
 }
 
 impl Gate {
+    /// A builder of a gate over `catalog`: no spec file, the default policy, a
+    /// store in memory, default options and the system clock until told
+    /// otherwise.
     pub fn builder(catalog: Catalog) -> GateBuilder {
         GateBuilder {
             catalog,

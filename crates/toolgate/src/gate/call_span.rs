@@ -1,36 +1,11 @@
 //! A call's span: `execute_tool {tool}`, named and attributed by the
 //! OpenTelemetry GenAI conventions for tool execution, and how the call's end is
 //! recorded on it. A server that made a span for the request carrying the call
-//! hands it in ([`Launch::span`]), and the call is that one span.
+//! hands it in ([`CallOptions::span`](super::CallOptions::span)), and the call is that one span.
 
 use toolgate_core::{AuditEntry, MAX_NAME_LEN, Principal, clip_text};
 
-use super::{TaskScope, ToolCall};
-
-/// How [`Gate::call_launching`](super::Gate::call_launching) runs a call, beyond
-/// what it is.
-#[derive(Default, Clone)]
-pub struct Launch {
-    /// Run it as a background task whatever its tool.
-    pub as_task: bool,
-    /// Wraps a background call's future before it is spawned.
-    pub scope: Option<TaskScope>,
-    /// The span to run it in instead of its own: a server's span for the request
-    /// that carries this one call, so that a call served is one span, not two.
-    /// It must declare the fields of the gate's own `execute_tool` span, which
-    /// the gate records (`toolgate.outcome`, `error.type` and the rest).
-    pub span: Option<tracing::Span>,
-}
-
-impl std::fmt::Debug for Launch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Launch")
-            .field("as_task", &self.as_task)
-            .field("scope", &self.scope.is_some())
-            .field("span", &self.span)
-            .finish()
-    }
-}
+use super::ToolCall;
 
 /// A call's own span, `execute_tool {tool}`.
 pub(super) fn call_span(session: &str, call: &ToolCall, principal: &Principal) -> tracing::Span {

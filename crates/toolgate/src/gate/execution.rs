@@ -53,14 +53,14 @@ pub(super) struct Execution {
 
 impl Execution {
     /// The run id of the call in the audit log.
-    pub fn run_id(&self) -> &str {
+    pub(super) fn run_id(&self) -> &str {
         &self.audit.run_id
     }
 
     /// Runs the tool until it ends or `cancel` fires, applies the state effects of a
     /// call that succeeded and records its completion. Returns the outcome and the
     /// audit status it was recorded with (`ok`, `error`, `timeout`, `cancelled`).
-    pub async fn run(self, cancel: &CancellationToken) -> (Outcome, &'static str) {
+    pub(super) async fn run(self, cancel: &CancellationToken) -> (Outcome, &'static str) {
         let name = self.audit.tool.clone();
         // Detail spans are `debug`: exported only with `TOOLGATE_OTEL_SPANS=all`.
         let executing = tracing::debug_span!(parent: &self.span, "toolgate.execute");
@@ -99,7 +99,7 @@ impl Execution {
 
     /// Records the completion of the call with `outcome` (the state effects with it,
     /// when it succeeded), releasing the conversation's turn.
-    pub fn record(
+    pub(super) fn record(
         mut self,
         status: &'static str,
         outcome: Outcome,

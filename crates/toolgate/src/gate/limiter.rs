@@ -73,7 +73,9 @@ pub struct RateRefused {
 /// store shares could not be read (and the call fails closed).
 #[derive(Debug)]
 pub enum Limited {
+    /// A limit refused the call; it may be made again after the wait given.
     Refused(RateRefused),
+    /// The store's shared counters could not be read or written.
     Store(StoreError),
 }
 

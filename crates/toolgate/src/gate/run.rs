@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 /// Limits on one execution.
 #[derive(Debug, Clone, Copy)]
-pub struct RunLimits {
+pub(super) struct RunLimits {
     /// When all attempts together must have finished.
     pub deadline: Instant,
     /// Attempts at most, when the effect permits retrying.
@@ -23,7 +23,7 @@ pub struct RunLimits {
 
 /// How an execution ended.
 #[derive(Debug)]
-pub enum RunEnd {
+pub(super) enum RunEnd {
     Done(Result<Value, ToolError>),
     TimedOut,
     Cancelled,
@@ -32,7 +32,7 @@ pub enum RunEnd {
 
 /// Runs `tool` until it succeeds, fails in a way that may not be retried, or runs
 /// out of attempts or time. Returns how it ended and how many attempts it took.
-pub async fn run(
+pub(super) async fn run(
     tool: &dyn DynTool,
     ctx: &ToolCtx,
     arguments: &Value,

@@ -75,7 +75,10 @@ pub enum TaskError {
     #[error(
         "no task has id `{id}`; finished tasks are kept for their TTL after they end, and `toolgate tasks list` shows the ones there are"
     )]
-    Unknown { id: String },
+    Unknown {
+        /// The id asked for.
+        id: String,
+    },
     /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -273,19 +276,6 @@ fn status_of(outcome: &Outcome, audit_status: &str) -> TaskStatus {
 }
 
 impl Gate {
-    /// Runs `call` as a background task whatever its tool: it goes through every
-    /// stage of the gate as [`Gate::call`] does and, once its intent is recorded,
-    /// runs on its own; the outcome is [`Outcome::Started`] (or the refusal, if it
-    /// was refused). Read the result with [`Gate::task`] or [`Gate::await_task`].
-    pub async fn start(&self, session: &str, call: ToolCall, principal: &Principal) -> Outcome {
-        let launch = super::Launch {
-            as_task: true,
-            ..Default::default()
-        };
-        self.call_launching(session, call, principal, &CancellationToken::new(), launch)
-            .await
-    }
-
     /// One task, if `principal` may see it (its own; the operator sees all).
     pub fn task(&self, id: &str, principal: &Principal) -> Result<TaskRecord, TaskError> {
         self.settle_tasks()?;

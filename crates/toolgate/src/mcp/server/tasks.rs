@@ -38,7 +38,7 @@ use super::result::call_result;
 use super::session::Caller;
 use super::tools::arguments;
 use crate::mcp::{Downstream, LogLevel};
-use crate::{Gate, Launch, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
+use crate::{CallOptions, Gate, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
 
 /// The `_meta` key a request sets to `true` to run any call as a task.
 pub const TASK_META: &str = "toolgate/task";
@@ -85,14 +85,13 @@ pub(crate) async fn call_through(
     cancel: &CancellationToken,
     span: Option<tracing::Span>,
 ) -> Outcome {
-    let launch = Launch {
+    let options = CallOptions {
+        cancel: cancel.clone(),
         as_task: false,
         scope: Some(scope(downstream, None)),
         span,
     };
-    let outcome = gate
-        .call_launching(session, call, principal, cancel, launch)
-        .await;
+    let outcome = gate.call_with(session, call, principal, options).await;
     let Outcome::Started { task_id } = &outcome else {
         return outcome;
     };
@@ -170,12 +169,12 @@ pub(crate) async fn start(
     let guard = shared.inflight.enter()?;
     let cancel = shared.inflight.cancellation().child_token();
     let outcome = gate
-        .call_launching(
+        .call_with(
             session,
             call,
             principal,
-            &cancel,
-            Launch {
+            CallOptions {
+                cancel,
                 as_task: true,
                 scope: Some(scope(&downstream, Some(guard))),
                 span: None,
