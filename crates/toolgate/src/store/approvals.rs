@@ -45,12 +45,6 @@ use toolgate_core::{AnsweredBy, Answerer};
 
 use super::StoreError;
 
-mod memory;
-mod sqlite;
-
-pub use memory::MemoryApprovals;
-pub(super) use sqlite::{GRANT_SCOPES, add_answerers};
-
 /// A call that policy escalated to a human, as the gate submits it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalRequest {
