@@ -59,7 +59,7 @@ mod search_tool;
 pub mod semantic;
 mod spec_file;
 mod spec_tool;
-mod store;
+pub mod store;
 pub mod telemetry;
 
 pub use gate::{

@@ -143,13 +143,19 @@ impl std::fmt::Display for ApprovalStatus {
 pub struct Approval {
     /// Short and typeable, e.g. `ap-1f3a9c0e`.
     pub id: String,
+    /// The conversation the call was made in.
     pub session: String,
+    /// The tool called.
     pub tool: String,
+    /// The call's arguments, as the person deciding sees them.
     pub arguments: Value,
+    /// The hash of the arguments that names "this exact call" (see [`ApprovalRequest`]).
     pub args_hash: String,
+    /// Who made the call.
     pub principal: String,
     /// Why policy asked.
     pub reason: String,
+    /// Where the request stands.
     pub status: ApprovalStatus,
     /// The reason a person gave with a denial.
     pub answer: Option<String>,
@@ -187,6 +193,7 @@ pub enum GrantReach {
 /// until `ttl` has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grant {
+    /// How long the grant lasts from the moment it is given.
     pub ttl: Duration,
     /// Which calls of the tool: any arguments, or the approved call's.
     pub scope: GrantScope,
@@ -223,17 +230,17 @@ impl Grant {
 
 /// A stored grant, as a resolution names it in the audit log.
 pub(super) struct GrantRecord {
-    pub id: i64,
-    pub args_hash: Option<String>,
-    pub session: Option<String>,
-    pub approval_id: String,
-    pub granted_by: Answerer,
+    pub(super) id: i64,
+    pub(super) args_hash: Option<String>,
+    pub(super) session: Option<String>,
+    pub(super) approval_id: String,
+    pub(super) granted_by: Answerer,
 }
 
 impl GrantRecord {
     /// `grant 3 (any arguments, in this conversation; given by lead via cli
     /// answering ap-1f3a9c0e)`: what let the call through, for the audit log.
-    pub fn by(&self) -> String {
+    pub(super) fn by(&self) -> String {
         let arguments = if self.args_hash.is_some() {
             "the same arguments"
         } else {
@@ -274,11 +281,24 @@ pub enum Resolution {
     /// Run the call. `by` names what allowed it: an approval id, or a grant with
     /// its scope and who gave it (`grant 3 (any arguments, in this conversation;
     /// given by lead via cli answering ap-1f3a9c0e)`).
-    Granted { by: String },
+    Granted {
+        /// The approval id or grant that allowed it.
+        by: String,
+    },
     /// Wait for a person; `created` is false when an open request was reused.
-    Pending { id: String, created: bool },
+    Pending {
+        /// The request the person answers.
+        id: String,
+        /// Whether this call opened it (`false`: an open request was reused).
+        created: bool,
+    },
     /// A person denied this call; `reason` is theirs (or says none was given).
-    Denied { id: String, reason: String },
+    Denied {
+        /// The denied request, consumed by this report.
+        id: String,
+        /// The person's reason, or a sentence saying none was given.
+        reason: String,
+    },
 }
 
 /// Where approval requests and grants live.

@@ -97,8 +97,11 @@ pub trait AuditLog: Send + Sync {
 /// Which records a query returns; every field set must match (`None`: any).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditFilter {
+    /// Records of this conversation.
     pub session: Option<String>,
+    /// Records of this caller's calls.
     pub principal: Option<String>,
+    /// Records of calls of this tool.
     pub tool: Option<String>,
     /// `ok`, `error`, `denied`, `pending_approval`, ...: completions only.
     pub outcome: Option<String>,

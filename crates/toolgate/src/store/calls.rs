@@ -14,6 +14,7 @@ use super::StoreError;
 pub struct RecordedCall {
     /// Its place in the conversation, from 1.
     pub seq: u64,
+    /// The tool it called.
     pub tool: String,
     /// Whether it succeeded.
     pub ok: bool,

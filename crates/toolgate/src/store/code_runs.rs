@@ -35,6 +35,7 @@ pub const CODE_RUN_KEY_FILE: &str = "code-runs.key";
 pub struct PausedRun {
     /// The program's run id (`code-` and 32 hex digits).
     pub run_id: String,
+    /// The conversation it ran in.
     pub session: String,
     /// Who ran it; only they may resume it.
     pub principal: String,
@@ -42,10 +43,13 @@ pub struct PausedRun {
     pub code_sha256: String,
     /// The call that waits: its tool, call id and arguments.
     pub tool: String,
+    /// The caller's id of the waiting call.
     pub call_id: String,
+    /// The waiting call's arguments, submitted again on resume.
     pub arguments: Value,
     /// The approval it waits for, and why policy asked.
     pub approval_id: String,
+    /// Why policy asked for that approval.
     pub reason: String,
     /// Tool calls made so far, the pending one included.
     pub calls: u64,
@@ -57,6 +61,7 @@ pub struct PausedRun {
     pub printed: String,
     /// When it paused, and when its wait for the approval ends (ms since the epoch).
     pub since_ms: u64,
+    /// When the wait for the approval ends; after it the run cannot be resumed.
     pub expires_ms: u64,
     /// The interpreter's state (empty in listings).
     #[serde(skip)]

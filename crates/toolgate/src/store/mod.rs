@@ -76,11 +76,12 @@ pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask
 pub use rate_counters::{RateBucket, RateCounters, RateTaken};
 pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 #[cfg(feature = "mcp")]
-pub use sessions::now_ms;
+pub(crate) use sessions::now_ms;
 pub use sessions::{SessionKey, SessionKind, StoredSession, StoredSessions};
 pub use sqlite::SqliteStore;
 pub use state::StateStore;
-pub use tasks::{TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
+pub(crate) use tasks::rfc3339_ms;
+pub use tasks::{TaskRecord, TaskStatus, TaskStore};
 pub(crate) use turns::lease_end;
 pub use turns::{Admission, AdmissionCheck};
 

@@ -47,7 +47,9 @@ pub struct Pin {
 /// A definition that differs from the pin, as last seen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PinChange {
+    /// The changed definition's content hash.
     pub hash: String,
+    /// The changed definition, exactly as seen (what accepting pins).
     pub definition: Value,
     /// When it was last seen, RFC 3339 UTC.
     pub seen_at: String,
@@ -108,26 +110,38 @@ pub enum PinCheck {
 /// A pin could not be read, found or accepted. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
+    /// The store itself failed.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// No tool is pinned under this name.
     #[error("no tool is pinned as `{tool}`{}", unknown_hint(suggestions))]
     Unknown {
+        /// The name asked for.
         tool: String,
+        /// Pinned names close to it, best first.
         suggestions: Vec<String>,
     },
     /// The tool has not changed since it was pinned.
     #[error(
         "`{tool}` has not changed since it was pinned at {pinned_at}; there is nothing to accept"
     )]
-    Unchanged { tool: String, pinned_at: String },
+    Unchanged {
+        /// The tool asked for.
+        tool: String,
+        /// When its pin was taken, RFC 3339 UTC.
+        pinned_at: String,
+    },
     /// A stored pin cannot be read back, typically because the row was edited by hand.
     #[error(
         "pin store at {location}: the pin of `{tool}` has {problem}; delete the row so the tool is pinned afresh on next sight"
     )]
     Corrupt {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with
+        /// its password masked.
         location: String,
+        /// The tool whose pin cannot be read.
         tool: String,
+        /// What in the row cannot be read.
         problem: String,
     },
 }

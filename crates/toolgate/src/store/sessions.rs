@@ -60,7 +60,9 @@ impl SessionKey {
 /// One session as the store keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSession {
+    /// An MCP session or a console login.
     pub kind: SessionKind,
+    /// The digest of its secret, which finds it.
     pub key: SessionKey,
     /// Whom the session is for, where it is for someone (to list and to end a
     /// principal's sessions); what binds it is in `data`.
@@ -94,13 +96,13 @@ impl StoredSession {
 /// How often a session that lasts `idle` is renewed at most: a tenth of `idle`,
 /// and never less often than once a minute. A session therefore ends between
 /// `idle` less that interval and `idle` after its last request.
-pub fn renewal_interval(idle: Duration) -> Duration {
+pub(super) fn renewal_interval(idle: Duration) -> Duration {
     (idle / 10).min(Duration::from_secs(60))
 }
 
 /// Milliseconds since the Unix epoch, now.
 #[cfg(feature = "mcp")]
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

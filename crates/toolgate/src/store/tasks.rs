@@ -77,11 +77,13 @@ pub struct TaskRecord {
     pub session: String,
     /// Who made the call; only it (and the operator) sees the task.
     pub principal: String,
+    /// The tool the call runs.
     pub tool: String,
     /// The caller's id of the call.
     pub call_id: String,
     /// The run id of the call in the audit log.
     pub run_id: String,
+    /// Where it stands.
     pub status: TaskStatus,
     /// When the task started, RFC 3339 UTC.
     pub created_at: String,
@@ -119,7 +121,7 @@ impl TaskRecord {
 }
 
 /// Milliseconds since the Unix epoch as RFC 3339 UTC, to the millisecond.
-pub fn rfc3339_ms(ms: u64) -> String {
+pub(crate) fn rfc3339_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 

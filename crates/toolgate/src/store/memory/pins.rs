@@ -32,6 +32,7 @@ pub struct MemoryPins {
 }
 
 impl MemoryPins {
+    /// A store with no pins.
     pub fn new() -> Self {
         Self::default()
     }
