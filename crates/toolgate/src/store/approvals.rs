@@ -303,15 +303,17 @@ pub enum Resolution {
 
 /// Where approval requests and grants live.
 ///
-/// [`SqliteStore`] keeps them in `state.db` beside conversation state, shared by
-/// every process using that directory (so `toolgate approvals approve` in one
-/// terminal answers a gate in another); [`MemoryApprovals`] keeps them in memory.
+/// [`SqliteStore`](super::SqliteStore) keeps them in `state.db` beside conversation
+/// state, shared by every process using that directory (so `toolgate approvals
+/// approve` in one terminal answers a gate in another);
+/// [`MemoryApprovals`](super::MemoryApprovals) keeps them in memory.
 ///
 /// `SqliteStore` also implements [`StateStore`](crate::StateStore), which has a `get`
 /// too: with both traits in scope, call `ApprovalStore::get(&store, id)`.
 pub trait ApprovalStore: Send + Sync {
-    /// Decides an asked call: grant, approved, denied or pending, in the order the
-    /// [module docs](self) give. Atomic: two processes resolving the same approved
+    /// Decides an asked call, trying in this order: a live grant that covers it, an
+    /// approved request for it (consumed), a denied one (reported once, then
+    /// consumed), a pending one (reused), else a new pending request. Atomic: two processes resolving the same approved
     /// call at once run it once.
     fn resolve(&self, request: &ApprovalRequest, now: SystemTime)
     -> Result<Resolution, StoreError>;

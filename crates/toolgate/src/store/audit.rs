@@ -5,8 +5,6 @@
 //! intents that never got a completion — calls a crashed process may or may not have
 //! carried out, which an operator must resolve before anything runs them again.
 //!
-//! [`SqliteStore`] keeps the log in the `audit` table of its file; several processes
-//! may append to one file and still write one chain. [`MemoryAuditLog`] keeps it in
 //! [`SqliteStore`](super::SqliteStore) keeps the log in the `audit` table of its file;
 //! several processes may append to one file and still write one chain.
 //! [`MemoryAuditLog`](super::MemoryAuditLog) keeps it in memory for tests and

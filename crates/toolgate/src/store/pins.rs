@@ -155,9 +155,9 @@ fn unknown_hint(suggestions: &[String]) -> String {
 
 /// Where pins live.
 ///
-/// [`SqliteStore`] keeps them in `state.db`, so `toolgate pins accept` in one
-/// terminal releases a tool quarantined by a gate running in another;
-/// [`MemoryPins`] keeps them in memory.
+/// [`SqliteStore`](super::SqliteStore) keeps them in `state.db`, so `toolgate pins
+/// accept` in one terminal releases a tool quarantined by a gate running in
+/// another; [`MemoryPins`](super::MemoryPins) keeps them in memory.
 pub trait PinStore: Send + Sync {
     /// Compares `definition` with the pin of `tool`: pins it on first sight, and
     /// records it as the tool's change when it differs. Atomic per tool.

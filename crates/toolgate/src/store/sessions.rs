@@ -85,7 +85,7 @@ impl StoredSession {
     }
 
     /// Whether a request at `now_ms` should renew it: its last renewal (its
-    /// expiry less `idle`) is [`renewal_interval`] old or older.
+    /// expiry less `idle`) is a tenth of `idle` old or older, and at most a minute.
     pub fn due_for_renewal(&self, now_ms: u64) -> bool {
         let renewed = self.expires_ms.saturating_sub(self.idle_ms);
         let every = renewal_interval(Duration::from_millis(self.idle_ms));

@@ -198,7 +198,7 @@ pub(super) const MIGRATION: &str = "
     CREATE INDEX IF NOT EXISTS audit_time ON audit (json_extract(record, '$.time'));";
 
 impl SqliteStore {
-    /// [`AuditLog::query`](super::AuditLog::query) in SQL: only the conditions
+    /// [`AuditLog::query`] in SQL: only the conditions
     /// the filter sets, so SQLite can take the index of the most selective one.
     pub(super) fn query_audit(
         &self,
