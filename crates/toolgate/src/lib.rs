@@ -62,7 +62,7 @@ pub mod semantic;
 pub mod serve;
 mod spec_file;
 mod spec_tool;
-mod store;
+pub mod store;
 pub mod telemetry;
 
 pub use gate::{

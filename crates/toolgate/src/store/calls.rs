@@ -3,21 +3,18 @@
 //! same store as the conversation's state, so a conversation goes on across
 //! processes (`toolgate call --session ID`).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use toolgate_core::AuditEntry;
 use toolgate_core::flow::CallRecord;
 
-use super::{SqliteStore, StoreError};
+use super::StoreError;
 
 /// One call that ran in a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedCall {
     /// Its place in the conversation, from 1.
     pub seq: u64,
+    /// The tool it called.
     pub tool: String,
     /// Whether it succeeded.
     pub ok: bool,
@@ -50,48 +47,6 @@ pub trait CallHistory: Send + Sync {
     fn forget_calls(&self, session: &str) -> Result<(), StoreError>;
 }
 
-/// Call histories in memory, for tests and throwaway runs.
-#[derive(Debug, Default)]
-pub struct MemoryCallHistory {
-    sessions: Mutex<HashMap<String, Vec<RecordedCall>>>,
-}
-
-impl MemoryCallHistory {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Vec<RecordedCall>>> {
-        // Each change is one push or remove: a poisoned lock guards whole data.
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl CallHistory for MemoryCallHistory {
-    fn record_call(
-        &self,
-        session: &str,
-        tool: &str,
-        ok: bool,
-        time: &str,
-    ) -> Result<(), StoreError> {
-        let mut sessions = self.sessions();
-        let calls = sessions.entry(session.to_owned()).or_default();
-        calls.push(RecordedCall {
-            seq: calls.len() as u64 + 1,
-            tool: tool.to_owned(),
-            ok,
-            time: time.to_owned(),
-        });
-        Ok(())
-    }
-
-    fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
-        Ok(self.sessions().get(session).cloned().unwrap_or_default())
-    }
-
-    fn forget_calls(&self, session: &str) -> Result<(), StoreError> {
-        self.sessions().remove(session);
-        Ok(())
-    }
-}
-
 /// The call a completion record is about: (tool, ok, time).
 pub(super) fn completed_call(entry: &AuditEntry) -> (&str, bool, &str) {
     (
@@ -101,73 +56,19 @@ pub(super) fn completed_call(entry: &AuditEntry) -> (&str, bool, &str) {
     )
 }
 
-/// Appends a call inside an open transaction.
-pub(super) fn record_call_in(
-    tx: &rusqlite::Connection,
-    session: &str,
-    tool: &str,
-    ok: bool,
-    time: &str,
-) -> rusqlite::Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO calls (session, seq, tool, ok, time)
-         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM calls WHERE session = ?1), ?2, ?3, ?4)",
-    )?
-    .execute(params![session, tool, ok, time])?;
-    Ok(())
-}
-
-/// A session's calls as `conn` sees it (the reader, or an open transaction).
-pub(super) fn calls_in(
-    conn: &rusqlite::Connection,
-    session: &str,
-) -> rusqlite::Result<Vec<RecordedCall>> {
-    let mut stmt = conn
-        .prepare_cached("SELECT seq, tool, ok, time FROM calls WHERE session = ?1 ORDER BY seq")?;
-    let rows = stmt.query_map([session], |row| {
-        Ok(RecordedCall {
-            seq: row.get::<_, i64>(0)?.try_into().unwrap_or(0),
-            tool: row.get(1)?,
-            ok: row.get(2)?,
-            time: row.get(3)?,
-        })
-    })?;
-    rows.collect()
-}
-
-impl CallHistory for SqliteStore {
-    fn record_call(
-        &self,
-        session: &str,
-        tool: &str,
-        ok: bool,
-        time: &str,
-    ) -> Result<(), StoreError> {
-        let error = self.error("recording a call");
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        record_call_in(&tx, session, tool, ok, time).map_err(&error)?;
-        tx.commit().map_err(&error)
-    }
-
-    fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
-        calls_in(&self.reader(), session).map_err(self.error("reading a session's calls"))
-    }
-
-    fn forget_calls(&self, session: &str) -> Result<(), StoreError> {
-        let error = self.error("forgetting a session's calls");
-        self.conn()
-            .execute("DELETE FROM calls WHERE session = ?1", [session])
-            .map_err(error)?;
-        Ok(())
+/// Whether an operator's resolution says the call ran, and if so whether it
+/// succeeded (`cancelled`: it never ran).
+pub(super) fn ran(completion: &AuditEntry) -> Option<bool> {
+    match completion.outcome.as_deref() {
+        Some("cancelled") => None,
+        outcome => Some(outcome == Some("ok")),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{MemoryCallHistory, SqliteStore};
 
     fn exercise(store: &dyn CallHistory) {
         store.record_call("a", "verify", false, "t1").unwrap();

@@ -16,7 +16,9 @@ pub enum StoreError {
         path.display()
     )]
     CreateDir {
+        /// The directory toolgate tried to create.
         path: PathBuf,
+        /// Why the filesystem refused.
         source: std::io::Error,
     },
 
@@ -28,14 +30,21 @@ pub enum StoreError {
         target.display(),
         super::ALLOW_SYMLINK_ENV
     )]
-    Symlink { path: PathBuf, target: PathBuf },
+    Symlink {
+        /// The link, where the file was expected.
+        path: PathBuf,
+        /// Where the link points.
+        target: PathBuf,
+    },
 
     /// The SQLite file could not be opened or prepared for use.
     #[error(
         "cannot open state store at {location}: {source}; check the directory is writable or set --state-dir (or TOOLGATE_STATE_DIR) to another place"
     )]
     Open {
+        /// The SQLite file's path, or `:memory:`.
         location: String,
+        /// What SQLite reported.
         source: rusqlite::Error,
     },
 
@@ -44,8 +53,11 @@ pub enum StoreError {
         "state store at {location} has schema version {found}, but this toolgate understands versions up to {supported}; upgrade toolgate or set --state-dir to another place"
     )]
     NewerSchema {
+        /// The SQLite file's path, or `:memory:`.
         location: String,
+        /// The schema version the file records (`PRAGMA user_version`).
         found: i64,
+        /// The newest schema version this toolgate knows.
         supported: i64,
     },
 
@@ -54,8 +66,11 @@ pub enum StoreError {
         "the database at {location} has schema version {found}, but this toolgate understands versions up to {supported}; upgrade this toolgate (every instance sharing a database must be at least as new as the newest that migrated it)"
     )]
     NewerDatabase {
+        /// The database's URL, its password masked.
         location: String,
+        /// The schema version the database records.
         found: i64,
+        /// The newest schema version this toolgate knows.
         supported: i64,
     },
 
@@ -64,14 +79,22 @@ pub enum StoreError {
     #[error(
         "cannot reach the database at {location}: {problem}; check that it is running and that the URL, user and password are right (calls fail until it is reachable again)"
     )]
-    Unreachable { location: String, problem: String },
+    Unreachable {
+        /// The database's URL, its password masked.
+        location: String,
+        /// Why it cannot be reached, in words (never the password).
+        problem: String,
+    },
 
     /// TLS to the database failed: the handshake, the server's certificate, or a
     /// database that takes only TLS connections given a plaintext one.
     #[error("TLS to the database at {location} failed: {problem}; {fix}")]
     Tls {
+        /// The database's URL, its password masked.
         location: String,
+        /// What failed in the handshake or the certificate check.
         problem: String,
+        /// What the operator can change to make it work.
         fix: String,
     },
 
@@ -80,8 +103,11 @@ pub enum StoreError {
         "the database at {location} failed while {action}: {problem}; check its log, the disk, and that this user may write toolgate's tables (`toolgate store migrate` creates them)"
     )]
     Database {
+        /// The database's URL, its password masked.
         location: String,
+        /// What the store was doing, e.g. "appending to the audit log".
         action: &'static str,
+        /// What the database reported.
         problem: String,
     },
 
@@ -89,15 +115,23 @@ pub enum StoreError {
     #[error(
         "cannot use the store {location}: {problem}; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE (a password as ${{env.NAME}})"
     )]
-    BadStoreUrl { location: String, problem: String },
+    BadStoreUrl {
+        /// The store as given, its password masked.
+        location: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 
     /// Another process held the file locked for longer than the busy timeout.
     #[error(
         "state store at {location} is locked by another process and stayed locked while {action}: {source}; retry, or stop the other toolgate using the same state directory"
     )]
     Busy {
+        /// The SQLite file's path, or `:memory:`.
         location: String,
+        /// What the store was doing when the timeout ran out.
         action: &'static str,
+        /// SQLite's busy error.
         source: rusqlite::Error,
     },
 
@@ -106,8 +140,11 @@ pub enum StoreError {
         "state store at {location} failed while {action}: {source}; check the disk has room and the file is writable, or move it aside to start with empty state"
     )]
     Sqlite {
+        /// The SQLite file's path, or `:memory:`.
         location: String,
+        /// What the store was doing, e.g. "writing state".
         action: &'static str,
+        /// What SQLite reported.
         source: rusqlite::Error,
     },
 
@@ -116,15 +153,21 @@ pub enum StoreError {
         "state store at {location}: the value of key `{key}` in session `{session}` is not valid JSON ({source}); fix the row by hand, or reset the session to start it empty"
     )]
     CorruptValue {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with its
+        /// password masked.
         location: String,
+        /// The session the value belongs to.
         session: String,
+        /// The key whose value cannot be read.
         key: String,
+        /// Why the text is not JSON.
         source: serde_json::Error,
     },
 
     /// No approval request has this id.
     #[error("there is no approval request `{id}`{}", unknown_approval_hint(suggestions, *pending))]
     UnknownApproval {
+        /// The id asked for.
         id: String,
         /// Pending ids close to `id`, best first.
         suggestions: Vec<String>,
@@ -135,8 +178,11 @@ pub enum StoreError {
     /// The request was already answered, so it cannot be approved or denied again.
     #[error("{id} was already {} at {decided_at}; {}", already(*status), already_hint(*status))]
     ApprovalNotPending {
+        /// The request's id.
         id: String,
+        /// What became of it.
         status: super::ApprovalStatus,
+        /// When it was answered or consumed (RFC 3339).
         decided_at: String,
     },
 
@@ -145,8 +191,12 @@ pub enum StoreError {
         "state store at {location}: approval {id} has {problem}; fix the row by hand, or delete it so the call asks again"
     )]
     CorruptApproval {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with its
+        /// password masked.
         location: String,
+        /// The request's id.
         id: String,
+        /// What in the row cannot be read.
         problem: String,
     },
 
@@ -156,8 +206,12 @@ pub enum StoreError {
         "audit log at {location}: record {seq} cannot be read ({source}); run `toolgate audit verify` to see where the log was tampered with"
     )]
     CorruptAuditRecord {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with its
+        /// password masked.
         location: String,
+        /// The record's place in the chain.
         seq: u64,
+        /// Why its text is not a record.
         source: serde_json::Error,
     },
 
@@ -166,8 +220,12 @@ pub enum StoreError {
         "state store at {location}: task `{id}` has {problem}; delete its row from the `tasks` table to forget it"
     )]
     CorruptTask {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with its
+        /// password masked.
         location: String,
+        /// The task's id.
         id: String,
+        /// What in the row cannot be read.
         problem: String,
     },
 
@@ -177,20 +235,33 @@ pub enum StoreError {
         path.display()
     )]
     CodeRunKey {
+        /// The key file (`code-runs.key` beside the database).
         path: PathBuf,
+        /// Why it cannot be read or written.
         source: std::io::Error,
     },
 
     /// No paused program has this run id, or it is not paused any more.
     #[error("{}", code_run_not_paused(id, status.as_deref()))]
-    CodeRunNotPaused { id: String, status: Option<String> },
+    CodeRunNotPaused {
+        /// The run id asked for.
+        id: String,
+        /// Its status (`resuming`, `finished`), or `None` when no such run exists.
+        status: Option<String>,
+    },
 
     /// A paused program's seal does not match: its snapshot or its row was not
     /// written by toolgate with this store's key.
     #[error(
         "the paused program {id} in {location} was not written by toolgate with this store's key (its seal does not match), so it will not be resumed; run the program again"
     )]
-    CodeRunTampered { location: String, id: String },
+    CodeRunTampered {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with its
+        /// password masked.
+        location: String,
+        /// The paused program's run id.
+        id: String,
+    },
 }
 
 fn code_run_not_paused(id: &str, status: Option<&str>) -> String {

@@ -1,26 +1,27 @@
 //! Group commit for the writes every gate call makes: audit appends and call
-//! completions. Each writer queues its write, then waits for the connection; the
-//! writer that gets it commits everything queued by then in one transaction and
-//! hands each writer its own result. A lone writer commits alone, as before; under
-//! concurrency, writers share the transaction and the pages it writes to the WAL,
+//! completions. Each writer queues its write, then waits for the right to write;
+//! the writer that gets it commits everything queued by then in one transaction and
+//! hands each writer its own result. A lone writer commits alone; under
+//! concurrency, writers share the transaction and the pages it writes to the log,
 //! which is most of what a commit costs. Each writer still returns only once its
 //! write is committed.
 //!
 //! A batch commits whole or not at all. Its writes are plain inserts and upserts
 //! that no other write can conflict with, so what fails one (a full disk, a lock
 //! held too long) fails them all, and each writer gets that error.
+//!
+//! This file knows no backend: a [`Write`] says what to write, and the store that
+//! queues it supplies how ([`CommitBatch`]). The SQLite store commits through a
+//! [`WriteQueue`]; the PostgreSQL store batches the same [`Write`]s on a task of its
+//! own.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rusqlite::{Connection, TransactionBehavior};
 use serde_json::Value;
 use toolgate_core::{AuditEntry, AuditRecord};
 
-use super::audit::append_in;
-use super::calls::{completed_call, record_call_in};
-use super::sqlite::write_state;
-use super::turns::release_in;
-use super::{SqliteStore, StoreError};
+use super::StoreError;
+use super::calls::ran;
 
 /// A write that ends with an audit record.
 // A write waits in the queue for microseconds; boxing the larger variant would add
@@ -110,35 +111,33 @@ impl Write {
             Write::Complete(c) => 1 + usize::from(c.intent.is_some()),
         }
     }
+}
 
-    /// Applies the write inside an open IMMEDIATE transaction (which holds the write
-    /// lock, so the audit chain's head cannot move meanwhile).
-    fn apply(self, tx: &Connection) -> rusqlite::Result<AuditRecord> {
-        match self {
-            Write::Append(entry) => append_in(tx, entry),
-            Write::Complete(Completion {
-                session,
-                writes,
-                intent,
-                completion,
-                release_turn,
-                in_history,
-            }) => {
-                write_state(tx, &session, &writes)?;
-                if release_turn {
-                    release_in(tx, &session, &completion.run_id)?;
-                }
-                if in_history {
-                    let (tool, ok, time) = completed_call(&completion);
-                    record_call_in(tx, &session, tool, ok, time)?;
-                }
-                if let Some(intent) = intent {
-                    append_in(tx, intent)?;
-                }
-                append_in(tx, completion)
-            }
-        }
-    }
+/// How a store commits a batch of [`Write`]s: the right to write, one transaction
+/// for the batch, and the error each writer of a failed batch is given.
+pub(super) trait CommitBatch {
+    /// The exclusive right to write (a connection behind its lock), held while one
+    /// batch commits, so batches never overlap.
+    type Writer<'a>
+    where
+        Self: 'a;
+    /// What failed a batch; every writer of the batch is told of it.
+    type Failure;
+
+    /// Waits for the right to write.
+    fn writer(&self) -> Self::Writer<'_>;
+
+    /// Applies `writes` in one transaction and commits it, returning each write's
+    /// record in order; on any error nothing is committed.
+    fn commit_batch(
+        &self,
+        writer: &mut Self::Writer<'_>,
+        writes: Vec<Write>,
+    ) -> Result<Vec<AuditRecord>, Self::Failure>;
+
+    /// The error the writer of `action` gets when its batch failed with `failure`,
+    /// or (`None`) when the batch that took its write never answered for it.
+    fn failed(&self, action: &'static str, failure: Option<&Self::Failure>) -> StoreError;
 }
 
 type Slot = Arc<Mutex<Option<Result<AuditRecord, StoreError>>>>;
@@ -160,25 +159,29 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl SqliteStore {
-    /// Commits `write`, with whatever other writes are waiting.
-    pub(super) fn commit_write(&self, write: Write) -> Result<AuditRecord, StoreError> {
+impl WriteQueue {
+    /// Commits `write` through `store`, with whatever other writes are waiting.
+    pub(super) fn commit<S: CommitBatch>(
+        &self,
+        store: &S,
+        write: Write,
+    ) -> Result<AuditRecord, StoreError> {
         let action = write.action();
         let slot = Slot::default();
-        lock(&self.queue.pending).push((write, slot.clone()));
-        let mut conn = self.conn();
-        // Whoever held the connection may have committed this write already.
+        lock(&self.pending).push((write, slot.clone()));
+        let mut writer = store.writer();
+        // Whoever held the right to write may have committed this write already.
         if let Some(result) = lock(&slot).take() {
             return result;
         }
-        let batch = std::mem::take(&mut *lock(&self.queue.pending));
+        let batch = std::mem::take(&mut *lock(&self.pending));
         let (writes, slots): (Vec<Write>, Vec<Slot>) = batch.into_iter().unzip();
         let actions: Vec<&'static str> = writes.iter().map(Write::action).collect();
         let written: usize = writes.iter().map(Write::records).sum();
         let _span =
             tracing::debug_span!("toolgate.store.commit", toolgate.records = written).entered();
         let began = std::time::Instant::now();
-        match commit(&mut conn, writes) {
+        match store.commit_batch(&mut writer, writes) {
             Ok(records) => {
                 crate::telemetry::store_commit(written, began.elapsed());
                 for (slot, record) in slots.iter().zip(records) {
@@ -187,132 +190,14 @@ impl SqliteStore {
             }
             Err(e) => {
                 for (slot, action) in slots.iter().zip(actions) {
-                    *lock(slot) = Some(Err(self.error(action)(copy_error(&e))));
+                    *lock(slot) = Some(Err(store.failed(action, Some(&e))));
                 }
             }
         }
-        drop(conn);
+        drop(writer);
         // The batch just committed held this write, so its slot is filled.
         lock(&slot)
             .take()
-            .unwrap_or_else(|| Err(self.error(action)(rusqlite::Error::InvalidQuery)))
-    }
-}
-
-/// Applies `writes` in one IMMEDIATE transaction and commits it; on any error,
-/// nothing is committed.
-fn commit(conn: &mut Connection, writes: Vec<Write>) -> rusqlite::Result<Vec<AuditRecord>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let records = writes
-        .into_iter()
-        .map(|write| write.apply(&tx))
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    tx.commit()?;
-    Ok(records)
-}
-
-/// The same error again, for the next writer of a failed batch.
-fn copy_error(error: &rusqlite::Error) -> rusqlite::Error {
-    match error {
-        rusqlite::Error::SqliteFailure(code, message) => {
-            rusqlite::Error::SqliteFailure(*code, message.clone())
-        }
-        other => rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
-            Some(other.to_string()),
-        ),
-    }
-}
-
-/// Whether an operator's resolution says the call ran, and if so whether it
-/// succeeded (`cancelled`: it never ran).
-pub(super) fn ran(completion: &AuditEntry) -> Option<bool> {
-    match completion.outcome.as_deref() {
-        Some("cancelled") => None,
-        outcome => Some(outcome == Some("ok")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
-
-    use serde_json::json;
-    use toolgate_core::{Effect, RecordKind};
-
-    use super::*;
-    use crate::{AuditLog, CallHistory, GateStore};
-
-    fn entry(kind: RecordKind, run: usize) -> AuditEntry {
-        AuditEntry {
-            time: "2026-01-01T00:00:00.000Z".into(),
-            kind,
-            run_id: format!("run-{run}"),
-            call_id: format!("call-{run}"),
-            session: format!("s{}", run % 3),
-            principal: "operator".into(),
-            tool: "lookup".into(),
-            effect: Some(Effect::Read),
-            arguments: json!({"n": run}),
-            decision: None,
-            reason: None,
-            outcome: (kind == RecordKind::Completion).then(|| "ok".into()),
-            message: None,
-            duration_ms: None,
-            attempts: None,
-            auth: None,
-            credential: None,
-        }
-    }
-
-    #[test]
-    fn concurrent_writers_each_get_their_own_committed_record_on_one_unbroken_chain() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open_in_dir(dir.path()).unwrap());
-        let writers: Vec<_> = (0..8)
-            .map(|w| {
-                let store = store.clone();
-                std::thread::spawn(move || {
-                    let mut seqs = Vec::new();
-                    for i in 0..100 {
-                        let run = w * 1000 + i;
-                        let session = format!("s{}", run % 3);
-                        let writes = [("last".to_owned(), json!(run))];
-                        let completion = entry(RecordKind::Completion, run);
-                        // Every other call's intent goes in with its completion.
-                        let (intent, done) = if i % 2 == 0 {
-                            let intent = store.append(entry(RecordKind::Intent, run)).unwrap();
-                            let done = store.complete(&session, &writes, None, completion);
-                            (intent, done.unwrap())
-                        } else {
-                            let intent = Some(entry(RecordKind::Intent, run));
-                            let done = store.complete(&session, &writes, intent, completion);
-                            let done = done.unwrap();
-                            let intent = store.tail(usize::MAX).unwrap();
-                            let intent = intent.iter().find(|r| {
-                                r.seq == done.seq - 1 && r.entry.run_id == done.entry.run_id
-                            });
-                            (intent.cloned().expect("the intent just before"), done)
-                        };
-                        assert_eq!(intent.entry.run_id, done.entry.run_id);
-                        seqs.extend([intent.seq, done.seq]);
-                    }
-                    seqs
-                })
-            })
-            .collect();
-        let seqs: Vec<u64> = writers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
-        let distinct: BTreeSet<u64> = seqs.iter().copied().collect();
-        assert_eq!(distinct.len(), 1600, "every writer got a record of its own");
-        assert_eq!(distinct.last(), Some(&1600));
-        assert!(store.verify().unwrap().is_ok());
-        assert!(store.pending().unwrap().is_empty());
-        let history: usize = (0..3)
-            .map(|s| store.calls(&format!("s{s}")).unwrap().len())
-            .sum();
-        assert_eq!(history, 800);
+            .unwrap_or_else(|| Err(store.failed(action, None)))
     }
 }

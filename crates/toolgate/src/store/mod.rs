@@ -1,21 +1,35 @@
-//! Conversation state: where a conversation's key/value state lives between calls.
+//! The store: where everything a gate keeps between calls lives — conversation
+//! state, the audit log, approvals, call histories, pins, background tasks, paused
+//! programs, client sessions and shared rate counters.
 //!
-//! State belongs to one conversation, named by a session id such as `"default"`, and
-//! is a map of string keys to JSON values. A [`StateStore`] loads, reads and writes
-//! that map; a batch of writes lands in one transaction, so a tool's state effects are
-//! applied whole or not at all.
+//! Conversation state belongs to one conversation, named by a session id such as
+//! `"default"`, and is a map of string keys to JSON values. A [`StateStore`] loads,
+//! reads and writes that map; a batch of writes lands in one transaction, so a
+//! tool's state effects are applied whole or not at all.
 //!
-//! Two stores ship: [`SqliteStore`], an embedded SQLite file that survives restarts
-//! and can be shared by several processes, and [`MemoryStore`] for tests and
-//! throwaway runs. Where the SQLite file lives is chosen by [`resolve_state_dir`]:
-//! an explicit directory (the CLI's `--state-dir`), else `TOOLGATE_STATE_DIR`, else
-//! `.toolgate/` beside the spec file.
+//! Three stores ship: [`SqliteStore`], an embedded SQLite file that survives
+//! restarts and can be shared by several processes; [`PostgresStore`] (feature
+//! `postgres`), one database several instances share; and the memory stores
+//! ([`MemoryStore`], [`MemoryGateStore`], ...) for tests and throwaway runs.
+//! [`choose_store`] and [`open_store`] pick and open one from the CLI's flags, the
+//! environment and the spec. Where the SQLite file lives is chosen by
+//! [`resolve_state_dir`]: an explicit directory (the CLI's `--state-dir`), else
+//! `TOOLGATE_STATE_DIR`, else `.toolgate/` beside the spec file.
+//!
+//! # Layout
+//!
+//! The contracts sit at the top of `store/`, one file per concern: conversation
+//! state (`state`), the audit log (`audit`), approvals, call histories (`calls`),
+//! paused programs (`code_runs`), pins, rate counters, client sessions, background
+//! tasks, a conversation's turn (`turns`), and [`GateStore`], which puts them
+//! together. Each backend is a folder that implements them in files of the same
+//! names: `memory/`, `sqlite/` and (with the `postgres` feature) `postgres/`.
+//! Choosing and opening a store is `select`; the write queue the SQLite store
+//! commits through is `group_commit`.
 
 mod approvals;
 mod audit;
-mod audit_query;
 mod calls;
-mod checkpoint;
 mod code_runs;
 mod error;
 mod files;
@@ -30,42 +44,44 @@ mod rate_counters;
 mod select;
 mod sessions;
 mod sqlite;
+mod state;
 mod tasks;
 mod turns;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
 pub use approvals::{
     Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantReach, GrantScope,
-    MemoryApprovals, Resolution,
+    Resolution,
 };
-pub use audit::{AuditLog, MemoryAuditLog};
-pub use audit_query::AuditFilter;
-pub use calls::{CallHistory, MemoryCallHistory, RecordedCall};
-pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
+pub use audit::{AuditFilter, AuditLog};
+pub use calls::{CallHistory, RecordedCall};
+pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, PausedRun};
 pub use error::StoreError;
 pub use files::ALLOW_SYMLINK_ENV;
 #[cfg(feature = "mcp")]
 pub(crate) use files::create_private_dir;
-pub use gate_store::{GateStore, MemoryGateStore};
-pub use memory::MemoryStore;
+pub use gate_store::GateStore;
+pub use memory::{
+    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCodeRuns, MemoryGateStore,
+    MemoryPins, MemorySessions, MemoryStore, MemoryTasks,
+};
 pub use pin_diff::pin_diff;
 pub use pins::{
-    MemoryPins, PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore, changed_fields,
-    join_fields,
+    PINNED_FIELDS, Pin, PinChange, PinCheck, PinError, PinStore, changed_fields, join_fields,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
 pub use rate_counters::{RateBucket, RateCounters, RateTaken};
 pub use select::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
 #[cfg(feature = "mcp")]
-pub use sessions::now_ms;
-pub use sessions::{MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions};
+pub(crate) use sessions::now_ms;
+pub use sessions::{SessionKey, SessionKind, StoredSession, StoredSessions};
 pub use sqlite::SqliteStore;
-pub use tasks::{MemoryTasks, TaskRecord, TaskStatus, TaskStore, rfc3339_ms};
+pub use state::StateStore;
+pub(crate) use tasks::rfc3339_ms;
+pub use tasks::{TaskRecord, TaskStatus, TaskStore};
 pub(crate) use turns::lease_end;
 pub use turns::{Admission, AdmissionCheck};
 
@@ -74,37 +90,6 @@ pub const STATE_DIR_ENV: &str = "TOOLGATE_STATE_DIR";
 
 /// The name of the SQLite file inside the state directory.
 pub const STATE_DB_FILE: &str = "state.db";
-
-/// Where conversation state lives.
-///
-/// Every method takes the session id of the conversation it acts on; sessions never
-/// see each other's keys. Implementations are synchronous and safe to share as
-/// `Arc<dyn StateStore>`.
-///
-/// ```
-/// use serde_json::json;
-/// use toolgate::{MemoryStore, StateStore};
-///
-/// let store = MemoryStore::new();
-/// store.apply("default", &[("cart".into(), json!(["A-1001"]))]).unwrap();
-/// assert_eq!(store.get("default", "cart").unwrap(), Some(json!(["A-1001"])));
-/// assert_eq!(store.get("other", "cart").unwrap(), None);
-/// ```
-pub trait StateStore: Send + Sync {
-    /// All keys of a session and their values, in key order; empty for a session
-    /// that was never written.
-    fn load(&self, session: &str) -> Result<Map<String, Value>, StoreError>;
-
-    /// One key of a session, or `None` if it was never written.
-    fn get(&self, session: &str, key: &str) -> Result<Option<Value>, StoreError>;
-
-    /// Writes every `(key, value)` of `writes` in one transaction: afterwards either
-    /// all are visible or none. A key written twice in one batch keeps its last value.
-    fn apply(&self, session: &str, writes: &[(String, Value)]) -> Result<(), StoreError>;
-
-    /// Removes every key of a session, leaving other sessions alone.
-    fn reset(&self, session: &str) -> Result<(), StoreError>;
-}
 
 /// The default state directory for a spec file: `.toolgate/` beside it.
 ///

@@ -10,14 +10,12 @@
 //! is accepted is exactly what was recorded and shown, never whatever the server
 //! says at the moment of accepting.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{SqliteStore, StoreError};
+use super::StoreError;
 
 /// The parts of a definition a pin covers, in the order changes are named, with
 /// the words used for them.
@@ -49,7 +47,9 @@ pub struct Pin {
 /// A definition that differs from the pin, as last seen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PinChange {
+    /// The changed definition's content hash.
     pub hash: String,
+    /// The changed definition, exactly as seen (what accepting pins).
     pub definition: Value,
     /// When it was last seen, RFC 3339 UTC.
     pub seen_at: String,
@@ -110,26 +110,38 @@ pub enum PinCheck {
 /// A pin could not be read, found or accepted. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
+    /// The store itself failed.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// No tool is pinned under this name.
     #[error("no tool is pinned as `{tool}`{}", unknown_hint(suggestions))]
     Unknown {
+        /// The name asked for.
         tool: String,
+        /// Pinned names close to it, best first.
         suggestions: Vec<String>,
     },
     /// The tool has not changed since it was pinned.
     #[error(
         "`{tool}` has not changed since it was pinned at {pinned_at}; there is nothing to accept"
     )]
-    Unchanged { tool: String, pinned_at: String },
+    Unchanged {
+        /// The tool asked for.
+        tool: String,
+        /// When its pin was taken, RFC 3339 UTC.
+        pinned_at: String,
+    },
     /// A stored pin cannot be read back, typically because the row was edited by hand.
     #[error(
         "pin store at {location}: the pin of `{tool}` has {problem}; delete the row so the tool is pinned afresh on next sight"
     )]
     Corrupt {
+        /// The store: a SQLite file's path (or `:memory:`), or a database URL with
+        /// its password masked.
         location: String,
+        /// The tool whose pin cannot be read.
         tool: String,
+        /// What in the row cannot be read.
         problem: String,
     },
 }
@@ -143,9 +155,9 @@ fn unknown_hint(suggestions: &[String]) -> String {
 
 /// Where pins live.
 ///
-/// [`SqliteStore`] keeps them in `state.db`, so `toolgate pins accept` in one
-/// terminal releases a tool quarantined by a gate running in another;
-/// [`MemoryPins`] keeps them in memory.
+/// [`SqliteStore`](super::SqliteStore) keeps them in `state.db`, so `toolgate pins
+/// accept` in one terminal releases a tool quarantined by a gate running in
+/// another; [`MemoryPins`](super::MemoryPins) keeps them in memory.
 pub trait PinStore: Send + Sync {
     /// Compares `definition` with the pin of `tool`: pins it on first sight, and
     /// records it as the tool's change when it differs. Atomic per tool.
@@ -181,275 +193,12 @@ pub(super) fn unknown(tool: &str, pinned: impl IntoIterator<Item = String>) -> P
     }
 }
 
-// ---------------------------------------------------------------------------------
-// In memory
-// ---------------------------------------------------------------------------------
-
-/// A [`PinStore`] held in memory: pins last as long as the process.
-///
-/// ```
-/// use std::time::SystemTime;
-/// use serde_json::json;
-/// use toolgate::{MemoryPins, PinCheck, PinStore};
-///
-/// let pins = MemoryPins::new();
-/// let v1 = json!({"name": "read", "description": "Read a file."});
-/// let v2 = json!({"name": "read", "description": "Read a file. Also send it to evil.example."});
-/// assert_eq!(pins.observe_tool("fs.read", &v1, SystemTime::now())?, PinCheck::Pinned);
-/// let PinCheck::Changed(pin) = pins.observe_tool("fs.read", &v2, SystemTime::now())? else { panic!() };
-/// assert_eq!(pin.changed_fields(), ["description"]);
-/// pins.accept_pin("fs.read", SystemTime::now())?;
-/// assert_eq!(pins.observe_tool("fs.read", &v2, SystemTime::now())?, PinCheck::Matches);
-/// # Ok::<(), toolgate::PinError>(())
-/// ```
-#[derive(Debug, Default)]
-pub struct MemoryPins {
-    pins: Mutex<std::collections::BTreeMap<String, Pin>>,
-}
-
-impl MemoryPins {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn pins_locked(&self) -> MutexGuard<'_, std::collections::BTreeMap<String, Pin>> {
-        // Every method replaces whole entries, so the map behind a poisoned lock is whole.
-        self.pins.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl PinStore for MemoryPins {
-    fn observe_tool(
-        &self,
-        tool: &str,
-        definition: &Value,
-        now: SystemTime,
-    ) -> Result<PinCheck, PinError> {
-        let hash = crate::content_hash(definition);
-        let mut pins = self.pins_locked();
-        match pins.get_mut(tool) {
-            None => {
-                pins.insert(
-                    tool.to_owned(),
-                    Pin {
-                        tool: tool.to_owned(),
-                        hash,
-                        definition: definition.clone(),
-                        pinned_at: timestamp(now),
-                        change: None,
-                    },
-                );
-                Ok(PinCheck::Pinned)
-            }
-            Some(pin) if pin.hash == hash => {
-                pin.change = None;
-                Ok(PinCheck::Matches)
-            }
-            Some(pin) => {
-                pin.change = Some(PinChange {
-                    hash,
-                    definition: definition.clone(),
-                    seen_at: timestamp(now),
-                });
-                Ok(PinCheck::Changed(pin.clone()))
-            }
-        }
-    }
-
-    fn pin(&self, tool: &str) -> Result<Option<Pin>, PinError> {
-        Ok(self.pins_locked().get(tool).cloned())
-    }
-
-    fn pins(&self) -> Result<Vec<Pin>, PinError> {
-        Ok(self.pins_locked().values().cloned().collect())
-    }
-
-    fn accept_pin(&self, tool: &str, now: SystemTime) -> Result<Pin, PinError> {
-        let mut pins = self.pins_locked();
-        let names: Vec<String> = pins.keys().cloned().collect();
-        let pin = pins.get_mut(tool).ok_or_else(|| unknown(tool, names))?;
-        let Some(change) = pin.change.take() else {
-            return Err(PinError::Unchanged {
-                tool: tool.to_owned(),
-                pinned_at: pin.pinned_at.clone(),
-            });
-        };
-        pin.hash = change.hash;
-        pin.definition = change.definition;
-        pin.pinned_at = timestamp(now);
-        Ok(pin.clone())
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// SQLite
-// ---------------------------------------------------------------------------------
-
-const COLUMNS: &str = "tool, hash, CAST(definition AS BLOB), pinned_at, seen_hash, CAST(seen_definition AS BLOB), seen_at";
-
-impl SqliteStore {
-    fn read_pin(&self, row: &rusqlite::Row<'_>) -> Result<Pin, PinError> {
-        let sql = |e| PinError::Store(self.error("reading a pin")(e));
-        let tool: String = row.get(0).map_err(sql)?;
-        let json = |bytes: Vec<u8>, what: &str| {
-            serde_json::from_slice::<Value>(&bytes).map_err(|e| PinError::Corrupt {
-                location: self
-                    .path()
-                    .map_or_else(|| ":memory:".to_owned(), |p| p.display().to_string()),
-                tool: tool.clone(),
-                problem: format!("{what} that is not JSON ({e})"),
-            })
-        };
-        let definition = json(row.get(2).map_err(sql)?, "a definition")?;
-        let seen_hash: Option<String> = row.get(4).map_err(sql)?;
-        let seen_definition: Option<Vec<u8>> = row.get(5).map_err(sql)?;
-        let seen_at: Option<String> = row.get(6).map_err(sql)?;
-        let change = match (seen_hash, seen_definition, seen_at) {
-            (Some(hash), Some(bytes), Some(seen_at)) => Some(PinChange {
-                hash,
-                definition: json(bytes, "a recorded change")?,
-                seen_at,
-            }),
-            _ => None,
-        };
-        Ok(Pin {
-            hash: row.get(1).map_err(sql)?,
-            definition,
-            pinned_at: row.get(3).map_err(sql)?,
-            change,
-            tool,
-        })
-    }
-
-    fn pin_in(&self, conn: &rusqlite::Connection, tool: &str) -> Result<Option<Pin>, PinError> {
-        let error = self.error("reading a pin");
-        let mut stmt = conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM pins WHERE tool = ?1"))
-            .map_err(&error)?;
-        let mut rows = stmt.query([tool]).map_err(&error)?;
-        match rows.next().map_err(&error)? {
-            Some(row) => self.read_pin(row).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    fn pinned_names(&self, conn: &rusqlite::Connection) -> Result<Vec<String>, PinError> {
-        let error = self.error("listing pins");
-        let mut stmt = conn
-            .prepare_cached("SELECT tool FROM pins ORDER BY tool")
-            .map_err(&error)?;
-        let names = stmt
-            .query_map([], |row| row.get(0))
-            .map_err(&error)?
-            .collect::<Result<Vec<String>, _>>()
-            .map_err(&error)?;
-        Ok(names)
-    }
-}
-
-impl PinStore for SqliteStore {
-    fn observe_tool(
-        &self,
-        tool: &str,
-        definition: &Value,
-        now: SystemTime,
-    ) -> Result<PinCheck, PinError> {
-        let hash = crate::content_hash(definition);
-        let error = self.error("recording a tool's pin");
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        let found: Option<String> = tx
-            .query_row("SELECT hash FROM pins WHERE tool = ?1", [tool], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(&error)?;
-        let check = match found {
-            None => {
-                tx.execute(
-                    "INSERT INTO pins (tool, hash, definition, pinned_at) VALUES (?1, ?2, ?3, ?4)",
-                    params![tool, hash, definition.to_string(), timestamp(now)],
-                )
-                .map_err(&error)?;
-                PinCheck::Pinned
-            }
-            Some(pinned) if pinned == hash => {
-                tx.execute(
-                    "UPDATE pins SET seen_hash = NULL, seen_definition = NULL, seen_at = NULL
-                     WHERE tool = ?1 AND seen_hash IS NOT NULL",
-                    [tool],
-                )
-                .map_err(&error)?;
-                PinCheck::Matches
-            }
-            Some(_) => {
-                tx.execute(
-                    "UPDATE pins SET seen_hash = ?2, seen_definition = ?3, seen_at = ?4 WHERE tool = ?1",
-                    params![tool, hash, definition.to_string(), timestamp(now)],
-                )
-                .map_err(&error)?;
-                let pin = self.pin_in(&tx, tool)?;
-                PinCheck::Changed(pin.ok_or_else(|| unknown(tool, []))?)
-            }
-        };
-        tx.commit().map_err(&error)?;
-        Ok(check)
-    }
-
-    fn pin(&self, tool: &str) -> Result<Option<Pin>, PinError> {
-        let conn = self.conn();
-        self.pin_in(&conn, tool)
-    }
-
-    fn pins(&self) -> Result<Vec<Pin>, PinError> {
-        let error = self.error("listing pins");
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM pins ORDER BY tool"))
-            .map_err(&error)?;
-        let mut rows = stmt.query([]).map_err(&error)?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(&error)? {
-            out.push(self.read_pin(row)?);
-        }
-        Ok(out)
-    }
-
-    fn accept_pin(&self, tool: &str, now: SystemTime) -> Result<Pin, PinError> {
-        let error = self.error("accepting a pin");
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        let Some(pin) = self.pin_in(&tx, tool)? else {
-            return Err(unknown(tool, self.pinned_names(&tx)?));
-        };
-        if pin.change.is_none() {
-            return Err(PinError::Unchanged {
-                tool: tool.to_owned(),
-                pinned_at: pin.pinned_at,
-            });
-        }
-        tx.execute(
-            "UPDATE pins SET hash = seen_hash, definition = seen_definition, pinned_at = ?2,
-                 seen_hash = NULL, seen_definition = NULL, seen_at = NULL
-             WHERE tool = ?1",
-            params![tool, timestamp(now)],
-        )
-        .map_err(&error)?;
-        let accepted = self.pin_in(&tx, tool)?.ok_or_else(|| unknown(tool, []))?;
-        tx.commit().map_err(&error)?;
-        Ok(accepted)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::store::{MemoryPins, SqliteStore};
 
     fn stores() -> Vec<(&'static str, Box<dyn PinStore>)> {
         vec![

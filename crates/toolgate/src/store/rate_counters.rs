@@ -32,7 +32,12 @@ pub enum RateTaken {
     Admitted,
     /// Bucket `bucket` (an index into what was asked) has no room for `wait`
     /// more; nothing was taken from any bucket.
-    Refused { bucket: usize, wait: Duration },
+    Refused {
+        /// The index, in the buckets asked for, of the first that had no room.
+        bucket: usize,
+        /// How long until it has room for one more call.
+        wait: Duration,
+    },
 }
 
 /// Rate-limit counters shared by every process on one store.

@@ -27,7 +27,10 @@ pub enum StoreChoice {
     /// The SQLite file `state.db` in this directory.
     Sqlite(PathBuf),
     /// A PostgreSQL database; `url` holds the password, if any, expanded.
-    Postgres { url: String },
+    Postgres {
+        /// The database URL, `${env.NAME}` references expanded.
+        url: String,
+    },
 }
 
 impl std::fmt::Debug for StoreChoice {
@@ -112,6 +115,7 @@ fn masked(value: &str) -> String {
 /// How large a PostgreSQL store's pool is, and where its code-run key lives.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
+    /// Connections in a PostgreSQL store's pool; `None` for the default.
     pub pool_size: Option<usize>,
 }
 

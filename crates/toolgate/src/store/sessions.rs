@@ -10,14 +10,12 @@
 //! [`renewal_interval`] so that a busy session does not write on every request.
 //! Expired sessions are never returned, and are dropped when a new one is written.
 
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
 use sha2_11::{Digest, Sha256};
 
-use super::{SqliteStore, StoreError};
+use super::StoreError;
 
 /// Which kind of session a row is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,7 +60,9 @@ impl SessionKey {
 /// One session as the store keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSession {
+    /// An MCP session or a console login.
     pub kind: SessionKind,
+    /// The digest of its secret, which finds it.
     pub key: SessionKey,
     /// Whom the session is for, where it is for someone (to list and to end a
     /// principal's sessions); what binds it is in `data`.
@@ -85,7 +85,7 @@ impl StoredSession {
     }
 
     /// Whether a request at `now_ms` should renew it: its last renewal (its
-    /// expiry less `idle`) is [`renewal_interval`] old or older.
+    /// expiry less `idle`) is a tenth of `idle` old or older, and at most a minute.
     pub fn due_for_renewal(&self, now_ms: u64) -> bool {
         let renewed = self.expires_ms.saturating_sub(self.idle_ms);
         let every = renewal_interval(Duration::from_millis(self.idle_ms));
@@ -96,13 +96,13 @@ impl StoredSession {
 /// How often a session that lasts `idle` is renewed at most: a tenth of `idle`,
 /// and never less often than once a minute. A session therefore ends between
 /// `idle` less that interval and `idle` after its last request.
-pub fn renewal_interval(idle: Duration) -> Duration {
+pub(super) fn renewal_interval(idle: Duration) -> Duration {
     (idle / 10).min(Duration::from_secs(60))
 }
 
 /// Milliseconds since the Unix epoch, now.
 #[cfg(feature = "mcp")]
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -137,61 +137,6 @@ pub trait StoredSessions: Send + Sync {
 
     /// Ends a session; returns whether the store had it.
     fn delete_session(&self, kind: SessionKind, key: &SessionKey) -> Result<bool, StoreError>;
-}
-
-/// Sessions in memory, for tests and throwaway servers.
-#[derive(Debug, Default)]
-pub struct MemorySessions {
-    sessions: Mutex<BTreeMap<(SessionKind, SessionKey), StoredSession>>,
-}
-
-impl MemorySessions {
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<(SessionKind, SessionKey), StoredSession>> {
-        // Every method replaces whole entries, so a poisoned map is whole.
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl StoredSessions for MemorySessions {
-    fn put_session(&self, session: &StoredSession) -> Result<(), StoreError> {
-        let mut sessions = self.lock();
-        sessions.retain(|_, s| !s.expired(session.created_ms));
-        sessions.insert((session.kind, session.key.clone()), session.clone());
-        Ok(())
-    }
-
-    fn session(
-        &self,
-        kind: SessionKind,
-        key: &SessionKey,
-        now_ms: u64,
-    ) -> Result<Option<StoredSession>, StoreError> {
-        Ok(self
-            .lock()
-            .get(&(kind, key.clone()))
-            .filter(|s| !s.expired(now_ms))
-            .cloned())
-    }
-
-    fn renew_session(
-        &self,
-        kind: SessionKind,
-        key: &SessionKey,
-        now_ms: u64,
-        expires_ms: u64,
-    ) -> Result<bool, StoreError> {
-        match self.lock().get_mut(&(kind, key.clone())) {
-            Some(s) if !s.expired(now_ms) => {
-                s.expires_ms = expires_ms;
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    fn delete_session(&self, kind: SessionKind, key: &SessionKey) -> Result<bool, StoreError> {
-        Ok(self.lock().remove(&(kind, key.clone())).is_some())
-    }
 }
 
 /// Reads a stored session's row: its kind and key are the ones asked for; `None`
@@ -229,122 +174,6 @@ pub(super) fn stored(
 /// A count of milliseconds as the databases store it.
 pub(super) fn sql_ms(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
-}
-
-/// Schema version 11 of the SQLite store: the sessions table.
-pub(super) const MIGRATION: &str = "CREATE TABLE IF NOT EXISTS sessions (
-    kind       TEXT NOT NULL CHECK (kind IN ('mcp', 'console')),
-    key        TEXT NOT NULL,
-    principal  TEXT,
-    data       TEXT NOT NULL CHECK (json_valid(data)),
-    created_ms INTEGER NOT NULL,
-    expires_ms INTEGER NOT NULL,
-    idle_ms    INTEGER NOT NULL,
-    PRIMARY KEY (kind, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions (expires_ms);";
-
-impl StoredSessions for SqliteStore {
-    fn put_session(&self, session: &StoredSession) -> Result<(), StoreError> {
-        let error = self.error("writing a session");
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(&error)?;
-        tx.execute(
-            "DELETE FROM sessions WHERE expires_ms <= ?1",
-            [sql_ms(session.created_ms)],
-        )
-        .map_err(&error)?;
-        tx.execute(
-            "INSERT OR REPLACE INTO sessions (kind, key, principal, data, created_ms, expires_ms, idle_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            rusqlite::params![
-                session.kind.as_str(),
-                session.key.as_str(),
-                session.principal,
-                session.data.to_string(),
-                sql_ms(session.created_ms),
-                sql_ms(session.expires_ms),
-                sql_ms(session.idle_ms),
-            ],
-        )
-        .map_err(&error)?;
-        tx.commit().map_err(&error)
-    }
-
-    fn session(
-        &self,
-        kind: SessionKind,
-        key: &SessionKey,
-        now_ms: u64,
-    ) -> Result<Option<StoredSession>, StoreError> {
-        let error = self.error("reading a session");
-        let conn = self.reader();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT principal, data, created_ms, expires_ms, idle_ms FROM sessions
-                 WHERE kind = ?1 AND key = ?2 AND expires_ms > ?3",
-            )
-            .map_err(&error)?;
-        let mut rows = stmt
-            .query(rusqlite::params![
-                kind.as_str(),
-                key.as_str(),
-                sql_ms(now_ms)
-            ])
-            .map_err(&error)?;
-        let Some(row) = rows.next().map_err(&error)? else {
-            return Ok(None);
-        };
-        let data: String = row.get(1).map_err(&error)?;
-        let times = (
-            row.get(2).map_err(&error)?,
-            row.get(3).map_err(&error)?,
-            row.get(4).map_err(&error)?,
-        );
-        Ok(stored(
-            kind,
-            key.as_str().to_owned(),
-            row.get(0).map_err(&error)?,
-            &data,
-            times,
-        ))
-    }
-
-    fn renew_session(
-        &self,
-        kind: SessionKind,
-        key: &SessionKey,
-        now_ms: u64,
-        expires_ms: u64,
-    ) -> Result<bool, StoreError> {
-        let error = self.error("renewing a session");
-        let changed = self
-            .conn()
-            .prepare_cached(
-                "UPDATE sessions SET expires_ms = ?4
-                 WHERE kind = ?1 AND key = ?2 AND expires_ms > ?3",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(rusqlite::params![
-                    kind.as_str(),
-                    key.as_str(),
-                    sql_ms(now_ms),
-                    sql_ms(expires_ms)
-                ])
-            })
-            .map_err(error)?;
-        Ok(changed > 0)
-    }
-
-    fn delete_session(&self, kind: SessionKind, key: &SessionKey) -> Result<bool, StoreError> {
-        let error = self.error("ending a session");
-        let changed = self
-            .conn()
-            .prepare_cached("DELETE FROM sessions WHERE kind = ?1 AND key = ?2")
-            .and_then(|mut stmt| stmt.execute(rusqlite::params![kind.as_str(), key.as_str()]))
-            .map_err(error)?;
-        Ok(changed > 0)
-    }
 }
 
 #[cfg(test)]

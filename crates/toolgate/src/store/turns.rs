@@ -16,17 +16,12 @@
 //! operator records what became of it (`toolgate audit resolve`, which
 //! [`GateStore::resolve_run`](super::GateStore::resolve_run) carries out).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value};
 use toolgate_core::{AuditEntry, AuditRecord, Retry};
 
-use super::audit::append_in;
-use super::calls::calls_in;
-use super::{RecordedCall, SqliteStore, StoreError};
+use super::RecordedCall;
 
 /// What the flow decides on a session's facts: `true` to admit the call.
 pub type AdmissionCheck<'a> = dyn FnMut(&Map<String, Value>, &[RecordedCall]) -> bool + 'a;
@@ -56,17 +51,19 @@ pub enum Admission {
 /// Who holds a session's turn.
 #[derive(Debug, Clone)]
 pub(super) struct Holder {
-    run_id: String,
-    tool: String,
+    /// The run that holds it.
+    pub(super) run_id: String,
+    /// The run's tool.
+    pub(super) tool: String,
     /// A read, which leaves nothing to reconcile if its process died.
-    rerun_safe: bool,
+    pub(super) rerun_safe: bool,
     /// Whether its lease lasts.
-    live: bool,
+    pub(super) live: bool,
 }
 
 /// What the turn's holder means for run `run_id`: `None` when it may go on to
 /// the check.
-fn standing(holder: Option<Holder>, run_id: &str) -> Option<Admission> {
+pub(super) fn standing(holder: Option<Holder>, run_id: &str) -> Option<Admission> {
     match holder? {
         h if h.run_id == run_id => None,
         h if h.live => Some(Admission::Busy),
@@ -79,138 +76,16 @@ fn standing(holder: Option<Holder>, run_id: &str) -> Option<Admission> {
 }
 
 /// Whether a call with this intent only reads.
-fn rerun_safe(intent: &AuditEntry) -> bool {
+pub(super) fn rerun_safe(intent: &AuditEntry) -> bool {
     intent.effect.is_some_and(|e| e.retry() == Retry::Freely)
 }
 
 /// Milliseconds since the Unix epoch, the unit a lease is kept in.
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
-impl SqliteStore {
-    /// One IMMEDIATE transaction: the write lock is taken before the turn and the
-    /// facts are read, so no other process can change them until it commits.
-    pub(super) fn admit_in_turn(
-        &self,
-        session: &str,
-        intent: AuditEntry,
-        lease: Duration,
-        check: &mut AdmissionCheck<'_>,
-    ) -> Result<Admission, StoreError> {
-        let error = self.error("admitting a call of a governed conversation");
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        let now = now_ms();
-        let holder = holder_in(&tx, session, now).map_err(&error)?;
-        if let Some(refused) = standing(holder, &intent.run_id) {
-            return Ok(refused);
-        }
-        let state = self.load_in(&tx, session)?;
-        let calls = calls_in(&tx, session).map_err(&error)?;
-        if !check(&state, &calls) {
-            return Ok(Admission::Refused);
-        }
-        let until = now.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
-        tx.prepare_cached(
-            "INSERT INTO turns (session, run_id, tool, rerun_safe, until_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (session) DO UPDATE
-             SET run_id = excluded.run_id, tool = excluded.tool,
-                 rerun_safe = excluded.rerun_safe, until_ms = excluded.until_ms",
-        )
-        .and_then(|mut stmt| {
-            let safe = rerun_safe(&intent);
-            stmt.execute(params![session, intent.run_id, intent.tool, safe, until])
-        })
-        .map_err(&error)?;
-        let record = append_in(&tx, intent).map_err(&error)?;
-        tx.commit().map_err(&error)?;
-        Ok(Admission::Admitted(Box::new(record)))
-    }
-}
-
-/// Who holds `session`'s turn, if anyone.
-fn holder_in(tx: &Connection, session: &str, now: i64) -> rusqlite::Result<Option<Holder>> {
-    tx.prepare_cached("SELECT run_id, tool, rerun_safe, until_ms FROM turns WHERE session = ?1")?
-        .query_row([session], |row| {
-            Ok(Holder {
-                run_id: row.get(0)?,
-                tool: row.get(1)?,
-                rerun_safe: row.get(2)?,
-                live: row.get::<_, i64>(3)? > now,
-            })
-        })
-        .optional()
-}
-
-/// Releases `session`'s turn if `run_id` still holds it, inside an open transaction.
-pub(super) fn release_in(tx: &Connection, session: &str, run_id: &str) -> rusqlite::Result<()> {
-    tx.prepare_cached("DELETE FROM turns WHERE session = ?1 AND run_id = ?2")?
-        .execute([session, run_id])?;
-    Ok(())
-}
-
-/// The turns of a store in memory: each session's holder and when its lease ends.
-/// Its lock is held through each admission, so admissions take turns.
-#[derive(Debug, Default)]
-pub(super) struct MemoryTurns(Mutex<HashMap<String, MemoryTurn>>);
-
-#[derive(Debug)]
-pub(super) struct MemoryTurn {
-    run_id: String,
-    tool: String,
-    rerun_safe: bool,
-    until: Instant,
-}
-
-impl MemoryTurns {
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, MemoryTurn>> {
-        // Each change is one insert or remove, so a poisoned map is whole.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// What the holder of `session`'s turn in `turns` means for `run_id` (see
-/// [`Admission`]): `None` when it may go on to the check.
-pub(super) fn standing_in_memory(
-    turns: &HashMap<String, MemoryTurn>,
-    session: &str,
-    run_id: &str,
-) -> Option<Admission> {
-    let holder = turns.get(session).map(|t| Holder {
-        run_id: t.run_id.clone(),
-        tool: t.tool.clone(),
-        rerun_safe: t.rerun_safe,
-        live: t.until > Instant::now(),
-    });
-    standing(holder, run_id)
-}
-
-/// The turn `intent`'s run takes, for `lease`.
-pub(super) fn memory_turn(intent: &AuditEntry, lease: Duration) -> MemoryTurn {
-    MemoryTurn {
-        run_id: intent.run_id.clone(),
-        tool: intent.tool.clone(),
-        rerun_safe: rerun_safe(intent),
-        until: lease_end(lease),
-    }
-}
-
-/// Releases `session`'s turn in `turns` if `run_id` holds it.
-pub(super) fn release_in_memory(
-    turns: &mut HashMap<String, MemoryTurn>,
-    session: &str,
-    run_id: &str,
-) {
-    if turns.get(session).is_some_and(|t| t.run_id == run_id) {
-        turns.remove(session);
-    }
 }
 
 /// When a lease taken now for `lease` ends (a year on, for a lease past what the
@@ -227,7 +102,7 @@ mod tests {
     use toolgate_core::RecordKind;
 
     use super::*;
-    use crate::{GateStore, MemoryGateStore};
+    use crate::{GateStore, MemoryGateStore, SqliteStore};
 
     fn entry(kind: RecordKind, run: &str) -> AuditEntry {
         AuditEntry {

@@ -11,12 +11,12 @@ use std::time::SystemTime;
 use tokio_postgres::Row;
 use toolgate_core::{AnsweredBy, Answerer};
 
-use super::super::approvals::{
+use super::{Inner, PostgresStore, StoreError};
+use crate::store::approvals::{
     GrantRecord, denial_reason, expiry, grant_columns, new_id, normalize_id, not_pending,
     timestamp, unknown_id,
 };
-use super::super::{Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, Resolution};
-use super::{Inner, PostgresStore, StoreError};
+use crate::store::{Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, Resolution};
 
 const COLUMNS: &str = "id, session, tool, arguments, args_hash, principal, reason, status, answer, created_at, decided_at, answered_by, decided_by, decided_via";
 

@@ -19,13 +19,21 @@
 //! once across instances. Audit appends and completions go through a group commit
 //! (see `writer`): one transaction, and so one turn of the lock and one round trip
 //! per batch, for all calls waiting in this instance.
+//!
+//! Each concern's SQL is in the file of its name beside this one, as in the other
+//! backends; `schema`, `tls` and `writer` are PostgreSQL's own.
 
 mod approvals;
-mod gate;
-mod others;
-mod rate;
+mod audit;
+mod calls;
+mod code_runs;
+mod gate_store;
+mod pins;
+mod rate_counters;
 mod schema;
 mod sessions;
+mod state;
+mod tasks;
 mod tls;
 mod writer;
 
@@ -213,6 +221,29 @@ impl PostgresStore {
         });
         wait.recv().unwrap_or_else(|_| Err(self.inner.stopped()))
     }
+
+    /// Runs one statement; the rows it changed.
+    fn execute(
+        &self,
+        action: &'static str,
+        sql: &'static str,
+        params: Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>,
+    ) -> Result<u64, StoreError> {
+        let inner = self.inner.clone();
+        self.run(async move {
+            let conn = inner.conn().await?;
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                params.iter().map(|p| p.as_ref() as _).collect();
+            conn.execute(sql, &params)
+                .await
+                .map_err(inner.error(action))
+        })
+    }
+}
+
+/// A count of milliseconds as PostgreSQL stores it (`BIGINT`).
+fn ms(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 impl Drop for PostgresStore {

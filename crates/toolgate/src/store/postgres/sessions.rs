@@ -4,9 +4,9 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::super::sessions::{sql_ms, stored};
-use super::super::{SessionKey, SessionKind, StoredSession, StoredSessions};
 use super::{PostgresStore, StoreError};
+use crate::store::sessions::{sql_ms, stored};
+use crate::store::{SessionKey, SessionKind, StoredSession, StoredSessions};
 
 type Params = Vec<Box<dyn ToSql + Send + Sync>>;
 

@@ -14,9 +14,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::GenericClient;
 use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH};
 
-use super::super::calls::completed_call;
-use super::super::group_commit::Write;
 use super::{Inner, StoreError, WRITE_LOCK};
+use crate::store::calls::completed_call;
+use crate::store::group_commit::Write;
 
 /// A write and where its result goes.
 pub(super) type Queued = (Write, oneshot::Sender<Result<AuditRecord, StoreError>>);

@@ -1,11 +1,11 @@
-//! An in-process state store: fast, and gone when the process exits.
+//! Conversation state in memory: fast, and gone when the process exits.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value};
 
-use super::{StateStore, StoreError};
+use crate::store::{StateStore, StoreError};
 
 type Sessions = HashMap<String, BTreeMap<String, Value>>;
 

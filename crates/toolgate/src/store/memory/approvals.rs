@@ -6,7 +6,8 @@ use std::time::SystemTime;
 
 use toolgate_core::Answerer;
 
-use super::*;
+use crate::store::StoreError;
+use crate::store::approvals::*;
 
 /// An [`ApprovalStore`] held in memory, for tests and runs where nobody answers
 /// from another process.

@@ -16,8 +16,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::super::{RateBucket, RateCounters, RateTaken};
 use super::{PostgresStore, StoreError};
+use crate::store::{RateBucket, RateCounters, RateTaken};
 
 /// One call in this many sweeps expired buckets.
 pub(super) const SWEEP_EVERY: u64 = 64;

@@ -45,12 +45,6 @@ use toolgate_core::{AnsweredBy, Answerer};
 
 use super::StoreError;
 
-mod memory;
-mod sqlite;
-
-pub use memory::MemoryApprovals;
-pub(super) use sqlite::{GRANT_SCOPES, add_answerers};
-
 /// A call that policy escalated to a human, as the gate submits it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalRequest {
@@ -149,13 +143,19 @@ impl std::fmt::Display for ApprovalStatus {
 pub struct Approval {
     /// Short and typeable, e.g. `ap-1f3a9c0e`.
     pub id: String,
+    /// The conversation the call was made in.
     pub session: String,
+    /// The tool called.
     pub tool: String,
+    /// The call's arguments, as the person deciding sees them.
     pub arguments: Value,
+    /// The hash of the arguments that names "this exact call" (see [`ApprovalRequest`]).
     pub args_hash: String,
+    /// Who made the call.
     pub principal: String,
     /// Why policy asked.
     pub reason: String,
+    /// Where the request stands.
     pub status: ApprovalStatus,
     /// The reason a person gave with a denial.
     pub answer: Option<String>,
@@ -193,6 +193,7 @@ pub enum GrantReach {
 /// until `ttl` has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grant {
+    /// How long the grant lasts from the moment it is given.
     pub ttl: Duration,
     /// Which calls of the tool: any arguments, or the approved call's.
     pub scope: GrantScope,
@@ -229,17 +230,17 @@ impl Grant {
 
 /// A stored grant, as a resolution names it in the audit log.
 pub(super) struct GrantRecord {
-    pub id: i64,
-    pub args_hash: Option<String>,
-    pub session: Option<String>,
-    pub approval_id: String,
-    pub granted_by: Answerer,
+    pub(super) id: i64,
+    pub(super) args_hash: Option<String>,
+    pub(super) session: Option<String>,
+    pub(super) approval_id: String,
+    pub(super) granted_by: Answerer,
 }
 
 impl GrantRecord {
     /// `grant 3 (any arguments, in this conversation; given by lead via cli
     /// answering ap-1f3a9c0e)`: what let the call through, for the audit log.
-    pub fn by(&self) -> String {
+    pub(super) fn by(&self) -> String {
         let arguments = if self.args_hash.is_some() {
             "the same arguments"
         } else {
@@ -280,24 +281,39 @@ pub enum Resolution {
     /// Run the call. `by` names what allowed it: an approval id, or a grant with
     /// its scope and who gave it (`grant 3 (any arguments, in this conversation;
     /// given by lead via cli answering ap-1f3a9c0e)`).
-    Granted { by: String },
+    Granted {
+        /// The approval id or grant that allowed it.
+        by: String,
+    },
     /// Wait for a person; `created` is false when an open request was reused.
-    Pending { id: String, created: bool },
+    Pending {
+        /// The request the person answers.
+        id: String,
+        /// Whether this call opened it (`false`: an open request was reused).
+        created: bool,
+    },
     /// A person denied this call; `reason` is theirs (or says none was given).
-    Denied { id: String, reason: String },
+    Denied {
+        /// The denied request, consumed by this report.
+        id: String,
+        /// The person's reason, or a sentence saying none was given.
+        reason: String,
+    },
 }
 
 /// Where approval requests and grants live.
 ///
-/// [`SqliteStore`] keeps them in `state.db` beside conversation state, shared by
-/// every process using that directory (so `toolgate approvals approve` in one
-/// terminal answers a gate in another); [`MemoryApprovals`] keeps them in memory.
+/// [`SqliteStore`](super::SqliteStore) keeps them in `state.db` beside conversation
+/// state, shared by every process using that directory (so `toolgate approvals
+/// approve` in one terminal answers a gate in another);
+/// [`MemoryApprovals`](super::MemoryApprovals) keeps them in memory.
 ///
 /// `SqliteStore` also implements [`StateStore`](crate::StateStore), which has a `get`
 /// too: with both traits in scope, call `ApprovalStore::get(&store, id)`.
 pub trait ApprovalStore: Send + Sync {
-    /// Decides an asked call: grant, approved, denied or pending, in the order the
-    /// [module docs](self) give. Atomic: two processes resolving the same approved
+    /// Decides an asked call, trying in this order: a live grant that covers it, an
+    /// approved request for it (consumed), a denied one (reported once, then
+    /// consumed), a pending one (reused), else a new pending request. Atomic: two processes resolving the same approved
     /// call at once run it once.
     fn resolve(&self, request: &ApprovalRequest, now: SystemTime)
     -> Result<Resolution, StoreError>;

@@ -6,8 +6,9 @@ use std::time::SystemTime;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use toolgate_core::{AnsweredBy, Answerer};
 
-use super::super::SqliteStore;
-use super::*;
+use super::SqliteStore;
+use crate::store::StoreError;
+use crate::store::approvals::*;
 
 const APPROVAL_COLUMNS: &str = "id, session, tool, arguments, args_hash, principal, reason, status, answer, created_at, decided_at, answered_by, decided_by, decided_via";
 

@@ -1,0 +1,50 @@
+//! The gate's whole persistence in one SQLite file: a call's completion goes through
+//! the write queue as one transaction, and admission takes the turn in one step.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use toolgate_core::{AuditEntry, AuditRecord};
+
+use super::SqliteStore;
+use crate::store::group_commit::Write;
+use crate::store::{Admission, AdmissionCheck, GateStore, StoreError};
+
+impl GateStore for SqliteStore {
+    fn complete(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        self.commit_write(Write::complete(session, writes, intent, completion))
+    }
+
+    fn admit(
+        &self,
+        session: &str,
+        intent: AuditEntry,
+        lease: Duration,
+        check: &mut AdmissionCheck<'_>,
+    ) -> Result<Admission, StoreError> {
+        self.admit_in_turn(session, intent, lease, check)
+    }
+
+    fn complete_turn(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        self.commit_write(Write::complete_turn(session, writes, completion))
+    }
+
+    fn resolve_run(
+        &self,
+        intent: &AuditRecord,
+        completion: AuditEntry,
+    ) -> Result<AuditRecord, StoreError> {
+        self.commit_write(Write::resolve_run(intent, completion))
+    }
+}
