@@ -66,14 +66,16 @@ pub(crate) struct Cond {
 }
 
 impl Cond {
-    pub fn needs(text: impl Into<String>) -> Self {
+    /// Something a later event can make true.
+    pub(crate) fn needs(text: impl Into<String>) -> Self {
         Cond {
             text: text.into(),
             permanent: false,
         }
     }
 
-    pub fn fact(text: impl Into<String>) -> Self {
+    /// Something no later event can change (`not: always`, a tool already called).
+    pub(crate) fn fact(text: impl Into<String>) -> Self {
         Cond {
             text: text.into(),
             permanent: true,

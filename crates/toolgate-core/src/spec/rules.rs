@@ -14,7 +14,7 @@ use super::structure::{article, describe_typed, violation_message};
 use super::template::{Scope, placeholders};
 
 /// Every semantic problem in `spec`, located in `doc`.
-pub fn check_rules(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
+pub(crate) fn check_rules(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
     let placed: Vec<Placed> = (0..spec.tools.len()).map(Placed::sound).collect();
     check(doc, spec, &placed, true)
 }

@@ -10,13 +10,16 @@ use serde_json::{Map, Value};
 /// Which map a placeholder reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// `{args.NAME}`: the call's arguments.
     Args,
+    /// `{state.KEY}`: the conversation's state.
     State,
 }
 
 /// One placeholder found in a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
+    /// Which map it reads.
     pub scope: Scope,
     /// The path below the scope: `["address", "city"]`.
     pub path: Vec<String>,
