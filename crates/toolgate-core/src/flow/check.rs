@@ -9,7 +9,7 @@ use super::guard::join_and;
 use super::model::{Ambient, Confirm, Constraint, Flow, Guard};
 use super::satisfy::{Atom, necessary_successes, satisfiable};
 use super::script::{Event, TestScript};
-use crate::spec::{Diagnostic, Document, SpecFile};
+use crate::spec::{Diagnostic, Document, SpecFile, did_you_mean, pointer_segment as segment};
 
 /// Every problem in the file's `flow:` and `tests:` sections.
 pub fn check_flow(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
@@ -37,15 +37,6 @@ struct Checks<'a> {
 enum Place<'a> {
     General,
     Confirm(&'a str),
-}
-
-fn segment(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-fn did_you_mean<'k>(word: &str, known: impl IntoIterator<Item = &'k str>) -> Option<String> {
-    let best = crate::closest_names(word, known).into_iter().next()?;
-    Some(format!("did you mean `{best}`?"))
 }
 
 impl<'a> Checks<'a> {
@@ -800,12 +791,11 @@ impl<'a> Checks<'a> {
 
 /// The step ids a `done` guard reads through `done: STEP`.
 fn done_atoms(guard: &Guard, out: &mut Vec<String>) {
-    match guard {
-        Guard::Done(step) => out.push(step.clone()),
-        Guard::All(parts) | Guard::Any(parts) => parts.iter().for_each(|p| done_atoms(p, out)),
-        Guard::Not(inner) => done_atoms(inner, out),
-        _ => {}
-    }
+    guard.for_each_leaf(&mut |leaf| {
+        if let Guard::Done(step) = leaf {
+            out.push(step.clone());
+        }
+    });
 }
 
 /// Every elementary cycle found by a depth-first search, each once, as node

@@ -453,11 +453,7 @@ fn above_words(above: &Above, negated: bool) -> String {
 
 /// The values an `above` compared, for a confirmation's reason: `amount_cents is 6499`.
 pub(crate) fn compared_values(guard: &Guard, facts: &dyn Facts, out: &mut Vec<String>) {
-    match guard {
-        Guard::All(parts) | Guard::Any(parts) => {
-            parts.iter().for_each(|p| compared_values(p, facts, out))
-        }
-        Guard::Not(inner) => compared_values(inner, facts, out),
+    guard.for_each_leaf(&mut |leaf| match leaf {
         Guard::Above(above) => {
             if let Some(value) = facts.args().and_then(|a| a.get(&above.arg)) {
                 out.push(format!("`{}` is {value}", above.arg));
@@ -498,7 +494,7 @@ pub(crate) fn compared_values(guard: &Guard, facts: &dyn Facts, out: &mut Vec<St
             }
         }
         _ => {}
-    }
+    });
 }
 
 /// A value in a sentence: `gold`, `5000`, `true`.

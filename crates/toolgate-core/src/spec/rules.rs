@@ -11,7 +11,7 @@ use super::mcp_servers::check_mcp_servers;
 use super::model::{BindingKind, McpBinding, SpecFile, ToolSpec};
 use super::salvage::{Placed, Salvaged};
 use super::structure::{article, describe_typed, violation_message};
-use super::template::{Scope, placeholders};
+use super::template::{Scope, placeholders, strings_in};
 
 /// Every semantic problem in `spec`, located in `doc`.
 pub(crate) fn check_rules(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
@@ -623,24 +623,6 @@ fn percent_decode(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-/// Every string in `value`, with its JSON pointer (object keys are not templates).
-fn strings_in<'v>(value: &'v Value, pointer: String, out: &mut Vec<(String, &'v str)>) {
-    match value {
-        Value::String(s) => out.push((pointer, s)),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                strings_in(item, format!("{pointer}/{i}"), out);
-            }
-        }
-        Value::Object(map) => {
-            for (key, item) in map {
-                strings_in(item, format!("{pointer}/{}", pointer_segment(key)), out);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// A valid tool name close to `name`: runs of other characters become one `_`.
