@@ -12,13 +12,7 @@ use crate::flow::satisfy::{Atom, satisfiable};
 impl Checks<'_> {
     /// Cycles through `after` and `done: STEP` guards. Returns the steps on one.
     pub(super) fn step_cycles(&mut self, flow: &Flow) -> HashSet<usize> {
-        let index: HashMap<&str, usize> = flow
-            .steps
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, s)| (s.id.as_str(), i))
-            .collect();
+        let index = step_positions(flow);
         // Edges: a step waits for the steps it comes after and those its `done` reads.
         let edges: Vec<Vec<(usize, String)>> = flow
             .steps
@@ -93,13 +87,7 @@ impl Checks<'_> {
         // Why each step can never be done, if it cannot; in dependency order.
         let mut never_done: Vec<Option<String>> = vec![None; n];
         let mut resolved = vec![false; n];
-        let positions: HashMap<&str, usize> = flow
-            .steps
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, s)| (s.id.as_str(), i))
-            .collect();
+        let positions = step_positions(flow);
         let index = |id: &str| positions.get(id).copied();
         // Iterate to a fixpoint: a step is settled once its `after` steps are.
         let mut changed = true;
@@ -245,4 +233,14 @@ fn done_atoms(guard: &Guard, out: &mut Vec<String>) {
             out.push(step.clone());
         }
     });
+}
+
+/// Each step id's position in the flow; a repeated id maps to its first step.
+fn step_positions(flow: &Flow) -> HashMap<&str, usize> {
+    flow.steps
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect()
 }
