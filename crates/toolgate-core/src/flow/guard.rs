@@ -66,14 +66,16 @@ pub(crate) struct Cond {
 }
 
 impl Cond {
-    pub fn needs(text: impl Into<String>) -> Self {
+    /// Something a later event can make true.
+    pub(crate) fn needs(text: impl Into<String>) -> Self {
         Cond {
             text: text.into(),
             permanent: false,
         }
     }
 
-    pub fn fact(text: impl Into<String>) -> Self {
+    /// Something no later event can change (`not: always`, a tool already called).
+    pub(crate) fn fact(text: impl Into<String>) -> Self {
         Cond {
             text: text.into(),
             permanent: true,
@@ -451,11 +453,7 @@ fn above_words(above: &Above, negated: bool) -> String {
 
 /// The values an `above` compared, for a confirmation's reason: `amount_cents is 6499`.
 pub(crate) fn compared_values(guard: &Guard, facts: &dyn Facts, out: &mut Vec<String>) {
-    match guard {
-        Guard::All(parts) | Guard::Any(parts) => {
-            parts.iter().for_each(|p| compared_values(p, facts, out))
-        }
-        Guard::Not(inner) => compared_values(inner, facts, out),
+    guard.for_each_leaf(&mut |leaf| match leaf {
         Guard::Above(above) => {
             if let Some(value) = facts.args().and_then(|a| a.get(&above.arg)) {
                 out.push(format!("`{}` is {value}", above.arg));
@@ -496,7 +494,7 @@ pub(crate) fn compared_values(guard: &Guard, facts: &dyn Facts, out: &mut Vec<St
             }
         }
         _ => {}
-    }
+    });
 }
 
 /// A value in a sentence: `gold`, `5000`, `true`.

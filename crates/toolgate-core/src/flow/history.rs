@@ -13,6 +13,7 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// A call to `tool` that succeeded (`ok`) or failed.
     pub fn new(tool: impl Into<String>, ok: bool) -> Self {
         CallRecord {
             tool: tool.into(),

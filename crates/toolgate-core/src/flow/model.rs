@@ -129,6 +129,18 @@ pub enum Guard {
     Claim(IndexMap<String, String>),
 }
 
+impl Guard {
+    /// Calls `f` with every guard below `all`, `any` and `not`, in written order:
+    /// the one walk over the tree for readers that want only its conditions.
+    pub(crate) fn for_each_leaf<'g>(&'g self, f: &mut impl FnMut(&'g Guard)) {
+        match self {
+            Guard::All(parts) | Guard::Any(parts) => parts.iter().for_each(|p| p.for_each_leaf(f)),
+            Guard::Not(inner) => inner.for_each_leaf(f),
+            leaf => f(leaf),
+        }
+    }
+}
+
 /// `starts_with: {arg: NAME, value: PREFIX}`: the call's string argument starts
 /// with `PREFIX` once read as a path.
 ///

@@ -38,6 +38,7 @@ impl std::fmt::Debug for Monitor<'_> {
 }
 
 impl<'f> Monitor<'f> {
+    /// A monitor that answers for a principal who sees every tool.
     pub fn new(flow: &'f Flow) -> Self {
         Monitor { flow, viewer: None }
     }

@@ -66,7 +66,7 @@ fn push(atoms: &mut Vec<Atom>, atom: Atom) {
 }
 
 fn collect(guard: &Guard, atoms: &mut Vec<Atom>) {
-    match guard {
+    guard.for_each_leaf(&mut |leaf| match leaf {
         Guard::Always => {}
         Guard::IsTrue(k) => push(atoms, Atom::IsTrue(k.clone())),
         Guard::IsSet(k) => push(atoms, Atom::IsSet(k.clone())),
@@ -77,12 +77,12 @@ fn collect(guard: &Guard, atoms: &mut Vec<Atom>) {
         }
         Guard::CalledOk(t) => push(atoms, Atom::CalledOk(t.clone())),
         Guard::Done(s) => push(atoms, Atom::Done(s.clone())),
-        Guard::All(parts) | Guard::Any(parts) => parts.iter().for_each(|p| collect(p, atoms)),
-        Guard::Not(inner) => collect(inner, atoms),
         Guard::Above(_) | Guard::StartsWith(_) | Guard::Claim(_) => {
-            push(atoms, Atom::Above(guard.to_string()))
+            push(atoms, Atom::Above(leaf.to_string()))
         }
-    }
+        // Never leaves: the walk goes through them.
+        Guard::All(_) | Guard::Any(_) | Guard::Not(_) => {}
+    });
 }
 
 fn lookup(assignment: &[(&Atom, bool)], atom: &Atom) -> Option<bool> {

@@ -126,6 +126,7 @@ pub enum ExpectedOutcome {
 }
 
 impl ExpectedOutcome {
+    /// The word a script writes for this outcome (`ok`, `pending_approval`).
     pub fn as_str(self) -> &'static str {
         match self {
             ExpectedOutcome::Ok => "ok",

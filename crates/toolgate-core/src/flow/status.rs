@@ -23,7 +23,9 @@ pub struct FlowView {
 /// One step and where it stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepView {
+    /// The step's id, as the flow file names it.
     pub id: String,
+    /// Whether it is active, done, or waiting on a guard.
     pub status: StepStatus,
     /// What the model should do while it is active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,17 +35,22 @@ pub struct StepView {
     pub why: Vec<String>,
 }
 
+/// Where one step stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
+    /// Its `when` guard holds and it is not done: the model should work on it now.
     Active,
+    /// Its `done` guard holds (or its tool has succeeded); it stays done.
     Done,
+    /// Not yet active: `why` says which guard does not hold.
     Waiting,
 }
 
 /// A tool that must succeed before the conversation may end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Requirement {
+    /// The tool that must still succeed.
     pub tool: String,
     /// Why, in words: the `when` guard that holds.
     pub because: String,
@@ -53,11 +60,13 @@ pub struct Requirement {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ToolStatus {
+    /// The tool may be called now.
     Allowed {
         /// Why the user must confirm a call, when the flow says so.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confirm: Option<String>,
     },
+    /// The tool may not be called until something else happens first.
     Blocked {
         /// One sentence for the model: what must happen first.
         reason: String,
@@ -68,6 +77,7 @@ pub enum ToolStatus {
 }
 
 impl ToolStatus {
+    /// Whether a call would be let through (possibly after the user confirms).
     pub fn is_allowed(&self) -> bool {
         matches!(self, ToolStatus::Allowed { .. })
     }

@@ -112,16 +112,27 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// What kind of address an IP is, for the policy's purposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddressClass {
+    /// Reachable on the internet; the only class `allow_public` opens.
     Public,
+    /// `0.0.0.0/8` or `::`: this host, on many systems.
     Unspecified,
+    /// `127.0.0.0/8` or `::1`.
     Loopback,
+    /// RFC 1918: `10/8`, `172.16/12`, `192.168/16`.
     Private,
+    /// `100.64.0.0/10`, carrier-grade NAT (RFC 6598).
     SharedNat,
+    /// `169.254/16` or `fe80::/10`, where cloud metadata services answer.
     LinkLocal,
+    /// `fc00::/7`, IPv6's private ranges.
     UniqueLocal,
+    /// `224.0.0.0/4` or `ff00::/8`.
     Multicast,
+    /// `255.255.255.255`.
     Broadcast,
+    /// TEST-NET ranges and `2001:db8::/32`, never routed.
     Documentation,
+    /// Any other range set aside by the IETF (benchmarking, protocol assignments, `240/4`).
     Reserved,
 }
 

@@ -12,7 +12,9 @@ use super::address::IpCidr;
 /// port when `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllowEntry {
+    /// The host, domain pattern, address or range the entry names.
     pub target: AllowTarget,
+    /// The one port it opens; `None` opens every port.
     pub port: Option<u16>,
 }
 

@@ -127,7 +127,7 @@ impl Document {
 }
 
 /// Escapes one JSON pointer segment.
-pub fn pointer_segment(key: &str) -> String {
+pub(crate) fn pointer_segment(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 

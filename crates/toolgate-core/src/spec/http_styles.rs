@@ -41,6 +41,7 @@ impl PathStyle {
         *self == PathStyle::Simple
     }
 
+    /// The style's name as the spec file writes it (`style: label`).
     pub fn as_str(self) -> &'static str {
         match self {
             PathStyle::Simple => "simple",

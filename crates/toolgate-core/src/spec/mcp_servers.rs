@@ -79,6 +79,7 @@ pub enum UpstreamRevision {
 }
 
 impl UpstreamRevision {
+    /// Whether the revision is left to negotiation (the default, omitted when serialized).
     pub fn is_auto(&self) -> bool {
         *self == UpstreamRevision::Auto
     }
@@ -100,6 +101,7 @@ pub struct McpTimeouts {
 }
 
 impl McpTimeouts {
+    /// Whether no timeout is set, so every default applies.
     pub fn is_empty(&self) -> bool {
         self == &McpTimeouts::default()
     }

@@ -35,7 +35,9 @@ pub use auth::{
     is_https_or_loopback, is_jwks_url,
 };
 pub use code_mode::{CodeModeSection, MIN_CODE_MEMORY_BYTES};
+pub(crate) use diagnostic::did_you_mean;
 pub use diagnostic::{Diagnostic, Severity, Span};
+pub(crate) use document::pointer_segment;
 pub use document::{Document, MAX_SPEC_BYTES};
 pub use http_basic::BasicAuth;
 pub use http_styles::{PathStyle, StyledPath};

@@ -180,13 +180,18 @@ impl ToolSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BindingKind {
+    /// A Rust handler registered with the gate under the tool's name.
     Native,
+    /// A tool of an upstream MCP server (`mcp:`).
     Mcp,
+    /// An HTTP request (`http:`).
     Http,
+    /// The canned `response` (or `{"ok": true}`), filled from the arguments.
     Mock,
 }
 
 impl BindingKind {
+    /// The kind's name in `spec check` and `list` output.
     pub fn as_str(self) -> &'static str {
         match self {
             BindingKind::Native => "native",
@@ -260,20 +265,29 @@ pub struct HttpBinding {
     pub max_redirects: Option<u32>,
 }
 
+/// The method of an HTTP binding's request; `GET` when not given.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
+    /// Reads; the default.
     #[default]
     Get,
+    /// Creates a resource, or runs an action.
     Post,
+    /// Replaces.
     Put,
+    /// Changes part of the resource.
     Patch,
+    /// Deletes.
     Delete,
+    /// `GET` without the body.
     Head,
+    /// Asks what the resource allows.
     Options,
 }
 
 impl HttpMethod {
+    /// The method as sent on the request line.
     pub fn as_str(self) -> &'static str {
         match self {
             HttpMethod::Get => "GET",
@@ -307,6 +321,7 @@ impl QueryValue {
         }
     }
 
+    /// The template, to rewrite in place (resolving secrets into it, for one).
     pub fn template_mut(&mut self) -> &mut String {
         match self {
             QueryValue::Template(t) => t,
@@ -442,13 +457,20 @@ pub struct StateKey {
     pub default: Option<Value>,
 }
 
+/// The JSON type a state key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StateType {
+    /// A JSON string.
     String,
+    /// Any JSON number.
     Number,
+    /// A number without a fractional part.
     Integer,
+    /// `true` or `false`.
     Boolean,
+    /// A JSON object.
     Object,
+    /// A JSON array.
     Array,
 }

@@ -76,15 +76,21 @@ pub enum NetworkRefusal {
     /// The host resolved to (or is) an address the policy refuses.
     #[error("{}", refused_address_message(.host, *.addr, *.class))]
     Address {
+        /// The host as the URL names it.
         host: String,
+        /// The address it is or resolved to.
         addr: IpAddr,
+        /// Why that address is refused.
         class: AddressClass,
     },
     /// `allow_public: false` and the host is not in `allow`.
     #[error(
         "`{host}` is not in the spec file's `network.allow`, and `network.allow_public` is false; add `{host}` to `network.allow` to let bindings reach it"
     )]
-    NotListed { host: String },
+    NotListed {
+        /// The host as the URL names it.
+        host: String,
+    },
     /// The host (or its address) is listed, but with other ports than this one.
     #[error(
         "`{host}` is allowed by `network.allow` only on {}, not on port {port}; add `{}` to `network.allow` if this port is meant to be reached",
@@ -92,14 +98,19 @@ pub enum NetworkRefusal {
         listed_with_port(.host, *.port)
     )]
     OtherPort {
+        /// The host as the URL names it.
         host: String,
+        /// The port the connection would go to.
         port: u16,
         /// The ports the entries naming it open.
         listed: Vec<u16>,
     },
     /// The host resolved to no address at all.
     #[error("`{host}` resolves to no address; check the host name in the binding's URL")]
-    NoAddress { host: String },
+    NoAddress {
+        /// The host as the URL names it.
+        host: String,
+    },
 }
 
 fn refused_address_message(host: &str, addr: IpAddr, class: AddressClass) -> String {
@@ -147,6 +158,7 @@ impl Default for NetworkPolicy {
 }
 
 impl NetworkPolicy {
+    /// The policy a `network:` section describes (entries that do not parse are left out).
     pub fn new(section: &NetworkSection) -> NetworkPolicy {
         NetworkPolicy {
             entries: section
@@ -402,7 +414,7 @@ pub fn default_port(scheme: &str) -> Option<u16> {
 
 /// The `network.allow` entry that opens what a URL names: `host:port` when the URL
 /// names its port, else the host (an entry for every port).
-pub fn suggested_entry(url: &str) -> Option<String> {
+pub(crate) fn suggested_entry(url: &str) -> Option<String> {
     let (_, host, port) = literal_authority(url)?;
     Some(match port {
         Some(port) => format!("{host}:{port}"),

@@ -28,7 +28,7 @@ pub(super) struct Placed {
 
 impl Placed {
     /// A tool without structural problems.
-    pub fn sound(index: usize) -> Self {
+    pub(crate) fn sound(index: usize) -> Self {
         Placed {
             index,
             unsound: BTreeSet::new(),
@@ -36,7 +36,7 @@ impl Placed {
     }
 
     /// Whether `key` of the tool held a structural problem.
-    pub fn is_unsound(&self, key: &str) -> bool {
+    pub(crate) fn is_unsound(&self, key: &str) -> bool {
         self.unsound.contains(key)
     }
 }

@@ -26,7 +26,7 @@ fn spec_file_validator() -> &'static Validator {
 }
 
 /// Every structural problem in `doc`.
-pub fn check_structure(doc: &Document) -> Vec<Diagnostic> {
+pub(crate) fn check_structure(doc: &Document) -> Vec<Diagnostic> {
     let mut found = Found::default();
     for error in spec_file_validator().iter_errors(&doc.value) {
         explain(doc, &error, &mut found);

@@ -22,6 +22,7 @@ pub struct TelemetrySection {
 }
 
 impl TelemetrySection {
+    /// Whether nothing is set, so the section is left out when serialized.
     pub fn is_default(&self) -> bool {
         self == &TelemetrySection::default()
     }

@@ -7,16 +7,21 @@
 
 use serde_json::{Map, Value};
 
+use super::document::pointer_segment;
+
 /// Which map a placeholder reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// `{args.NAME}`: the call's arguments.
     Args,
+    /// `{state.KEY}`: the conversation's state.
     State,
 }
 
 /// One placeholder found in a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
+    /// Which map it reads.
     pub scope: Scope,
     /// The path below the scope: `["address", "city"]`.
     pub path: Vec<String>,
@@ -70,16 +75,29 @@ pub fn placeholders(s: &str) -> Vec<Placeholder> {
 
 /// Every placeholder in every string of `value` (object keys are not templates).
 pub fn placeholders_in(value: &Value) -> Vec<Placeholder> {
-    let mut out = Vec::new();
-    walk_strings(value, &mut |s| out.extend(placeholders(s)));
-    out
+    let mut strings = Vec::new();
+    strings_in(value, String::new(), &mut strings);
+    strings
+        .into_iter()
+        .flat_map(|(_, s)| placeholders(s))
+        .collect()
 }
 
-fn walk_strings(value: &Value, f: &mut impl FnMut(&str)) {
+/// Every string in `value`, each with its JSON pointer below `pointer`: the texts a
+/// template holds (object keys are not templates).
+pub(crate) fn strings_in<'v>(value: &'v Value, pointer: String, out: &mut Vec<(String, &'v str)>) {
     match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter().for_each(|v| walk_strings(v, f)),
-        Value::Object(map) => map.values().for_each(|v| walk_strings(v, f)),
+        Value::String(s) => out.push((pointer, s)),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                strings_in(item, format!("{pointer}/{i}"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                strings_in(item, format!("{pointer}/{}", pointer_segment(key)), out);
+            }
+        }
         _ => {}
     }
 }

@@ -22,6 +22,7 @@ pub struct ParsedCall {
 }
 
 impl ParsedCall {
+    /// Whether the call may run (`invalid` is `None`).
     pub fn is_valid(&self) -> bool {
         self.invalid.is_none()
     }
@@ -29,7 +30,9 @@ impl ParsedCall {
 
 /// Arguments as an API sends them: a JSON text (OpenAI) or an object (Anthropic, Gemini, MCP).
 pub enum RawArguments<'a> {
+    /// A JSON text still to be parsed (OpenAI's `arguments` string).
     Text(&'a str),
+    /// An already-parsed value.
     Value(&'a Value),
 }
 
@@ -98,11 +101,14 @@ fn kind(value: &Value) -> &'static str {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{target}: {message}")]
 pub struct ParseError {
+    /// The target whose response it is (its `as_str` name).
     pub target: &'static str,
+    /// What is wrong with it.
     pub message: String,
 }
 
 impl ParseError {
+    /// An error in a response of `target`.
     pub fn new(target: super::Target, message: impl Into<String>) -> Self {
         ParseError {
             target: target.as_str(),

@@ -31,16 +31,22 @@ pub enum HostedTool {
     ImageSearch {},
     /// Search over the provider's vector stores.
     FileSearch {
+        /// The vector stores to search.
         vector_store_ids: Vec<String>,
+        /// How many results at the most; the provider's default when omitted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_num_results: Option<u32>,
     },
     /// A remote MCP server the provider connects to.
     Mcp {
+        /// The name the provider gives the server's tools.
         server_label: String,
+        /// Where the provider reaches the server.
         server_url: String,
+        /// What the server is for, shown to the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server_description: Option<String>,
+        /// Headers the provider sends with each request (credentials, usually).
         #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
         headers: IndexMap<String, String>,
         /// Qwen: the transport, `sse` (the only one it supports).

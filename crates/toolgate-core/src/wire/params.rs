@@ -28,7 +28,7 @@ fn letter_or_underscore(c: char) -> bool {
 }
 
 /// Gemini's and Vertex's parameter names: `[A-Za-z_][A-Za-z0-9_]{0,63}`.
-pub const GEMINI_PARAMETER: NameRules = NameRules {
+pub(crate) const GEMINI_PARAMETER: NameRules = NameRules {
     max_len: 64,
     allowed: word,
     first: Some(letter_or_underscore),
@@ -119,15 +119,18 @@ impl ParamNames {
 /// One property renamed: where (a JSON pointer into the rendered schema, with the
 /// original names), from what, to what.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Renamed {
+pub(crate) struct Renamed {
+    /// The JSON pointer of the property, with the original names.
     pub path: String,
+    /// The schema's name for it.
     pub original: String,
+    /// The name the API is given instead.
     pub wire: String,
 }
 
 /// Renames every property of the rendered (OpenAPI subset) `schema` that `rules`
 /// refuse, in `properties`, `required` and `propertyOrdering`, at every level.
-pub fn map_schema(schema: &mut Value, rules: &NameRules) -> (ParamNames, Vec<Renamed>) {
+pub(crate) fn map_schema(schema: &mut Value, rules: &NameRules) -> (ParamNames, Vec<Renamed>) {
     let mut renamed = Vec::new();
     let root = map_position(
         schema,

@@ -28,10 +28,12 @@ pub struct Note {
     /// Where in the tool's schema, as a JSON pointer, when it concerns the schema.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// What happened and why, in words.
     pub message: String,
 }
 
 impl Note {
+    /// A note about a tool as a whole.
     pub fn tool(tool: &str, message: impl Into<String>) -> Self {
         Note {
             tool: Some(tool.to_owned()),
@@ -40,6 +42,7 @@ impl Note {
         }
     }
 
+    /// A note about the place `path` in a tool's schema.
     pub fn at(tool: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
         Note {
             tool: Some(tool.to_owned()),
@@ -48,6 +51,7 @@ impl Note {
         }
     }
 
+    /// A note about the whole request, not one tool.
     pub fn request(message: impl Into<String>) -> Self {
         Note {
             tool: None,
@@ -60,6 +64,7 @@ impl Note {
 /// A catalog rendered for one target.
 #[derive(Debug, Clone)]
 pub struct Rendered {
+    /// The API it was rendered for.
     pub target: Target,
     /// The `tools` value of the request body, in catalog order (hosted tools last).
     pub tools: Vec<Value>,
@@ -77,6 +82,7 @@ pub struct Rendered {
 /// again.
 #[derive(Debug, Clone, Default)]
 pub struct CallReader {
+    /// The wire name of each tool, and back.
     pub names: NameMap,
     /// Per canonical tool, the property paths (object keys from the root) that were optional.
     pub nullable_optionals: HashMap<String, Vec<Vec<String>>>,
@@ -131,8 +137,11 @@ fn drop_null_at(value: &mut Value, path: &[String]) {
 
 /// Everything a target renderer receives.
 pub struct RenderInput<'a> {
+    /// The catalog's tools, in catalog order.
     pub tools: &'a [ToolDescriptor],
+    /// Tools the provider runs itself, rendered after the catalog's.
     pub hosted: &'a [HostedTool],
+    /// What the target's renderer may change.
     pub options: RenderOptions,
     /// Load only these tools up front and the rest through the API's tool search
     /// (see [`super::render_deferred`]); `None` loads every tool.

@@ -13,6 +13,7 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A tool's successful result.
     pub fn ok(value: Value) -> Self {
         ToolResult {
             content: value,
@@ -20,6 +21,7 @@ impl ToolResult {
         }
     }
 
+    /// A failed call; the model sees `message`.
     pub fn error(message: impl Into<String>) -> Self {
         ToolResult {
             content: Value::String(message.into()),

@@ -25,6 +25,7 @@ pub enum Target {
 }
 
 impl Target {
+    /// Every target, in the order `--target` lists them.
     pub const ALL: [Target; 7] = [
         Target::OpenAiChat,
         Target::OpenAiResponses,
@@ -35,6 +36,7 @@ impl Target {
         Target::Mcp,
     ];
 
+    /// The `--target` name (`openai-chat`).
     pub fn as_str(self) -> &'static str {
         match self {
             Target::OpenAiChat => "openai-chat",

@@ -85,7 +85,11 @@ fn blocked(
 impl FlowGate {
     /// A flow gate that takes turns with the holders of `turns` (a gate it
     /// succeeds), or with nobody else.
-    pub fn new(flow: Option<Flow>, visibility: FlowVisibility, turns: Option<Arc<Turns>>) -> Self {
+    pub(crate) fn new(
+        flow: Option<Flow>,
+        visibility: FlowVisibility,
+        turns: Option<Arc<Turns>>,
+    ) -> Self {
         FlowGate {
             flow,
             visibility,
@@ -93,20 +97,20 @@ impl FlowGate {
         }
     }
 
-    pub fn turns(&self) -> &Arc<Turns> {
+    pub(crate) fn turns(&self) -> &Arc<Turns> {
         &self.turns
     }
 
-    pub fn flow(&self) -> Option<&Flow> {
+    pub(crate) fn flow(&self) -> Option<&Flow> {
         self.flow.as_ref()
     }
 
-    pub fn visibility(&self) -> FlowVisibility {
+    pub(crate) fn visibility(&self) -> FlowVisibility {
         self.visibility
     }
 
     /// Decides whether a validated call may go on to authorization.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         gate: &Gate,
         session: &str,
@@ -156,7 +160,7 @@ impl FlowGate {
     /// and the tool). While another run holds the turn, waits for it, at most as
     /// long as a turn can be held. Returns the state (over the declared defaults)
     /// the call was admitted on.
-    pub async fn claim(
+    pub(crate) async fn claim(
         &self,
         gate: &Gate,
         admitted: &Admitted,
@@ -299,7 +303,7 @@ fn cannot_check(why: &str) -> Refusal {
 
 impl Admitted {
     /// Whether the flow governs the call, which then holds its conversation's turn.
-    pub fn governed(&self) -> bool {
+    pub(crate) fn governed(&self) -> bool {
         self.turn.is_some()
     }
 
@@ -307,7 +311,7 @@ impl Admitted {
     /// once asks a person instead (the client's user may answer a confirmation,
     /// and so may an approver); one that already asks says why twice over, and
     /// is answered as the policy says.
-    pub fn decide(&self, verdict: Verdict) -> Verdict {
+    pub(crate) fn decide(&self, verdict: Verdict) -> Verdict {
         let Some(confirm) = &self.confirm else {
             return verdict;
         };

@@ -10,6 +10,7 @@ use super::runner::FileTests;
 /// A spec file whose tests could not run at all (it does not check clean).
 #[derive(Debug, Clone)]
 pub struct BrokenFile {
+    /// The file, as named on the command line.
     pub file: String,
     /// What is wrong, as `toolgate check` prints it.
     pub message: String,

@@ -32,12 +32,14 @@ const SESSION: &str = "test";
 pub struct FileTests {
     /// The file, as named on the command line.
     pub file: String,
+    /// Each test's result, in the order the file declares them.
     pub results: Vec<TestResult>,
 }
 
 /// How one scripted test ended.
 #[derive(Debug, Clone)]
 pub struct TestResult {
+    /// The test's name in the spec file.
     pub name: String,
     /// Where it diverged; `None` when it passed.
     pub failure: Option<TestFailure>,
@@ -46,6 +48,7 @@ pub struct TestResult {
 }
 
 impl TestResult {
+    /// Whether the test ran to its end without diverging.
     pub fn passed(&self) -> bool {
         self.failure.is_none()
     }

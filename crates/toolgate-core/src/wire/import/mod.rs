@@ -55,6 +55,7 @@ pub enum ImportFormat {
 }
 
 impl ImportFormat {
+    /// Every format, in the order `--from` lists them.
     pub const ALL: [ImportFormat; 6] = [
         ImportFormat::OpenAiChat,
         ImportFormat::OpenAiResponses,
@@ -64,6 +65,7 @@ impl ImportFormat {
         ImportFormat::Bfcl,
     ];
 
+    /// The `--from` name (`openai-chat`).
     pub fn as_str(self) -> &'static str {
         match self {
             ImportFormat::OpenAiChat => "openai-chat",
@@ -126,6 +128,7 @@ impl FromStr for ImportFormat {
 /// The imported tools, and everything that was changed or left out on the way.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Imported {
+    /// The tools as spec entries, in input order.
     pub tools: Vec<ToolSpec>,
     /// Notes name the imported tool; paths point into the spec tool (`/parameters/...`).
     pub notes: Vec<Note>,
@@ -135,15 +138,25 @@ pub struct Imported {
 /// skipped with a note instead.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImportError {
+    /// The input is neither JSON nor JSON Lines.
     #[error(
         "the input is not JSON ({0}); give a JSON document, or JSON Lines with one tool a line"
     )]
     NotJson(String),
+    /// One line of JSON Lines input does not parse.
     #[error("line {line} is not JSON ({message}); in JSON Lines every line holds one whole tool")]
-    BadLine { line: usize, message: String },
+    BadLine {
+        /// The line's number, from 1.
+        line: usize,
+        /// What the JSON parser said.
+        message: String,
+    },
+    /// The JSON holds nothing where `format` keeps its tools.
     #[error("no {format} tool list found: expected {expected}")]
     NoToolList {
+        /// The format asked for.
         format: ImportFormat,
+        /// Where that format keeps its tools, in words.
         expected: &'static str,
     },
 }

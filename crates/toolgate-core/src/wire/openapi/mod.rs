@@ -1,3 +1,7 @@
+//! The Gemini/Vertex function-declaration schema dialect, not OpenAPI import: this
+//! module writes tool schemas *out* for Gemini; reading an OpenAPI document *in* to make
+//! tools is [`crate::rest_import`].
+//!
 //! Gemini's `parameters` and `response` schemas: JSON Schema 2020-12 turned into the
 //! OpenAPI 3.0 subset that the Gemini API and Vertex accept (their `Schema` type).
 //!
