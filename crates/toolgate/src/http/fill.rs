@@ -22,7 +22,7 @@ use super::path_style::styled_path;
 /// Why a URL could not be built. `Input` is the model's to fix; `Spec` and `Env`
 /// the operator's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UrlProblem {
+pub(super) enum UrlProblem {
     Input(String),
     Spec(String),
     /// An environment variable the URL reads is not set.
@@ -197,7 +197,7 @@ fn lone(s: &str, args: &Value, state: &Map<String, Value>) -> Option<Value> {
 }
 
 /// Percent-encodes every byte but the unreserved characters.
-pub fn encode_component(text: &str) -> String {
+pub(super) fn encode_component(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -214,7 +214,7 @@ pub fn encode_component(text: &str) -> String {
 /// `[`, `]` and `#` (not allowed in a query) and `&`, `=` and `+` (the
 /// form-urlencoded delimiters); every other byte, and a `%` that starts no
 /// triple, is encoded.
-pub fn encode_allowing_reserved(text: &str) -> String {
+pub(super) fn encode_allowing_reserved(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     for (i, &b) in bytes.iter().enumerate() {
@@ -288,7 +288,7 @@ fn split_origin(template: &str) -> Result<(&str, &str), UrlProblem> {
 /// path placeholder reading an argument `path` names is written in its style
 /// ([`styled_path`]). Values read from the environment are pushed onto `read`, to
 /// be masked as secrets.
-pub fn build_url<'q>(
+pub(super) fn build_url<'q>(
     template: &str,
     path_styles: &IndexMap<String, StyledPath>,
     query: impl IntoIterator<Item = (&'q String, &'q QueryValue)>,

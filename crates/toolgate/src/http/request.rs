@@ -19,11 +19,11 @@ use super::fill::{UrlProblem, build_url, fill_env, fill_env_simple, lookup};
 use super::secrets::Secrets;
 
 /// Reads an environment variable for `${env.NAME}`.
-pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+pub(super) type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 /// A request ready to send.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub(super) struct Prepared {
     pub method: HttpMethod,
     pub url: Url,
     /// Name, value, and whether the value is secret (dropped on a cross-origin redirect).
@@ -39,7 +39,7 @@ pub struct Prepared {
 }
 
 /// Fills `binding` for one call.
-pub fn prepare(
+pub(super) fn prepare(
     binding: &HttpBinding,
     args: &Value,
     state: &Map<String, Value>,

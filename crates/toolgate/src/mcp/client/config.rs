@@ -261,7 +261,7 @@ impl ServerConfig {
 }
 
 /// The tool's name on the server for a declared tool bound with `mcp:`.
-pub fn bound_tool_name<'a>(declared: &'a str, binding: &'a McpBinding) -> &'a str {
+pub(super) fn bound_tool_name<'a>(declared: &'a str, binding: &'a McpBinding) -> &'a str {
     match binding {
         McpBinding::Full(full) => full.tool.as_deref().unwrap_or(declared),
         McpBinding::Short(_) => declared,

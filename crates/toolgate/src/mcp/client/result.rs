@@ -27,7 +27,7 @@ const ERROR_CHARS: usize = 4_000;
 /// `error.message`): secrets scrubbed, sanitized, capped, and fenced as data from
 /// `source`, like any untrusted output. Scrubbed before and after sanitizing, so
 /// an escape sequence inside a secret cannot carry it past the scrubber.
-pub fn upstream_text(text: &str, source: &str, scrubber: &Scrubber) -> String {
+pub(super) fn upstream_text(text: &str, source: &str, scrubber: &Scrubber) -> String {
     let capped = SanitizeOptions::for_output().with_max_chars(ERROR_CHARS);
     let clean = sanitize_description(&scrubber.scrub(text), &capped).text;
     let clean = scrubber.scrub(&clean);
@@ -37,7 +37,7 @@ pub fn upstream_text(text: &str, source: &str, scrubber: &Scrubber) -> String {
 
 /// Text from a server that is no message to the model (its stderr, an error of
 /// the connection), for failure reports: scrubbed and sanitized, not fenced.
-pub fn upstream_words(text: &str, scrubber: &Scrubber) -> String {
+pub(super) fn upstream_words(text: &str, scrubber: &Scrubber) -> String {
     let whole = SanitizeOptions::for_output().with_max_chars(usize::MAX);
     scrubber.scrub(&sanitize_description(&scrubber.scrub(text), &whole).text)
 }

@@ -41,7 +41,7 @@ use crate::mcp::{Downstream, LogLevel};
 use crate::{Gate, Launch, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
 
 /// The `_meta` key a request sets to `true` to run any call as a task.
-pub const TASK_META: &str = "toolgate/task";
+pub(super) const TASK_META: &str = "toolgate/task";
 
 /// How often a client is asked to poll a working task.
 const POLL_INTERVAL_MS: u64 = 500;
