@@ -16,7 +16,7 @@ use serde_json::Value;
 use toolgate_core::spec::{HttpBinding, ToolSpec};
 use toolgate_core::{REDACTED, is_secret_header, is_secret_key};
 
-use super::fill::encode_component;
+use super::encode::encode_component;
 
 /// The shortest value treated as a secret.
 const MIN_SECRET_CHARS: usize = 4;
