@@ -62,6 +62,7 @@ mod config;
 mod handler;
 mod http_client;
 mod lifecycle;
+mod listed;
 mod process;
 mod relay;
 mod result;
@@ -85,9 +86,10 @@ pub use config::{
     INHERITED_ENV, ServerConfig, process_env, split_command_line,
 };
 pub use lifecycle::Revision;
+pub use listed::{RemoteTool, remote_tool};
 pub use result::{call_outcome, content_blocks};
 pub use server::{ListedTool, Quarantine};
-pub use tool::{RemoteTool, UpstreamTool, remote_tool};
+pub use tool::UpstreamTool;
 
 use crate::PinStore;
 use server::Server;

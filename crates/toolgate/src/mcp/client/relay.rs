@@ -64,7 +64,11 @@ impl Relay {
     }
 
     /// Registers the upstream request sent with `token` for `downstream`'s call.
-    pub(super) fn register(self: &Arc<Self>, token: ProgressToken, downstream: Downstream) -> Registered {
+    pub(super) fn register(
+        self: &Arc<Self>,
+        token: ProgressToken,
+        downstream: Downstream,
+    ) -> Registered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.calls().push(Call {
             id,

@@ -34,10 +34,10 @@ use super::config::{Scrubber, ServerConfig, Transport};
 use super::handler::Handler;
 use super::http_client::checked_http_client;
 use super::lifecycle::{self, Revision};
+use super::listed::{RemoteTool, remote_tool};
 use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
 use super::result::{call_outcome, upstream_text, upstream_words};
-use super::tool::{RemoteTool, remote_tool};
 use super::{ServerState, UpstreamEvent};
 use crate::{PinCheck, PinStore, join_fields};
 
