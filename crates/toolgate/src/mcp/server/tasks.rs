@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::inflight::CallGuard;
 use super::result::call_result;
-use super::session::Caller;
+use super::session::caller::Caller;
 use super::tools::arguments;
 use crate::mcp::{Downstream, LogLevel};
 use crate::{Gate, Launch, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
