@@ -87,7 +87,7 @@ pub use config::{
 };
 pub use lifecycle::Revision;
 pub use listed::{RemoteTool, remote_tool};
-pub use result::{call_outcome, content_blocks};
+pub use result::{call_outcome, upstream_content};
 pub use server::{ListedTool, Quarantine};
 pub use tool::UpstreamTool;
 
