@@ -92,6 +92,7 @@ impl HttpRuntime {
         self
     }
 
+    /// The network policy every request is checked against: which addresses and hosts it may reach.
     pub fn policy(&self) -> &NetworkPolicy {
         &self.policy
     }

@@ -135,7 +135,10 @@ pub enum ServeError {
     #[error(
         "{addr} is reachable from other machines, so it needs a bearer token: put one in an environment variable and pass `--token-env NAME` (or bind 127.0.0.1)"
     )]
-    TokenRequired { addr: SocketAddr },
+    TokenRequired {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
     /// The bearer token is empty.
     #[error(
         "the bearer token is empty; set the variable to a long random string, e.g. `openssl rand -hex 32`"
@@ -145,7 +148,10 @@ pub enum ServeError {
     #[error(
         "the bearer token is {bytes} bytes long, and it must be at least 32: make one with `openssl rand -hex 32`"
     )]
-    TokenTooShort { bytes: usize },
+    TokenTooShort {
+        /// The token's length in bytes.
+        bytes: usize,
+    },
     /// The endpoint path is not one axum can route.
     #[error(
         "the endpoint path `{0}` must start with `/` and hold no `{{`, `}}` or `*`, e.g. `/mcp`"
@@ -155,12 +161,18 @@ pub enum ServeError {
     #[error(
         "`{host}` is not a host name for `--allowed-host`: give a name or address, with a port to allow only that one, e.g. `tools.example.com` or `tools.example.com:8443`"
     )]
-    BadAllowedHost { host: String },
+    BadAllowedHost {
+        /// The value given.
+        host: String,
+    },
     /// An `--allowed-origin` that is not a browser origin.
     #[error(
         "`{origin}` is not an origin for `--allowed-origin`: give a scheme, a host and a port when it is not the scheme's default, e.g. `https://app.example.com` or `http://localhost:5173` (or `null`)"
     )]
-    BadAllowedOrigin { origin: String },
+    BadAllowedOrigin {
+        /// The value given.
+        origin: String,
+    },
     /// The MCP session over stdio could not start (the client did not initialize).
     #[error("the MCP session over stdio did not start: {0}")]
     Stdio(String),
@@ -384,6 +396,8 @@ impl McpServerBuilder {
         self
     }
 
+    /// How the server runs: its limits, timeouts and what it offers (see
+    /// [`ServeOptions`]); the defaults otherwise.
     pub fn options(mut self, options: ServeOptions) -> Self {
         self.options = options;
         self
@@ -412,6 +426,7 @@ impl McpServerBuilder {
         self
     }
 
+    /// The server, ready to serve over stdio or HTTP.
     pub fn build(self) -> McpServer {
         let offering = Offering::new(self.gate, &self.principal, self.withheld);
         let offers = self
@@ -457,6 +472,8 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// Starts a server of `gate`'s catalog, served as the operator principal
+    /// unless the builder names another.
     pub fn builder(gate: Arc<Gate>) -> McpServerBuilder {
         McpServerBuilder {
             gate,

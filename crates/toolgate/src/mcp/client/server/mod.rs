@@ -50,11 +50,16 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 pub enum Quarantine {
     /// The definition differs from its pin.
     Changed {
+        /// The pinned fields that differ (`description`, `inputSchema`, ...).
         fields: Vec<&'static str>,
+        /// When the pin was taken, as the pin store wrote it.
         pinned_at: String,
     },
     /// The pin could not be checked, so the tool is not trusted.
-    Unchecked { problem: String },
+    Unchecked {
+        /// Why the pin could not be checked.
+        problem: String,
+    },
 }
 
 impl Quarantine {
@@ -98,7 +103,9 @@ impl Refused {
 /// One listed tool and its standing.
 #[derive(Debug, Clone)]
 pub struct ListedTool {
+    /// The tool as the server lists it.
     pub tool: RemoteTool,
+    /// Why it is withheld from models; `None` when it is offered.
     pub quarantine: Option<Quarantine>,
 }
 
