@@ -8,12 +8,16 @@ use std::path::Path;
 /// Why a file to be read whole could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenFileError {
+    /// The path could not be opened or examined (missing, no permission, ...).
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The path names something other than a regular file: `kind` says what, in words
     /// ("a named pipe", "a directory", ...).
     #[error("it is {kind}, not a regular file")]
-    NotAFile { kind: &'static str },
+    NotAFile {
+        /// What the path names instead, in words.
+        kind: &'static str,
+    },
 }
 
 /// Opens `path` for reading if it is a regular file (symbolic links followed).

@@ -184,6 +184,7 @@ impl SearchTools {
         self.read().index.len()
     }
 
+    /// Whether no tool is searchable (an empty catalog, or every tool left out).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -18,21 +18,42 @@ pub const DEFAULT_SPEC_FILE: &str = "toolgate.yaml";
 /// A spec file that could not be read at all. The message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecReadError {
+    /// The file could not be opened or read.
     #[error("cannot read spec file {path}: {source}; create it or name another with -f FILE", path = .path.display())]
     Io {
+        /// The spec file's path, as named.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
     #[error("cannot read spec file {path}: it is {kind}, not a regular file; a spec file is read whole, so save it to a file and name that with -f FILE", path = .path.display())]
-    NotAFile { path: PathBuf, kind: &'static str },
-    #[error("{path} is {size}, more than a spec file may hold ({max}); check that this is the spec file you meant", path = .path.display(), size = human_size(*.size), max = human_size(MAX_SPEC_BYTES as u64))]
-    TooLarge { path: PathBuf, size: u64 },
-    #[error("{path} is not UTF-8 text (byte 0x{byte:02X} at line {line}, column {column}); a spec file is YAML or JSON, saved as UTF-8", path = .path.display())]
-    NotText {
+    /// The path names something that is not a regular file (a directory, a pipe, ...).
+    NotAFile {
+        /// The spec file's path, as named.
         path: PathBuf,
+        /// What it names instead, in words.
+        kind: &'static str,
+    },
+    #[error("{path} is {size}, more than a spec file may hold ({max}); check that this is the spec file you meant", path = .path.display(), size = human_size(*.size), max = human_size(MAX_SPEC_BYTES as u64))]
+    /// The file is larger than a spec file may be (`MAX_SPEC_BYTES`).
+    TooLarge {
+        /// The spec file's path, as named.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+    },
+    #[error("{path} is not UTF-8 text (byte 0x{byte:02X} at line {line}, column {column}); a spec file is YAML or JSON, saved as UTF-8", path = .path.display())]
+    /// The file is not UTF-8 text.
+    NotText {
+        /// The spec file's path, as named.
+        path: PathBuf,
+        /// The byte offset of the first byte that is not UTF-8.
         offset: usize,
+        /// That byte.
         byte: u8,
+        /// Its line (1-based).
         line: usize,
+        /// Its column (1-based, in characters).
         column: usize,
     },
 }
@@ -40,8 +61,11 @@ pub enum SpecReadError {
 /// A spec file's text, checked.
 #[derive(Debug, Clone)]
 pub struct SpecSource {
+    /// Where the file was read from.
     pub path: PathBuf,
+    /// Its text, whole, as read.
     pub text: String,
+    /// The spec parsed and checked: its diagnostics, and the spec when it has no errors.
     pub checked: Checked,
 }
 

@@ -92,6 +92,7 @@ impl SpecTool {
         self
     }
 
+    /// The declaration the tool was made from, as the spec file wrote it.
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
     }

@@ -244,7 +244,7 @@ async fn calls_return_text_structured_content_and_images_as_content() {
     );
     assert_eq!(value["content"][1]["type"], "image");
     assert_eq!(value["content"][1]["mimeType"], "image/png");
-    assert!(toolgate::mcp::client::content_blocks(value).is_some());
+    assert!(toolgate::mcp::client::upstream_content(value).is_some());
 }
 
 #[tokio::test]
@@ -1137,7 +1137,7 @@ async fn list_call_and_pin(upstream: impl Fn(&str) -> SpecFile, expected: &str) 
     );
     let image = call(&calls, "fx.image", json!({})).await;
     assert!(
-        toolgate::mcp::client::content_blocks(image.value().unwrap()).is_some(),
+        toolgate::mcp::client::upstream_content(image.value().unwrap()).is_some(),
         "{expected}: {image:?}"
     );
     drop(calls);
@@ -1315,7 +1315,7 @@ async fn protocol_metadata_and_mcp_keywords_stay_out_of_model_renders_while_the_
     let Outcome::Ok { value, text, .. } = &regional else {
         panic!("{regional:?}")
     };
-    let blocks = toolgate::mcp::client::content_blocks(value).expect("text and an image");
+    let blocks = toolgate::mcp::client::upstream_content(value).expect("text and an image");
     assert_eq!(blocks[0], json!({"type": "text", "text": "region eu-west"}));
     for protocol in ["_meta", "io.modelcontextprotocol", "com.example"] {
         assert!(!text.contains(protocol), "{text}");

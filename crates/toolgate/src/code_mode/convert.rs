@@ -65,7 +65,7 @@ impl NotJson {
     }
 
     /// The Python exception type to raise.
-    pub fn exception(&self) -> &'static str {
+    pub(super) fn exception(&self) -> &'static str {
         if self.type_error {
             "TypeError"
         } else {

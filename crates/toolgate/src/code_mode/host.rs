@@ -63,6 +63,7 @@ impl CodeMode {
         self
     }
 
+    /// The limits programs run under, as [`limits`](Self::limits) last set them.
     pub fn current_limits(&self) -> &CodeLimits {
         &self.limits
     }

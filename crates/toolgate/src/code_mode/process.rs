@@ -32,7 +32,9 @@ const STDERR_CAP: usize = 8 << 10;
 /// The command that starts a worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerCommand {
+    /// The worker executable (`toolgate_code_worker`, or the test's stand-in).
     pub program: PathBuf,
+    /// Its arguments, passed as they are.
     pub args: Vec<OsString>,
     /// The worker's environment, which is otherwise cleared.
     pub env: Vec<(OsString, OsString)>,

@@ -32,6 +32,7 @@ pub struct CodeRun {
     pub repr: Option<String>,
     /// What the program printed (at most `max_output_bytes`).
     pub printed: String,
+    /// Why the program did not finish with a value; `None` when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<CodeError>,
     /// Tool calls the program made.
@@ -41,7 +42,9 @@ pub struct CodeRun {
 /// The call a paused program waits at.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Waiting {
+    /// The tool the call is to, by its catalog name.
     pub tool: String,
+    /// Why it waits: the policy's reason for asking a person.
     pub reason: String,
 }
 
@@ -66,8 +69,10 @@ pub struct CodeError {
     /// The traceback as CPython prints it (or the syntax error's location).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub traceback: String,
+    /// The program line the error is at (1-based), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// The column on that line (1-based), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
 }
@@ -87,6 +92,7 @@ impl CodeRun {
         }
     }
 
+    /// Whether the program finished with a value (status `ok`), neither failing nor paused.
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
     }

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 use toolgate_core::ToolError;
 use toolgate_core::spec::{BasicAuth, env_references};
 
-use super::request::EnvLookup;
+use super::fill::EnvLookup;
 use super::secrets::Secrets;
 
 /// The `Authorization` header's value for `auth`, its secrets added to `secrets`.

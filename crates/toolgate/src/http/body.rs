@@ -8,7 +8,7 @@
 use serde_json::Value;
 use toolgate_core::ToolError;
 
-use super::fill::{as_text, encode_component};
+use super::encode::{as_text, encode_component};
 
 /// The body's bytes and `Content-Type`, written as `content_type` says: JSON (the
 /// default), form fields (`application/x-www-form-urlencoded`, `multipart/form-data`:

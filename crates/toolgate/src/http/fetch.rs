@@ -47,6 +47,7 @@ impl Default for FetchLimits {
 pub struct Fetched {
     /// Where it was found, after redirects.
     pub url: Url,
+    /// The document's body, as text.
     pub text: String,
 }
 
@@ -57,8 +58,11 @@ pub enum FetchError {
     /// that would let it through.
     #[error("{url} is not fetched: {reason}")]
     Refused {
+        /// The URL of the hop refused.
         url: String,
+        /// Why the policy refuses it.
         reason: String,
+        /// The `network.allow` entry that would let it through.
         allow: String,
     },
     /// Anything else: a bad URL, a failed connection, a status, a limit.

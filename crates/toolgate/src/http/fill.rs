@@ -17,20 +17,26 @@ use toolgate_core::spec::template::{Placeholder, Scope, placeholders};
 use toolgate_core::spec::{QueryStyle, QueryValue, StyledPath, env_references};
 use url::Url;
 
+use super::encode::{as_text, encode_allowing_reserved, encode_component};
 use super::path_style::styled_path;
 
 /// Why a URL could not be built. `Input` is the model's to fix; `Spec` and `Env`
 /// the operator's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UrlProblem {
+pub(super) enum UrlProblem {
     Input(String),
     Spec(String),
     /// An environment variable the URL reads is not set.
     Env(String),
 }
 
-/// Reads one environment variable for `${env.NAME}`.
-pub(crate) type Env<'a> = &'a (dyn Fn(&str) -> Option<String> + Send + Sync);
+/// Reads one environment variable for `${env.NAME}`: its value, or `None` when it
+/// is not set. Every part of a request (URL, headers, body, basic auth) reads the
+/// environment through it.
+pub(super) type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+/// An [`EnvLookup`] borrowed for one fill.
+type Env<'a> = &'a EnvLookup;
 
 /// The value a placeholder reads; `Null` when it is absent.
 pub(crate) fn lookup(p: &Placeholder, args: &Value, state: &Map<String, Value>) -> Value {
@@ -43,16 +49,6 @@ pub(crate) fn lookup(p: &Placeholder, args: &Value, state: &Map<String, Value>) 
         .fold(root, |v, key| v.and_then(|v| v.get(key)))
         .cloned()
         .unwrap_or(Value::Null)
-}
-
-/// A value as text spliced into a string: strings as they are, `null` as nothing,
-/// anything else as JSON.
-pub(crate) fn as_text(value: &Value) -> String {
-    match value {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// `s` with each placeholder replaced by `encode` of its text; a list is its items'
@@ -196,59 +192,6 @@ fn lone(s: &str, args: &Value, state: &Map<String, Value>) -> Option<Value> {
     }
 }
 
-/// Percent-encodes every byte but the unreserved characters.
-pub fn encode_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Percent-encodes as OpenAPI's `allowReserved` does in a query value: RFC 3986's
-/// unreserved and reserved characters and percent-encoded triples pass, but for
-/// `[`, `]` and `#` (not allowed in a query) and `&`, `=` and `+` (the
-/// form-urlencoded delimiters); every other byte, and a `%` that starts no
-/// triple, is encoded.
-pub fn encode_allowing_reserved(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    for (i, &b) in bytes.iter().enumerate() {
-        let triple = b == b'%'
-            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
-        let passes = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b':'
-                    | b'/'
-                    | b'?'
-                    | b'@'
-                    | b'!'
-                    | b'$'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b','
-                    | b';'
-            );
-        if passes || triple {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// Whether a path segment is one a URL parser removes or climbs with.
 fn is_dot_segment(segment: &str) -> bool {
     let s = segment.to_ascii_lowercase().replace("%2e", ".");
@@ -288,7 +231,7 @@ fn split_origin(template: &str) -> Result<(&str, &str), UrlProblem> {
 /// path placeholder reading an argument `path` names is written in its style
 /// ([`styled_path`]). Values read from the environment are pushed onto `read`, to
 /// be masked as secrets.
-pub fn build_url<'q>(
+pub(super) fn build_url<'q>(
     template: &str,
     path_styles: &IndexMap<String, StyledPath>,
     query: impl IntoIterator<Item = (&'q String, &'q QueryValue)>,

@@ -15,6 +15,8 @@
 mod basic_auth;
 #[cfg(feature = "http")]
 mod body;
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+mod encode;
 #[cfg(feature = "http")]
 mod fetch;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]

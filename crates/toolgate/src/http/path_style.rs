@@ -13,7 +13,7 @@
 use serde_json::Value;
 use toolgate_core::spec::PathStyle;
 
-use super::fill::{as_text, encode_component};
+use super::encode::{as_text, encode_component};
 
 /// `value` written in `style` as the path parameter `name`, encoded.
 pub(crate) fn styled_path(name: &str, value: &Value, style: PathStyle, explode: bool) -> String {

@@ -15,15 +15,12 @@ use url::Url;
 
 use super::basic_auth::basic_authorization;
 use super::body::encode_body;
-use super::fill::{UrlProblem, build_url, fill_env, fill_env_simple, lookup};
+use super::fill::{EnvLookup, UrlProblem, build_url, fill_env, fill_env_simple, lookup};
 use super::secrets::Secrets;
-
-/// Reads an environment variable for `${env.NAME}`.
-pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 /// A request ready to send.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub(super) struct Prepared {
     pub method: HttpMethod,
     pub url: Url,
     /// Name, value, and whether the value is secret (dropped on a cross-origin redirect).
@@ -39,7 +36,7 @@ pub struct Prepared {
 }
 
 /// Fills `binding` for one call.
-pub fn prepare(
+pub(super) fn prepare(
     binding: &HttpBinding,
     args: &Value,
     state: &Map<String, Value>,
@@ -150,7 +147,10 @@ fn cookie_header(
             continue;
         };
         secrets.add(&value);
-        pairs.push(format!("{name}={}", super::fill::encode_component(&value)));
+        pairs.push(format!(
+            "{name}={}",
+            super::encode::encode_component(&value)
+        ));
     }
     Ok((!pairs.is_empty()).then(|| pairs.join("; ")))
 }

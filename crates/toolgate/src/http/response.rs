@@ -22,7 +22,7 @@ const ERROR_BODY_BYTES: u64 = 8 * 1024;
 const EXCERPT_CHARS: usize = 300;
 
 /// A body read up to a limit.
-pub struct Body {
+pub(super) struct Body {
     pub bytes: Vec<u8>,
     /// The server had more to send than the limit.
     pub truncated: bool,
@@ -30,7 +30,7 @@ pub struct Body {
 
 /// Reads at most `limit` bytes of the body, chunk by chunk; the rest is never read
 /// (dropping the response closes the connection).
-pub async fn read_limited(
+pub(super) async fn read_limited(
     response: &mut reqwest::Response,
     limit: u64,
 ) -> Result<Body, reqwest::Error> {
@@ -58,12 +58,12 @@ pub async fn read_limited(
 }
 
 /// How many bytes of an error body to read.
-pub fn error_body_limit(limit: u64) -> u64 {
+pub(super) fn error_body_limit(limit: u64) -> u64 {
     limit.min(ERROR_BODY_BYTES)
 }
 
 /// Whether a content type is JSON.
-pub fn is_json(content_type: Option<&str>) -> bool {
+pub(super) fn is_json(content_type: Option<&str>) -> bool {
     content_type.is_some_and(|ct| {
         let media = ct
             .split(';')
@@ -93,7 +93,7 @@ fn is_textual(content_type: Option<&str>) -> bool {
 }
 
 /// The value of a successful response.
-pub fn success_value(
+pub(super) fn success_value(
     status: u16,
     content_type: Option<&str>,
     body: Body,
@@ -133,7 +133,7 @@ pub fn success_value(
 }
 
 /// The error for a status outside 2xx.
-pub fn status_error(
+pub(super) fn status_error(
     status: reqwest::StatusCode,
     retry_after: Option<Duration>,
     body: &[u8],
@@ -172,7 +172,7 @@ pub fn status_error(
 
 /// Reads `Retry-After`: a number of seconds, or an HTTP date (a date in the past
 /// means now).
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub(super) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));

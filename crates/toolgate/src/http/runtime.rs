@@ -21,7 +21,8 @@ use toolgate_core::{ToolCtx, ToolError, redact_headers};
 use tracing::Instrument;
 use url::Url;
 
-use super::request::{EnvLookup, Prepared, prepare};
+use super::fill::EnvLookup;
+use super::request::{Prepared, prepare};
 use super::resolver::{UrlRefusal, check_literal, checked_client, refusal_in, url_port};
 use super::response::{
     DEFAULT_MAX_RESPONSE_BYTES, error_body_limit, is_json, parse_retry_after, read_limited,
@@ -91,6 +92,7 @@ impl HttpRuntime {
         self
     }
 
+    /// The network policy every request is checked against: which addresses and hosts it may reach.
     pub fn policy(&self) -> &NetworkPolicy {
         &self.policy
     }

@@ -16,20 +16,20 @@ use serde_json::Value;
 use toolgate_core::spec::{HttpBinding, ToolSpec};
 use toolgate_core::{REDACTED, is_secret_header, is_secret_key};
 
-use super::fill::encode_component;
+use super::encode::encode_component;
 
 /// The shortest value treated as a secret.
 const MIN_SECRET_CHARS: usize = 4;
 
 /// Secret values of one request, masked wherever text leaves it.
 #[derive(Debug, Clone, Default)]
-pub struct Secrets {
+pub(super) struct Secrets {
     values: Vec<String>,
 }
 
 impl Secrets {
     /// Adds a value (and its percent-encoded form) to mask.
-    pub fn add(&mut self, value: &str) {
+    pub(super) fn add(&mut self, value: &str) {
         let value = value.trim();
         if value.chars().count() < MIN_SECRET_CHARS {
             return;
@@ -45,7 +45,7 @@ impl Secrets {
 
     /// Adds a header value: the whole value, and the credential after an
     /// authorization scheme (`Bearer sk-...` adds `sk-...` too).
-    pub fn add_header_value(&mut self, value: &str) {
+    pub(super) fn add_header_value(&mut self, value: &str) {
         self.add(value);
         if let Some((scheme, credential)) = value.trim().split_once(' ')
             && scheme.chars().all(|c| c.is_ascii_alphanumeric())
@@ -54,12 +54,12 @@ impl Secrets {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.values.is_empty()
     }
 
     /// `text` with every secret replaced by `[redacted]`.
-    pub fn mask(&self, text: &str) -> String {
+    pub(super) fn mask(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.values {
             if out.contains(secret.as_str()) {
@@ -70,7 +70,7 @@ impl Secrets {
     }
 
     /// Every string (and object key) of `value`, masked.
-    pub fn mask_value(&self, value: Value) -> Value {
+    pub(super) fn mask_value(&self, value: Value) -> Value {
         if self.values.is_empty() {
             return value;
         }
@@ -92,7 +92,7 @@ impl Secrets {
 /// A header or query value as written in a spec file, with literal credentials
 /// replaced: `Bearer sk-live-1` → `Bearer [redacted]`; `Bearer ${env.TOKEN}` and
 /// `{args.key}` are kept.
-pub fn mask_template_value(value: &str) -> String {
+pub(super) fn mask_template_value(value: &str) -> String {
     let mut out = String::new();
     let mut rest = value;
     let mut first = true;
@@ -199,7 +199,7 @@ pub fn mask_tool_secrets(tool: &ToolSpec) -> ToolSpec {
 
 /// A URL template with a userinfo password and literal values of secret query keys
 /// masked.
-pub fn mask_url(url: &str) -> String {
+pub(super) fn mask_url(url: &str) -> String {
     let (before_query, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),

@@ -33,12 +33,15 @@ pub fn cache_key(model_id: &str, text: &str) -> CacheKey {
 /// A cache that cannot be opened or written.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
+    /// The cache directory or file could not be created, read or written.
     #[error(
         "cannot use the vector cache {path}: {source}; give a writable directory \
          (`search: {{cache: DIR}}`) or fix its permissions"
     )]
     Io {
+        /// The cache file (or directory) in question.
         path: PathBuf,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
@@ -46,7 +49,14 @@ pub enum CacheError {
         "{path} is not a vector cache of this model (a {found}-byte header); \
          remove it and the vectors are made again"
     )]
-    NotACache { path: PathBuf, found: usize },
+    /// The cache file does not start with this model's header: another
+    /// model's cache, or not a cache at all.
+    NotACache {
+        /// The cache file.
+        path: PathBuf,
+        /// How many bytes of a header it holds (at most the header's length).
+        found: usize,
+    },
 }
 
 /// The vectors one model made, by [`CacheKey`], and the file they are appended to.
@@ -123,6 +133,7 @@ impl VectorCache {
         self.vectors.len()
     }
 
+    /// Whether it holds no vector yet (a new cache file).
     pub fn is_empty(&self) -> bool {
         self.vectors.is_empty()
     }

@@ -60,6 +60,7 @@ impl SemanticIndex {
         }
     }
 
+    /// The model that turns tool descriptions and queries into vectors.
     pub fn embedder(&self) -> &Arc<Embedder> {
         &self.embedder
     }
@@ -69,6 +70,7 @@ impl SemanticIndex {
         self.read().vectors.len()
     }
 
+    /// Whether no tool has a vector yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

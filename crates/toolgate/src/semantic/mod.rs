@@ -1,6 +1,7 @@
 //! Search by meaning (the `semantic` feature): a sentence-embedding model loaded
 //! from a directory, the catalog's vectors kept up to date as tools come and go
-//! and cached on disk, and the [`Scorer`] that `search_tools` fuses with BM25F.
+//! and cached on disk, and the [`Scorer`](toolgate_core::search::Scorer) that
+//! `search_tools` fuses with BM25F.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -27,22 +28,30 @@ pub use toolgate_core::search::semantic::{
 /// A model directory that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SemanticError {
+    /// A file of the model directory could not be read.
     #[error(
         "cannot read {file} in the model directory {dir}: {source}; the directory of a \
          sentence-embedding model holds config.json, tokenizer.json and model.safetensors"
     )]
     Read {
+        /// The model directory, as given.
         dir: String,
+        /// The file that could not be read (`config.json`, `tokenizer.json`, ...).
         file: &'static str,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
+    /// The files were read but do not make a model toolgate can run.
     #[error("the model in {dir}: {source}")]
     Model {
+        /// The model directory, as given.
         dir: String,
+        /// What is wrong with the model.
         #[source]
         source: ModelError,
     },
+    /// The model loaded, but its vector cache cannot be used.
     #[error(transparent)]
     Cache(#[from] CacheError),
 }

@@ -11,7 +11,7 @@ use std::sync::{OnceLock, PoisonError, RwLock};
 use hashbrown::{Equivalent, HashMap};
 use metrics::{Counter, Histogram};
 
-use super::record::{calls_counter, duration_histogram};
+use super::names::{calls_counter, duration_histogram};
 
 /// The handles, from when [`keep`] was called (by
 /// [`MetricsEndpoint::install`](super::MetricsEndpoint::install)).

@@ -33,23 +33,32 @@ pub enum LogFormat {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TelemetryError {
+    /// The OTLP protocol variable names a protocol toolgate does not export with.
     #[error(
         "`{variable}` is `{value}`; toolgate exports traces as `http/protobuf` or `grpc`: set one of those, or unset it"
     )]
     Protocol {
+        /// The variable read (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or `OTEL_EXPORTER_OTLP_PROTOCOL`).
         variable: &'static str,
+        /// Its value, as set.
         value: String,
     },
+    /// The OTLP exporter could not be built from the `OTEL_EXPORTER_OTLP_*`
+    /// variables; the exporter's own words.
     #[error("the OTLP exporter cannot be built: {0}; check the OTEL_EXPORTER_OTLP_* variables")]
     Exporter(String),
+    /// `RUST_LOG` is not a filter directive; the parser's words.
     #[error(
         "`RUST_LOG` is not a filter toolgate can read ({0}); write it as e.g. `warn,toolgate=debug`"
     )]
     Filter(String),
+    /// `TOOLGATE_OTEL_SPANS` is neither `calls` nor `all`; its value.
     #[error(
         "`TOOLGATE_OTEL_SPANS` is `{0}`; it is `calls` (each request and tool call, the default) or `all` (also each execution, attempt and store commit)"
     )]
     Spans(String),
+    /// A global `tracing` subscriber was set before: telemetry is set up once
+    /// per process.
     #[error("the tracing subscriber is already set in this process")]
     AlreadySet,
 }

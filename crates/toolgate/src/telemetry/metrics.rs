@@ -17,7 +17,7 @@ use axum::response::IntoResponse;
 use metrics::Unit;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use super::record::*;
+use super::names::*;
 use crate::GateStore;
 use crate::auth::Identity;
 use crate::store::ApprovalStatus;

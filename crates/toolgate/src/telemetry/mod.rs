@@ -17,6 +17,7 @@ mod init;
 mod json_log;
 #[cfg(feature = "mcp")]
 mod metrics;
+mod names;
 mod record;
 mod span_arguments;
 // Trace context in and out is for MCP requests and HTTP bindings.

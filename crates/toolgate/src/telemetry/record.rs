@@ -1,35 +1,10 @@
-//! The recording points of the gate's metrics, by name, so that every name and
-//! label set is declared in one place (and described in `metrics.rs`).
-//!
-//! Labels are bounded: tools are catalog names (a call to a name no tool has is
-//! counted as `(unknown)`), principals are declared ids, outcomes are the audit
-//! log's statuses. No session or call id is ever a label.
+//! The recording points of the gate's metrics: what the gate calls when a call
+//! ends, a store commits, a rate limit refuses or an upstream server restarts.
+//! The names and label sets they record under are declared in `names.rs`.
 
 use std::time::Duration;
 
-pub(crate) const CALLS: &str = "toolgate_calls_total";
-pub(crate) const CALL_DURATION: &str = "toolgate_call_duration_seconds";
-pub(crate) const COMMIT_DURATION: &str = "toolgate_store_commit_duration_seconds";
-pub(crate) const AUDIT_RECORDS: &str = "toolgate_audit_records_total";
-pub(crate) const RATE_LIMITED: &str = "toolgate_rate_limited_total";
-#[cfg(feature = "mcp")]
-pub(crate) use served::*;
-
-/// What only a served gateway has: upstream servers, and the gauges `/metrics`
-/// samples.
-#[cfg(feature = "mcp")]
-mod served {
-    pub(crate) const UPSTREAM_RESTARTS: &str = "toolgate_upstream_restarts_total";
-    pub(crate) const UPSTREAM_CALLS: &str = "toolgate_upstream_calls_total";
-    pub(crate) const APPROVALS_PENDING: &str = "toolgate_approvals_pending";
-    pub(crate) const APPROVAL_OLDEST_AGE: &str = "toolgate_approval_oldest_age_seconds";
-    pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
-    pub(crate) const UPSTREAM_STATE: &str = "toolgate_upstream_state";
-    pub(crate) const QUARANTINED_TOOLS: &str = "toolgate_quarantined_tools";
-}
-
-/// The tool label of a call to a name that is not in the catalog.
-pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
+use super::names::*;
 
 /// A call came to `outcome` (an audit status: `ok`, `denied`, `invalid`, ...)
 /// without running.
@@ -55,25 +30,6 @@ fn count_call(tool: &str, outcome: &'static str, principal: &str, ran: Option<f6
     if let Some(seconds) = ran {
         duration_histogram(tool, outcome).record(seconds);
     }
-}
-
-/// The counter of calls with these labels, registered with the recorder.
-pub(super) fn calls_counter(
-    tool: &str,
-    outcome: &'static str,
-    principal: &str,
-) -> metrics::Counter {
-    metrics::counter!(
-        CALLS,
-        "tool" => tool.to_owned(),
-        "outcome" => outcome,
-        "principal" => principal.to_owned()
-    )
-}
-
-/// The latency histogram of calls with these labels that ran.
-pub(super) fn duration_histogram(tool: &str, outcome: &'static str) -> metrics::Histogram {
-    metrics::histogram!(CALL_DURATION, "tool" => tool.to_owned(), "outcome" => outcome)
 }
 
 /// One transaction of the store committed `records` audit records in `elapsed`.

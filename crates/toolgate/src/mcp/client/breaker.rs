@@ -38,7 +38,7 @@ impl Default for RestartPolicy {
 
 /// What to do after a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterFailure {
+pub(super) enum AfterFailure {
     /// Restart after this wait.
     Restart(Duration),
     /// The circuit is open until then.
@@ -47,33 +47,33 @@ pub enum AfterFailure {
 
 /// Consecutive failures of one server.
 #[derive(Debug, Clone)]
-pub struct Breaker {
+pub(super) struct Breaker {
     policy: RestartPolicy,
     failures: u32,
 }
 
 impl Breaker {
-    pub fn new(policy: RestartPolicy) -> Self {
+    pub(super) fn new(policy: RestartPolicy) -> Self {
         Breaker {
             policy,
             failures: 0,
         }
     }
 
-    pub fn policy(&self) -> &RestartPolicy {
+    pub(super) fn policy(&self) -> &RestartPolicy {
         &self.policy
     }
 
     /// Consecutive failures so far.
-    pub fn failures(&self) -> u32 {
+    pub(super) fn failures(&self) -> u32 {
         self.failures
     }
 
-    pub fn record_success(&mut self) {
+    pub(super) fn record_success(&mut self) {
         self.failures = 0;
     }
 
-    pub fn record_failure(&mut self, now: Instant) -> AfterFailure {
+    pub(super) fn record_failure(&mut self, now: Instant) -> AfterFailure {
         self.failures = self.failures.saturating_add(1);
         if self.failures >= self.policy.max_failures.max(1) {
             return AfterFailure::Open(now + self.policy.cooldown);

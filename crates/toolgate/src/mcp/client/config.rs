@@ -20,9 +20,11 @@ use toolgate_core::spec::{
 /// an operator's other secrets do not leak into every server.
 pub const INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
-/// The default time limits: connect (start and handshake), list, call.
+/// The default time to start a server (or reach it) and finish the handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time a server has to answer `tools/list`.
 pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time a server has to answer one `tools/call`.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Reads one environment variable. Tests pass their own.
@@ -72,11 +74,15 @@ pub enum Transport {
 pub struct ServerConfig {
     /// The namespace its tools are listed under (or, for a spec-file binding, the tool).
     pub name: String,
+    /// How it is reached: a command run over stdio, or a URL.
     pub transport: Transport,
     /// The operator's effects by the tool's name on the server.
     pub effects: IndexMap<String, Effect>,
+    /// How long starting (or reaching) it and the handshake may take.
     pub connect_timeout: Duration,
+    /// How long it has to answer `tools/list`.
     pub list_timeout: Duration,
+    /// How long it has to answer one `tools/call`.
     pub call_timeout: Duration,
     /// Every value read from the environment, to scrub from messages.
     pub scrubber: Scrubber,
@@ -90,23 +96,36 @@ pub struct ServerConfig {
 /// Why a server's settings cannot be used. The operator must act.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// A `${env.NAME}` the settings read is not set.
     #[error(
         "MCP server `{server}`: {place} references the environment variable `{variable}`, which is not set; export it before starting toolgate"
     )]
     MissingEnv {
+        /// The server's namespace.
         server: String,
+        /// Where the reference is written (`command`, `env.TOKEN`, a header, ...).
         place: String,
+        /// The variable that is not set.
         variable: String,
     },
     #[error(
         "MCP server `{server}`: {problem}; fix it in the spec file (`toolgate check` shows where)"
     )]
-    Invalid { server: String, problem: String },
+    /// A setting cannot be used as written.
+    Invalid {
+        /// The server's namespace.
+        server: String,
+        /// What is wrong, and where.
+        problem: String,
+    },
     /// The URL is outside the spec file's `network:` policy.
     #[error("MCP server `{server}` at {url}: {reason}")]
     Refused {
+        /// The server's namespace.
         server: String,
+        /// The URL refused.
         url: String,
+        /// Why the policy refuses it.
         reason: String,
     },
 }
@@ -261,7 +280,7 @@ impl ServerConfig {
 }
 
 /// The tool's name on the server for a declared tool bound with `mcp:`.
-pub fn bound_tool_name<'a>(declared: &'a str, binding: &'a McpBinding) -> &'a str {
+pub(super) fn bound_tool_name<'a>(declared: &'a str, binding: &'a McpBinding) -> &'a str {
     match binding {
         McpBinding::Full(full) => full.tool.as_deref().unwrap_or(declared),
         McpBinding::Short(_) => declared,

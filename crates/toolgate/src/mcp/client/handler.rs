@@ -31,7 +31,7 @@ use super::relay::Relay;
 use super::result::upstream_words;
 
 /// The client side of one connection.
-pub struct Handler {
+pub(super) struct Handler {
     server: String,
     /// Woken by `notifications/tools/list_changed`.
     refresh: Arc<Notify>,
@@ -41,7 +41,7 @@ pub struct Handler {
 }
 
 impl Handler {
-    pub fn new(
+    pub(super) fn new(
         server: String,
         refresh: Arc<Notify>,
         events: broadcast::Sender<UpstreamEvent>,

@@ -62,6 +62,7 @@ mod config;
 mod handler;
 mod http_client;
 mod lifecycle;
+mod listed;
 mod process;
 mod relay;
 mod result;
@@ -85,9 +86,10 @@ pub use config::{
     INHERITED_ENV, ServerConfig, process_env, split_command_line,
 };
 pub use lifecycle::Revision;
-pub use result::{call_outcome, content_blocks};
+pub use listed::{RemoteTool, remote_tool};
+pub use result::{call_outcome, upstream_content};
 pub use server::{ListedTool, Quarantine};
-pub use tool::{RemoteTool, UpstreamTool, remote_tool};
+pub use tool::UpstreamTool;
 
 use crate::PinStore;
 use server::Server;
@@ -100,15 +102,26 @@ pub enum ServerState {
     /// Connected; its tools can be called.
     Ready,
     /// It failed and will be started again shortly; calls wait for it.
-    Restarting { reason: String, attempt: u32 },
+    Restarting {
+        /// What failed, scrubbed of secrets.
+        reason: String,
+        /// Which restart this is (1 for the first).
+        attempt: u32,
+    },
     /// It failed too often in a row: its tools are unavailable until `until`.
     Unavailable {
+        /// The last failure, scrubbed of secrets.
         reason: String,
+        /// Failures in a row that opened the circuit.
         failures: u32,
+        /// When it is tried again.
         until: Instant,
     },
     /// Its settings cannot be used (an unset `${env.NAME}`, ...); it never starts.
-    Misconfigured { reason: String },
+    Misconfigured {
+        /// What is wrong with its settings.
+        reason: String,
+    },
     /// Stopped by its owner.
     Stopped,
 }
@@ -173,18 +186,30 @@ impl fmt::Display for ServerState {
 #[allow(deprecated)]
 pub enum UpstreamEvent {
     /// Its tool list was read again (after a start, a restart or `list_changed`).
-    ToolsChanged { server: String },
+    ToolsChanged {
+        /// The server's namespace.
+        server: String,
+    },
     /// It changed state.
-    StateChanged { server: String, state: ServerState },
+    StateChanged {
+        /// The server's namespace.
+        server: String,
+        /// The state it is in now.
+        state: ServerState,
+    },
     /// A progress notification, as the server sent it.
     Progress {
+        /// The server's namespace.
         server: String,
+        /// The notification's parameters, its progress token among them.
         params: rmcp::model::ProgressNotificationParam,
     },
     /// A log message, as the server sent it.
     #[allow(deprecated)]
     Log {
+        /// The server's namespace.
         server: String,
+        /// The message, its level and logger.
         params: rmcp::model::LoggingMessageNotificationParam,
     },
 }
@@ -227,7 +252,9 @@ impl fmt::Debug for UpstreamOptions {
 /// A tool left out of what models are shown, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Withheld {
+    /// The tool's catalog name.
     pub tool: String,
+    /// Why it is withheld (quarantined by a changed pin, ...).
     pub reason: String,
 }
 
@@ -236,15 +263,18 @@ pub struct Withheld {
 pub struct SkippedTool {
     /// Its name on the server.
     pub name: String,
+    /// Why it cannot be offered (its name makes no catalog name, its schema is unsafe, ...).
     pub reason: String,
 }
 
 /// One server's standing, for reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerStatus {
+    /// The server's namespace: the prefix of its tools' catalog names.
     pub namespace: String,
     /// `stdio` or `http`.
     pub transport: &'static str,
+    /// Where it stands (serialized as the state's name).
     #[serde(serialize_with = "state_name")]
     pub state: ServerState,
     /// Why it is not ready, if it is not.
@@ -261,6 +291,7 @@ pub struct ServerStatus {
     /// Those of them that are quarantined.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub quarantined: Vec<String>,
+    /// Tools it lists that cannot be offered, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedTool>,
     /// Consecutive failures.

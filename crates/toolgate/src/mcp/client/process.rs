@@ -49,7 +49,7 @@ const STDERR_LINES: usize = 20;
 const STDERR_LINE_CHARS: usize = 400;
 
 /// A started stdio server.
-pub struct ServerProcess {
+pub(super) struct ServerProcess {
     child: Option<Child>,
     pid: u32,
     stderr: StderrTail,
@@ -60,7 +60,7 @@ pub struct ServerProcess {
 /// The last lines a server wrote to stderr, scrubbed of secrets and sanitized (they
 /// reach the model in failure reports, and the operator's terminal).
 #[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub(super) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
 impl StderrTail {
     fn push(&self, line: String) {
@@ -72,7 +72,7 @@ impl StderrTail {
     }
 
     /// The last few lines, joined with ` | `, or `None` if there were none.
-    pub fn summary(&self, lines: usize) -> Option<String> {
+    pub(super) fn summary(&self, lines: usize) -> Option<String> {
         let all = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let skip = all.len().saturating_sub(lines);
         let text: Vec<&str> = all.iter().skip(skip).map(String::as_str).collect();
@@ -81,14 +81,14 @@ impl StderrTail {
 }
 
 /// The pipes of a started server.
-pub struct Pipes {
+pub(super) struct Pipes {
     pub stdout: ChildStdout,
     pub stdin: ChildStdin,
 }
 
 impl ServerProcess {
     /// Starts the program of a stdio transport. Must be called inside a tokio runtime.
-    pub async fn start(
+    pub(super) async fn start(
         name: &str,
         transport: &Transport,
         scrubber: &Scrubber,
@@ -162,21 +162,21 @@ impl ServerProcess {
         ))
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.pid
     }
 
-    pub fn stderr(&self) -> &StderrTail {
+    pub(super) fn stderr(&self) -> &StderrTail {
         &self.stderr
     }
 
     /// Fires when the process has exited.
-    pub fn exited(&self) -> tokio::sync::watch::Receiver<bool> {
+    pub(super) fn exited(&self) -> tokio::sync::watch::Receiver<bool> {
         self.exited.clone()
     }
 
     /// Kills the whole group and reaps the server; returns its exit status.
-    pub async fn kill(mut self) -> Option<ExitStatus> {
+    pub(super) async fn kill(mut self) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         kill_group(self.pid);
         tokio::task::spawn_blocking(move || child.wait().ok())
@@ -187,7 +187,7 @@ impl ServerProcess {
 
     /// Asks the server to stop the way the MCP stdio transport says (its stdin is
     /// already closed): wait, then `SIGTERM`, then kill the group.
-    pub async fn stop(mut self, grace: Duration) -> Option<ExitStatus> {
+    pub(super) async fn stop(mut self, grace: Duration) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         let pid = self.pid;
         tokio::task::spawn_blocking(move || {

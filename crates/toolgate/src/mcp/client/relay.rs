@@ -27,7 +27,7 @@ use crate::mcp::Downstream;
 
 /// The served calls running on one upstream server.
 #[derive(Default)]
-pub struct Relay {
+pub(super) struct Relay {
     calls: Mutex<Vec<Call>>,
     next: AtomicU64,
     /// Progress and log notifications read from the server so far.
@@ -46,7 +46,7 @@ struct Call {
 }
 
 /// Keeps a call registered while it runs.
-pub struct Registered {
+pub(super) struct Registered {
     relay: Arc<Relay>,
     id: u64,
 }
@@ -64,7 +64,11 @@ impl Relay {
     }
 
     /// Registers the upstream request sent with `token` for `downstream`'s call.
-    pub fn register(self: &Arc<Self>, token: ProgressToken, downstream: Downstream) -> Registered {
+    pub(super) fn register(
+        self: &Arc<Self>,
+        token: ProgressToken,
+        downstream: Downstream,
+    ) -> Registered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.calls().push(Call {
             id,
@@ -78,7 +82,7 @@ impl Relay {
     }
 
     /// The client of the call that progress with `token` is about.
-    pub fn for_progress(&self, token: &ProgressToken) -> Option<Downstream> {
+    pub(super) fn for_progress(&self, token: &ProgressToken) -> Option<Downstream> {
         self.calls()
             .iter()
             .find(|c| &c.token == token)
@@ -86,18 +90,18 @@ impl Relay {
     }
 
     /// The client of the most recent call still running.
-    pub fn latest(&self) -> Option<Downstream> {
+    pub(super) fn latest(&self) -> Option<Downstream> {
         self.calls().last().map(|c| c.downstream.clone())
     }
 
     /// Records that the handler has passed on (or dropped) a progress or log notification.
-    pub fn passed_on(&self) {
+    pub(super) fn passed_on(&self) {
         self.passed_on.send_modify(|n| *n += 1);
     }
 
     /// Waits until every progress and log notification that arrived so far has been
     /// passed on, for at most [`CATCH_UP_LIMIT`].
-    pub async fn caught_up(&self) {
+    pub(super) async fn caught_up(&self) {
         let arrived = self.arrived.load(Ordering::Acquire);
         let mut passed_on = self.passed_on.subscribe();
         let _ = tokio::time::timeout(CATCH_UP_LIMIT, passed_on.wait_for(|n| *n >= arrived)).await;
@@ -106,13 +110,13 @@ impl Relay {
 
 /// A client transport that counts the server's progress and log notifications
 /// as they arrive, for [`Relay::caught_up`].
-pub struct Sequenced<T> {
+pub(super) struct Sequenced<T> {
     inner: T,
     relay: Arc<Relay>,
 }
 
 impl<T> Sequenced<T> {
-    pub fn new(inner: T, relay: Arc<Relay>) -> Self {
+    pub(super) fn new(inner: T, relay: Arc<Relay>) -> Self {
         Self { inner, relay }
     }
 }

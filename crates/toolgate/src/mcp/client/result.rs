@@ -6,7 +6,7 @@
 //! - otherwise (images, audio, resources, resource links) the value is
 //!   `{"content": [...]}` holding every part as the MCP content block it was, so
 //!   nothing is flattened into text and a server can pass the parts on as they are
-//!   ([`content_blocks`] recognises this shape);
+//!   ([`upstream_content`] recognises this shape);
 //! - `isError: true` is the tool's error, with the server's text sanitized and
 //!   fenced as untrusted output (see [`upstream_text`]).
 //!
@@ -27,7 +27,7 @@ const ERROR_CHARS: usize = 4_000;
 /// `error.message`): secrets scrubbed, sanitized, capped, and fenced as data from
 /// `source`, like any untrusted output. Scrubbed before and after sanitizing, so
 /// an escape sequence inside a secret cannot carry it past the scrubber.
-pub fn upstream_text(text: &str, source: &str, scrubber: &Scrubber) -> String {
+pub(super) fn upstream_text(text: &str, source: &str, scrubber: &Scrubber) -> String {
     let capped = SanitizeOptions::for_output().with_max_chars(ERROR_CHARS);
     let clean = sanitize_description(&scrubber.scrub(text), &capped).text;
     let clean = scrubber.scrub(&clean);
@@ -37,7 +37,7 @@ pub fn upstream_text(text: &str, source: &str, scrubber: &Scrubber) -> String {
 
 /// Text from a server that is no message to the model (its stderr, an error of
 /// the connection), for failure reports: scrubbed and sanitized, not fenced.
-pub fn upstream_words(text: &str, scrubber: &Scrubber) -> String {
+pub(super) fn upstream_words(text: &str, scrubber: &Scrubber) -> String {
     let whole = SanitizeOptions::for_output().with_max_chars(usize::MAX);
     scrubber.scrub(&sanitize_description(&scrubber.scrub(text), &whole).text)
 }
@@ -95,9 +95,14 @@ fn texts(parts: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-/// The MCP content blocks of a value shaped `{"content": [...]}` by [`call_outcome`]:
-/// an object with only `content`, a list of objects that each have a `type`.
-pub fn content_blocks(value: &Value) -> Option<&[Value]> {
+/// Client side of the wire: the content parts of an upstream server's result,
+/// as [`call_outcome`] keeps them in a tool's value (`{"content": [...]}`), read
+/// as JSON: an object with only `content`, a list (possibly empty) of objects
+/// that each have a string `type`. A shape check, not a parse: the parts are
+/// the server's, as it sent them. The server side's rule, for what a tool's value
+/// asks the gateway to answer with, is
+/// [`server::content_blocks`](crate::mcp::server::content_blocks).
+pub fn upstream_content(value: &Value) -> Option<&[Value]> {
     let object = value.as_object()?;
     if object.len() != 1 {
         return None;
@@ -151,9 +156,9 @@ mod tests {
         ]);
         let value = outcome(json!({"content": parts.clone()})).unwrap();
         assert_eq!(value, json!({"content": parts}));
-        assert_eq!(content_blocks(&value).map(<[Value]>::len), Some(3));
-        assert_eq!(content_blocks(&json!({"content": "x"})), None);
-        assert_eq!(content_blocks(&json!({"content": [], "more": 1})), None);
+        assert_eq!(upstream_content(&value).map(<[Value]>::len), Some(3));
+        assert_eq!(upstream_content(&json!({"content": "x"})), None);
+        assert_eq!(upstream_content(&json!({"content": [], "more": 1})), None);
     }
 
     #[test]

@@ -340,6 +340,8 @@ impl McpServerBuilder {
         self
     }
 
+    /// How the server runs: its limits, timeouts and what it offers (see
+    /// [`ServeOptions`]); the defaults otherwise.
     pub fn options(mut self, options: ServeOptions) -> Self {
         self.options = options;
         self
@@ -361,6 +363,7 @@ impl McpServerBuilder {
         self
     }
 
+    /// The server, ready to serve over stdio or HTTP.
     pub fn build(self) -> McpServer {
         let offering = Offering::new(self.gate, &self.principal, self.withheld);
         let offers = self
@@ -404,6 +407,8 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// Starts a server of `gate`'s catalog, served as the operator principal
+    /// unless the builder names another.
     pub fn builder(gate: Arc<Gate>) -> McpServerBuilder {
         McpServerBuilder {
             gate,

@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use serde_json::{Value, json};
 
-use super::capacity::Client;
+use super::capacity::client::Client;
 use crate::auth::Identity;
 use crate::store::{SessionKey, SessionKind, StoredSession, StoredSessions, now_ms};
 

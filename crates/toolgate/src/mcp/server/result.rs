@@ -13,7 +13,9 @@ use toolgate_core::{DynTool, SanitizeOptions, sanitize_output};
 
 use crate::Outcome;
 
-/// The value a tool returns to answer with MCP content parts.
+/// The value a tool returns to answer with MCP content parts (images, audio,
+/// resources, several parts) rather than one text part; [`content_blocks`] reads
+/// it back when the call is answered.
 pub fn content_value(blocks: &[ContentBlock]) -> Value {
     let mut out = Map::new();
     out.insert(
@@ -23,7 +25,12 @@ pub fn content_value(blocks: &[ContentBlock]) -> Value {
     Value::Object(out)
 }
 
-/// The content parts a tool's value carries, when it is a [`content_value`].
+/// Server side of the wire: the MCP content parts a tool's value asks the
+/// gateway to answer its downstream client with, when it is a [`content_value`]:
+/// an object with only `content`, a non-empty list whose every part parses as a
+/// content block. `None` for anything else, which is then answered as one text
+/// part. (Reading an upstream server's result is the client side's rule,
+/// [`client::upstream_content`](crate::mcp::client::upstream_content).)
 pub fn content_blocks(value: &Value) -> Option<Vec<ContentBlock>> {
     let object = value.as_object()?;
     let parts = object.get("content")?.as_array()?;

@@ -35,13 +35,13 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::inflight::CallGuard;
 use super::result::call_result;
-use super::session::Caller;
+use super::session::caller::Caller;
 use super::tools::arguments;
 use crate::mcp::{Downstream, LogLevel};
 use crate::{CallOptions, Gate, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
 
 /// The `_meta` key a request sets to `true` to run any call as a task.
-pub const TASK_META: &str = "toolgate/task";
+pub(super) const TASK_META: &str = "toolgate/task";
 
 /// How often a client is asked to poll a working task.
 const POLL_INTERVAL_MS: u64 = 500;

@@ -5,7 +5,7 @@ use super::*;
 
 impl Server {
     /// Refuses a call while the server's circuit is open (see [`Self::ready_peer`]).
-    pub fn check_circuit(&self) -> Result<(), ToolError> {
+    pub(crate) fn check_circuit(&self) -> Result<(), ToolError> {
         match self.state() {
             ServerState::Unavailable {
                 reason,
@@ -31,7 +31,7 @@ impl Server {
 
     /// Calls `remote` with `input`, under the server's call timeout and the call's
     /// deadline.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         remote: &str,
         input: Value,

@@ -34,10 +34,10 @@ use super::config::{Scrubber, ServerConfig, Transport};
 use super::handler::Handler;
 use super::http_client::checked_http_client;
 use super::lifecycle::{self, Revision};
+use super::listed::{RemoteTool, remote_tool};
 use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
 use super::result::{call_outcome, upstream_text, upstream_words};
-use super::tool::{RemoteTool, remote_tool};
 use super::{ServerState, UpstreamEvent};
 use crate::{PinCheck, PinStore, join_fields};
 
@@ -50,11 +50,16 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 pub enum Quarantine {
     /// The definition differs from its pin.
     Changed {
+        /// The pinned fields that differ (`description`, `inputSchema`, ...).
         fields: Vec<&'static str>,
+        /// When the pin was taken, as the pin store wrote it.
         pinned_at: String,
     },
     /// The pin could not be checked, so the tool is not trusted.
-    Unchecked { problem: String },
+    Unchecked {
+        /// Why the pin could not be checked.
+        problem: String,
+    },
 }
 
 impl Quarantine {
@@ -98,7 +103,9 @@ impl Refused {
 /// One listed tool and its standing.
 #[derive(Debug, Clone)]
 pub struct ListedTool {
+    /// The tool as the server lists it.
     pub tool: RemoteTool,
+    /// Why it is withheld from models; `None` when it is offered.
     pub quarantine: Option<Quarantine>,
 }
 
@@ -117,7 +124,7 @@ struct Shared {
 }
 
 /// A supervised upstream server.
-pub struct Server {
+pub(super) struct Server {
     config: ServerConfig,
     label: String,
     pins: Option<Arc<dyn PinStore>>,
@@ -134,7 +141,7 @@ pub struct Server {
 
 impl Server {
     /// A server not yet started. `label` names it in messages ("MCP server `fs`").
-    pub fn new(
+    pub(super) fn new(
         config: ServerConfig,
         label: String,
         pins: Option<Arc<dyn PinStore>>,
@@ -167,7 +174,7 @@ impl Server {
 
     /// Starts supervising on the current runtime and waits until the first attempt
     /// to connect has ended, one way or the other.
-    pub async fn start(self: &Arc<Self>) {
+    pub(super) async fn start(self: &Arc<Self>) {
         let mut state = self.state.subscribe();
         let task = tokio::spawn(self.clone().supervise());
         *self
@@ -180,7 +187,7 @@ impl Server {
     }
 
     /// Whether its supervisor still runs (it stops with its runtime, or when stopped).
-    pub fn is_supervised(&self) -> bool {
+    pub(super) fn is_supervised(&self) -> bool {
         self.supervisor
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -188,15 +195,15 @@ impl Server {
             .is_some_and(|task| !task.is_finished())
     }
 
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         &self.config.name
     }
 
-    pub fn config(&self) -> &ServerConfig {
+    pub(super) fn config(&self) -> &ServerConfig {
         &self.config
     }
 
-    pub fn state(&self) -> ServerState {
+    pub(super) fn state(&self) -> ServerState {
         self.state.borrow().clone()
     }
 
@@ -205,39 +212,39 @@ impl Server {
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn listed(&self) -> Vec<ListedTool> {
+    pub(super) fn listed(&self) -> Vec<ListedTool> {
         self.shared().tools.values().cloned().collect()
     }
 
-    pub fn skipped(&self) -> Vec<(String, String)> {
+    pub(super) fn skipped(&self) -> Vec<(String, String)> {
         self.shared().skipped.clone()
     }
 
-    pub fn failures(&self) -> u32 {
+    pub(super) fn failures(&self) -> u32 {
         self.shared().breaker.failures()
     }
 
-    pub fn last_error(&self) -> Option<String> {
+    pub(super) fn last_error(&self) -> Option<String> {
         self.shared().last_error.clone()
     }
 
-    pub fn server_info(&self) -> Option<String> {
+    pub(super) fn server_info(&self) -> Option<String> {
         self.shared().server_info.clone()
     }
 
     /// The protocol revision of the current (or last) connection.
-    pub fn revision(&self) -> Option<Revision> {
+    pub(super) fn revision(&self) -> Option<Revision> {
         self.shared().revision.clone()
     }
 
     /// The connection's peer, while connected: for requests beyond tools
     /// (resources, prompts).
-    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+    pub(super) fn peer(&self) -> Option<Peer<RoleClient>> {
         self.shared().peer.clone()
     }
 
     /// The process id of a stdio server, while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(super) fn pid(&self) -> Option<u32> {
         self.shared().process.as_ref().map(ServerProcess::pid)
     }
 
@@ -256,12 +263,12 @@ impl Server {
     }
 
     /// A server whose settings cannot be used: it never starts.
-    pub fn misconfigured(&self, reason: String) {
+    pub(super) fn misconfigured(&self, reason: String) {
         self.set_state(ServerState::Misconfigured { reason });
     }
 
     /// Stops supervising and kills the server's process group now, without waiting.
-    pub fn stop_now(&self) {
+    pub(super) fn stop_now(&self) {
         self.shutdown.cancel();
         let process = self.shared().process.take();
         drop(process);
@@ -272,7 +279,7 @@ impl Server {
     }
 
     /// Stops the server the orderly way: close its input, wait, `SIGTERM`, kill.
-    pub async fn stop(&self) {
+    pub(super) async fn stop(&self) {
         self.shutdown.cancel();
         let mut state = self.state.subscribe();
         let stopped = state

@@ -20,7 +20,7 @@ impl Server {
 
     /// Releases quarantined tools whose change was accepted since (perhaps by
     /// another process), so they are offered again.
-    pub fn release_accepted(&self) {
+    pub(crate) fn release_accepted(&self) {
         let quarantined: Vec<ListedTool> = self
             .shared()
             .tools
@@ -59,7 +59,7 @@ impl Server {
 
     /// Refuses a call to a tool that is quarantined or no longer listed. A quarantined
     /// tool whose change was accepted since (perhaps by another process) is released.
-    pub fn check_tool(&self, remote: &str, catalog_name: &str) -> Result<(), ToolError> {
+    pub(crate) fn check_tool(&self, remote: &str, catalog_name: &str) -> Result<(), ToolError> {
         // Only a quarantined tool's listing is needed past the lock; most calls
         // clone nothing.
         let listed = match self.shared().tools.get(remote) {

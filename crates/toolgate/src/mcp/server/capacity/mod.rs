@@ -24,8 +24,10 @@
 //! the [`admit`] middleware reserves a place before the transport creates the
 //! session, and answers 503 when there is none.
 
+pub(super) mod client;
+
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
@@ -46,6 +48,7 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionManager};
 use rmcp::transport::streamable_http_server::{SessionId, session::EventStore};
 
+use self::client::Client;
 use super::restore::Restorable;
 use crate::auth::Identity;
 
@@ -84,61 +87,6 @@ impl Default for SessionLimits {
             idle_timeout: DEFAULT_SESSION_IDLE,
         }
     }
-}
-
-/// Who a session belongs to, for the per-client cap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Client {
-    /// A credential, by a hash of who it proves (its principal, and its key id
-    /// or token subject): never displaced by another.
-    Credential(u64),
-    /// An IPv4 address, or the /64 network of an IPv6 address.
-    Ip(IpAddr),
-    /// A request that came without the peer's address (not through `serve_http`).
-    Unknown,
-}
-
-impl Client {
-    /// The client of a request: its credential's identity where it has one,
-    /// else its peer's address.
-    pub(crate) fn of_request(identity: Option<&Identity>, peer: Option<SocketAddr>) -> Self {
-        match identity {
-            Some(identity) => Client::Credential(credential_key(identity)),
-            None => Client::of(peer),
-        }
-    }
-
-    fn is_credential(self) -> bool {
-        matches!(self, Client::Credential(_))
-    }
-
-    pub(crate) fn of(peer: Option<SocketAddr>) -> Self {
-        match peer.map(|p| p.ip()) {
-            None => Client::Unknown,
-            Some(IpAddr::V4(v4)) => Client::Ip(IpAddr::V4(v4)),
-            Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
-                Some(v4) => Client::Ip(IpAddr::V4(v4)),
-                None if v6.is_loopback() => Client::Ip(IpAddr::V6(v6)),
-                None => {
-                    let network = u128::from(v6) & !((1u128 << 64) - 1);
-                    Client::Ip(IpAddr::V6(network.into()))
-                }
-            },
-        }
-    }
-}
-
-/// What names the holder of a credential for the session caps: its principal,
-/// how it authenticated, and the key id or the token's subject (not the token,
-/// so that a client minting new tokens stays one client).
-fn credential_key(identity: &Identity) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let subject = ["key_id", "sub", "client_id", "azp"]
-        .iter()
-        .find_map(|name| identity.claims.get(*name).and_then(|v| v.as_str()));
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (identity.method.as_str(), &identity.principal, subject).hash(&mut hasher);
-    hasher.finish()
 }
 
 /// The server is at its session limit and nothing can make room.
