@@ -1,3 +1,6 @@
+#![warn(missing_docs)]
+#![deny(unreachable_pub)]
+
 //! The vocabulary of toolgate: the tool contract, descriptors and usage guidance, the
 //! safety model, and the catalog.
 //!

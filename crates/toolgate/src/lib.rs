@@ -1,3 +1,6 @@
+#![warn(missing_docs)]
+#![deny(unreachable_pub)]
+
 //! toolgate: the layer between language models and the tools they call.
 //!
 //! Define a tool once — as Rust code with `#[derive(Tool)]` and a [`ToolHandler`]

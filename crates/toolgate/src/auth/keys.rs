@@ -45,6 +45,7 @@ pub struct ApiKey {
 }
 
 impl ApiKey {
+    /// Whether `toolgate keys revoke` ended it: a revoked key proves nothing.
     pub fn is_revoked(&self) -> bool {
         self.revoked_at.is_some()
     }
@@ -54,25 +55,36 @@ impl ApiKey {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyFileError {
+    /// The file exists but cannot be read.
     #[error("cannot read the API key file {path}: {source}")]
     Read {
+        /// The key file.
         path: PathBuf,
+        /// Why it cannot be read.
         source: std::io::Error,
     },
+    /// The file holds something other than keys.
     #[error(
         "the API key file {path} is not a key file ({source}); restore it from a backup, or move it away and make new keys with `toolgate keys add`"
     )]
     Parse {
+        /// The key file.
         path: PathBuf,
+        /// Where its JSON is wrong.
         source: serde_json::Error,
     },
+    /// The file cannot be written (the keys are unchanged).
     #[error("cannot write the API key file {path}: {source}")]
     Write {
+        /// The key file.
         path: PathBuf,
+        /// Why it cannot be written.
         source: std::io::Error,
     },
+    /// No key has the id given.
     #[error("no API key has the id `{0}`; `toolgate keys list` shows them")]
     Unknown(String),
+    /// A key must name the principal it calls as.
     #[error("the principal name is empty; name one declared under `principals:`")]
     NoPrincipal,
 }
@@ -108,6 +120,7 @@ impl KeyFile {
         Ok(KeyFile { path, keys })
     }
 
+    /// Where the keys are kept.
     pub fn path(&self) -> &Path {
         &self.path
     }

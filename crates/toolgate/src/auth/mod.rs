@@ -55,6 +55,7 @@ pub enum AuthMethod {
 }
 
 impl AuthMethod {
+    /// `api_key`, `bearer_token`, `oauth` or `none`, as the audit log records it.
     pub fn as_str(self) -> &'static str {
         match self {
             AuthMethod::ApiKey => "api_key",
