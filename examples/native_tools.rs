@@ -5,7 +5,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolgate::{Catalog, Tool, ToolCtx, ToolError, ToolHandler, ToolUsage};
+use toolgate::{Catalog, Tool, ToolCtx, ToolError, ToolHandler, tool::ToolUsage};
 
 /// Create a ticket in the support queue.
 #[derive(Tool)]

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use serde_json::json;
-use toolgate::{Anchor, VerifyReport};
+use toolgate::{audit::Anchor, audit::VerifyReport};
 
 use crate::audit_commands::open;
 use crate::commands::CommandResult;
@@ -20,7 +20,7 @@ use crate::output::print_json;
 pub fn anchor(args: &SpecArgs, state: &StateArgs, append: Option<&Path>) -> CommandResult {
     let report = match open(args, state)? {
         Some(store) => store.verify().map_err(|e| e.to_string())?,
-        None => toolgate::verify_chain(Vec::<toolgate::AuditRecord>::new()),
+        None => toolgate::audit::verify_chain(Vec::<toolgate::audit::AuditRecord>::new()),
     };
     let anchor = match report {
         VerifyReport::Ok { records, head } => Anchor { seq: records, head },

@@ -17,7 +17,8 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    Answerer, Approval, ApprovalStore, Approvers, Grant, GrantReach, GrantScope, ServedStore,
+    policy::Answerer, policy::Approvers, store::Approval, store::ApprovalStore, store::Grant,
+    store::GrantReach, store::GrantScope, store::ServedStore,
 };
 
 use crate::commands::CommandResult;

@@ -12,8 +12,8 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::audit::{PendingOutcome, ResolveError, resolve_pending};
 use toolgate::{
-    AuditRecord, ChainBreak, STATE_DB_FILE, ServedStore, SqliteStore, VerifyReport,
-    resolve_state_dir,
+    SqliteStore, audit::AuditRecord, audit::ChainBreak, audit::VerifyReport, store::STATE_DB_FILE,
+    store::ServedStore, store::resolve_state_dir,
 };
 
 use crate::commands::CommandResult;
@@ -104,7 +104,7 @@ pub fn verify(args: &SpecArgs, state: &StateArgs, anchors: &[String]) -> Command
     // No file at all is the empty log, which an anchor past record 0 catches.
     let report = match open(args, state)? {
         Some(store) => store.verify_anchored(&anchors).map_err(|e| e.to_string())?,
-        None => toolgate::verify_chain_anchored(Vec::<AuditRecord>::new(), anchors.clone()),
+        None => toolgate::audit::verify_chain_anchored(Vec::<AuditRecord>::new(), anchors.clone()),
     };
     if args.json {
         print_json(&report);

@@ -66,7 +66,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
         CodeAction::List | CodeAction::Release { .. } => None,
     };
     let principal = principal(&spec, caller)?;
-    let pins = store.clone() as Arc<dyn toolgate::PinStore>;
+    let pins = store.clone() as Arc<dyn toolgate::store::PinStore>;
     let upstream = crate::upstreams::Upstream::connect(&spec, &source.path, || Ok(pins), None)?;
     let gate = open_gate(&spec, &source, &upstream.catalog(), Some(store))?;
     match action {
@@ -101,7 +101,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
 /// `toolgate code release RUN_ID`: a program left `resuming` goes back to paused.
 fn release(args: &SpecArgs, state: &StateArgs, run_id: &str) -> CommandResult {
     let store = open_store(args, state)?;
-    toolgate::CodeRunStore::release_run(store.as_ref(), run_id.trim()).map_err(|_| {
+    toolgate::store::CodeRunStore::release_run(store.as_ref(), run_id.trim()).map_err(|_| {
         format!(
             "program `{}` is not being resumed, so there is nothing to release; `toolgate code list` shows the paused programs",
             run_id.trim()
@@ -165,7 +165,8 @@ fn report(json: bool, run: &CodeRun) -> ExitCode {
 /// `toolgate code list`: the programs paused for approval, oldest first.
 fn list(args: &SpecArgs, state: &StateArgs) -> CommandResult {
     let store = open_store(args, state)?;
-    let paused = toolgate::CodeRunStore::paused_runs(store.as_ref()).map_err(|e| e.to_string())?;
+    let paused =
+        toolgate::store::CodeRunStore::paused_runs(store.as_ref()).map_err(|e| e.to_string())?;
     if args.json {
         print_json(&paused);
         return Ok(ExitCode::SUCCESS);
@@ -210,7 +211,7 @@ fn read_program(program: &str) -> Result<String, String> {
             .map_err(|e| format!("cannot read the program from standard input ({e})"))?;
         return Ok(code);
     }
-    toolgate::read_regular_file(std::path::Path::new(program))
+    toolgate::files::read_regular_file(std::path::Path::new(program))
         .map_err(|e| format!("cannot read the program {program}: {e}"))
 }
 

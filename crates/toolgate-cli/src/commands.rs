@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
-use toolgate::{Catalog, Gate, Outcome, SpecSource, ToolCall};
+use toolgate::{Catalog, Gate, Outcome, ToolCall, spec::SpecSource};
 
 use crate::StateAction;
 use crate::context::{SpecArgs, StateArgs, load, open_gate, open_store, principal};
@@ -55,7 +55,7 @@ pub fn check(args: &SpecArgs, sandbox: Option<&[String]>) -> CommandResult {
 fn sandbox_report(
     spec: &SpecFile,
     allow: &[String],
-) -> Result<(Vec<toolgate::Downgrade>, Vec<String>), String> {
+) -> Result<(Vec<toolgate::http::Downgrade>, Vec<String>), String> {
     for entry in allow {
         toolgate::spec::AllowEntry::parse(entry).map_err(|e| format!("--allow {entry}: {e}"))?;
     }
@@ -63,7 +63,7 @@ fn sandbox_report(
         allow: allow.to_vec(),
         allow_public: false,
     };
-    let (_, downgrades) = toolgate::sandbox(spec, &section);
+    let (_, downgrades) = toolgate::http::sandbox(spec, &section);
     let bindings = spec
         .tools
         .iter()
@@ -143,7 +143,7 @@ pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
         return crate::upstreams::describe(args, &spec, &source.path, name);
     }
     let catalog =
-        toolgate::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
+        toolgate::spec::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
             .map_err(|e| e.to_string())?;
     let descriptor = catalog.get(name).map_err(|e| e.to_string())?.descriptor();
     let tool = spec
@@ -156,7 +156,7 @@ pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
             "descriptor": descriptor,
             "binding": tool.binding_kind(),
             "returns_shape": returns_shape(tool),
-            "spec": toolgate::mask_tool_secrets(tool),
+            "spec": toolgate::http::mask_tool_secrets(tool),
         }));
     } else {
         say!("{}", describe_tool(tool, descriptor));
@@ -184,7 +184,7 @@ pub fn call(
     }
     let principal = principal(&spec, caller)?;
     let store = open_store(args, state)?;
-    let pins = store.clone() as Arc<dyn toolgate::PinStore>;
+    let pins = store.clone() as Arc<dyn toolgate::store::PinStore>;
     let upstream =
         crate::upstreams::Upstream::connect(&spec, &source.path, || Ok(pins), Some(name))?;
     if let Some(why) = upstream.missing(name) {
@@ -265,7 +265,7 @@ fn answered_within(gate: &Gate, approval_id: &str, wait: Duration) -> bool {
     );
     let deadline = std::time::Instant::now() + wait;
     loop {
-        if toolgate::ApprovalStore::no_longer_pending(gate.store().as_ref(), approval_id) {
+        if toolgate::store::ApprovalStore::no_longer_pending(gate.store().as_ref(), approval_id) {
             return true;
         }
         if std::time::Instant::now() >= deadline {
@@ -299,7 +299,7 @@ fn for_a_model(gate: &Gate, name: &str, outcome: &Outcome) -> Outcome {
             text,
             notes,
         } if untrusted => Outcome::Ok {
-            value: toolgate::sanitize_value(value),
+            value: toolgate::sanitize::sanitize_value(value),
             structured: structured.clone(),
             text: text.clone(),
             notes: notes.clone(),
@@ -314,7 +314,7 @@ pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
     let tools = crate::wire_commands::descriptors(&spec, &source.path)?;
     say!(
         "{}",
-        toolgate::planner_digest(&tools, &spec.policy, &principal)
+        toolgate::tool::planner_digest(&tools, &spec.policy, &principal)
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -337,7 +337,9 @@ pub fn state(args: &SpecArgs, state: &StateArgs, action: Option<StateAction>) ->
                 }
                 None => {
                     let known: Vec<&str> = spec.state.keys().map(String::as_str).collect();
-                    let hint = toolgate::closest_names(&key, known).into_iter().next();
+                    let hint = toolgate::tool::closest_names(&key, known)
+                        .into_iter()
+                        .next();
                     let hint = hint
                         .map(|h| format!("; did you mean `{h}`?"))
                         .unwrap_or_default();

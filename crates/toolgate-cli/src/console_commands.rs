@@ -14,7 +14,7 @@ use toolgate::console::{Console, LoginToken};
 use toolgate::mcp::client::Upstreams;
 use toolgate::mcp::server::shutdown_signal;
 use toolgate::spec::SpecFile;
-use toolgate::{PinStore, ServedStore};
+use toolgate::{store::PinStore, store::ServedStore};
 
 use crate::commands::CommandResult;
 use crate::context::open_served_gate;

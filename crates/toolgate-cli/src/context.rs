@@ -10,15 +10,16 @@ use toolgate::mcp::client::Upstreams;
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
 use toolgate::{
-    Catalog, DynTool, Gate, OpenOptions, Principal, SearchTools, ServedStore, SpecSource,
-    StoreChoice, ToolError, resolve_state_dir, spec_catalog,
+    Catalog, DynTool, Gate, Principal, ToolError, search::SearchTools, spec::SpecSource,
+    spec::spec_catalog, store::OpenOptions, store::ServedStore, store::StoreChoice,
+    store::resolve_state_dir,
 };
 
 /// Options shared by every command that reads a spec file.
 #[derive(clap::Args, Clone)]
 pub struct SpecArgs {
     /// The spec file.
-    #[arg(short = 'f', long = "file", default_value = toolgate::DEFAULT_SPEC_FILE, global = true)]
+    #[arg(short = 'f', long = "file", default_value = toolgate::spec::DEFAULT_SPEC_FILE, global = true)]
     pub file: PathBuf,
     /// Print data as JSON.
     #[arg(long, global = true)]
@@ -66,7 +67,7 @@ pub(crate) fn store_choice(args: &SpecArgs, state: &StateArgs) -> Result<StoreCh
         .ok()
         .and_then(|source| source.checked.spec)
         .and_then(|spec| spec.store);
-    toolgate::choose_store(
+    toolgate::store::choose_store(
         state.store.as_deref(),
         spec_store.as_deref(),
         &dir,
@@ -94,7 +95,7 @@ pub(crate) fn open_chosen(
     let options = OpenOptions {
         pool_size: state.store_pool,
     };
-    toolgate::open_store(choice, &options, &dir).map_err(|e| e.to_string())
+    toolgate::store::open_store(choice, &options, &dir).map_err(|e| e.to_string())
 }
 
 /// The principal named by `--as`, as the spec file declares it; the operator by default.
@@ -106,11 +107,12 @@ pub(crate) fn principal(spec: &SpecFile, caller: Option<&str>) -> Result<Princip
         Some(declared) => Ok(declared.to_principal(id)),
         None if id == "operator" => Ok(Principal::operator()),
         None => {
-            let hint = toolgate::closest_names(id, spec.principals.keys().map(String::as_str))
-                .into_iter()
-                .next()
-                .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_else(|| "; declare it under `principals:` in the spec file".into());
+            let hint =
+                toolgate::tool::closest_names(id, spec.principals.keys().map(String::as_str))
+                    .into_iter()
+                    .next()
+                    .map(|h| format!("; did you mean `{h}`?"))
+                    .unwrap_or_else(|| "; declare it under `principals:` in the spec file".into());
             Err(format!("no principal is named `{id}`{hint}"))
         }
     }
@@ -140,7 +142,7 @@ pub(crate) fn open_gate(
 /// The scorer outlives each gate, so a catalog change re-embeds only what changed.
 #[derive(Clone)]
 pub(crate) struct Searching {
-    pub(crate) scorer: Option<Arc<dyn toolgate::CatalogScorer>>,
+    pub(crate) scorer: Option<Arc<dyn toolgate::search::CatalogScorer>>,
 }
 
 /// The gate `serve` and `console` run calls through (every other command

@@ -11,7 +11,7 @@ use toolgate::flow::{
     BrokenFile, FileTests, StepStatus, TestRunner, ToolStatus, junit_xml, mermaid, render_tests,
     summary_line,
 };
-use toolgate::{Catalog, SpecSource, SqliteStore, resolve_state_dir};
+use toolgate::{Catalog, SqliteStore, spec::SpecSource, store::resolve_state_dir};
 
 use crate::commands::CommandResult;
 use crate::context::load;
@@ -168,7 +168,7 @@ fn spec_files_with_tests(dir: &Path) -> Vec<PathBuf> {
 
 fn has_tests(path: &Path) -> bool {
     // A named pipe among the files would block the search for test files.
-    let Ok(text) = toolgate::read_regular_file(path) else {
+    let Ok(text) = toolgate::files::read_regular_file(path) else {
         return false;
     };
     // A cheap look before parsing: only files that mention `tests` at all.

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::auth::{KeyFile, key_file_path};
-use toolgate::resolve_state_dir;
+use toolgate::store::resolve_state_dir;
 
 use crate::commands::CommandResult;
 use crate::context::load;
@@ -47,12 +47,14 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<KeyAction>) -> Com
         Some(KeyAction::Add { principal, label }) => {
             let declared = principal == "operator" || spec.principals.contains_key(&principal);
             if !declared {
-                let hint =
-                    toolgate::closest_names(&principal, spec.principals.keys().map(String::as_str))
-                        .into_iter()
-                        .next()
-                        .map(|h| format!("; did you mean `{h}`?"))
-                        .unwrap_or_else(|| "; declare it under `principals:` first".into());
+                let hint = toolgate::tool::closest_names(
+                    &principal,
+                    spec.principals.keys().map(String::as_str),
+                )
+                .into_iter()
+                .next()
+                .map(|h| format!("; did you mean `{h}`?"))
+                .unwrap_or_else(|| "; declare it under `principals:` first".into());
                 return Err(format!("no principal is named `{principal}`{hint}"));
             }
             let (record, key) = keys

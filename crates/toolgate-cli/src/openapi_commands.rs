@@ -11,7 +11,7 @@ use toolgate::rest_import::{
     Sources, import_openapi, parse_effects,
 };
 use toolgate::spec::{AllowEntry, NetworkSection};
-use toolgate::{FetchError, FetchLimits, fetch_document};
+use toolgate::{http::FetchError, http::FetchLimits, http::fetch_document};
 
 use crate::commands::CommandResult;
 
@@ -85,7 +85,7 @@ impl Sources for Directory {
                 "it is {size} bytes, more than the {MAX_DOCUMENT_BYTES} read"
             ));
         }
-        toolgate::read_regular_file(&full).map_err(|e| e.to_string())
+        toolgate::files::read_regular_file(&full).map_err(|e| e.to_string())
     }
 }
 
@@ -120,7 +120,7 @@ fn is_url(input: &str) -> bool {
 pub fn import(input: &str, args: &OpenApiArgs) -> CommandResult {
     let effects = match &args.effects {
         Some(path) => {
-            let text = toolgate::read_regular_file(path)
+            let text = toolgate::files::read_regular_file(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             parse_effects(&text).map_err(|e| format!("{}: {e}", path.display()))?
         }

@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 use serde_json::Value;
 use toolgate::spec::{McpBinding, ToolSpec, returns_shape, schema_shape};
-use toolgate::{Retry, ToolDescriptor, escape_for_terminal, escape_json_for_terminal};
+use toolgate::{
+    ToolDescriptor, sanitize::escape_for_terminal, sanitize::escape_json_for_terminal, tool::Retry,
+};
 
 /// Prints to standard output for a person, like `print!`, with control characters
 /// shown escaped.
@@ -239,7 +241,7 @@ pub fn describe_tool(tool: &ToolSpec, descriptor: &ToolDescriptor) -> String {
 
 fn binding_line(tool: &ToolSpec) -> String {
     if let Some(http) = &tool.http {
-        return format!("http {}", toolgate::binding_summary(http));
+        return format!("http {}", toolgate::http::binding_summary(http));
     }
     match &tool.mcp {
         Some(McpBinding::Short(server)) => format!("mcp {server}"),

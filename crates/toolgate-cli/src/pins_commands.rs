@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
-use toolgate::{Pin, ServedStore, join_fields};
+use toolgate::{store::Pin, store::ServedStore, store::join_fields};
 
 use crate::commands::CommandResult;
 use crate::context::{SpecArgs, StateArgs};
@@ -110,9 +110,9 @@ fn find(store: &dyn ServedStore, tool: &str) -> Result<Pin, String> {
                 .into_iter()
                 .map(|p| p.tool)
                 .collect();
-            Err(toolgate::PinError::Unknown {
+            Err(toolgate::store::PinError::Unknown {
                 tool: tool.to_owned(),
-                suggestions: toolgate::closest_names(tool, names.iter().map(String::as_str)),
+                suggestions: toolgate::tool::closest_names(tool, names.iter().map(String::as_str)),
             }
             .to_string())
         }
@@ -143,7 +143,7 @@ fn diff(args: &SpecArgs, store: &dyn ServedStore, tool: &str) -> CommandResult {
         }));
         return Ok(ExitCode::SUCCESS);
     }
-    say!("{}", toolgate::pin_diff(&pin));
+    say!("{}", toolgate::store::pin_diff(&pin));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use serde_json::{Map, Value, json};
-use toolgate::{CallFacts, Catalog, Considered};
+use toolgate::{Catalog, policy::CallFacts, policy::Considered};
 
 use crate::SpecArgs;
 use crate::commands::CommandResult;
@@ -84,7 +84,7 @@ fn explain(
     let mut who = principal(&spec, caller)?;
     who.claims = object(claims, "--claims")?.into();
     let catalog =
-        toolgate::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
+        toolgate::spec::spec_catalog(&spec, &source.path.display().to_string(), &Catalog::new())
             .map_err(|e| e.to_string())?;
     let descriptor = catalog.get(tool).map_err(|e| e.to_string())?.descriptor();
     let mut state: Map<String, Value> = spec

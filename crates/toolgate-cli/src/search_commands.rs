@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::json;
 use toolgate::search::eval::{self, EvalReport};
 use toolgate::search::{Fusion, Scorer, SearchIndex};
-use toolgate::{Principal, SearchTools, ToolDescriptor};
+use toolgate::{Principal, ToolDescriptor, search::SearchTools};
 
 use crate::SpecArgs;
 use crate::commands::CommandResult;
@@ -82,7 +82,7 @@ pub fn search(
     let tools = descriptors(&spec, &source.path)?;
     let principal: Principal = principal(&spec, caller)?;
     let mut search = SearchTools::from_tools(&tools).with_policy(spec.policy.clone());
-    let state_dir = toolgate::resolve_state_dir(None, &args.file);
+    let state_dir = toolgate::store::resolve_state_dir(None, &args.file);
     match ModelChoice::resolve(
         Some((&spec, source.path.as_path())),
         model.model.as_deref(),
@@ -138,7 +138,7 @@ pub fn search(
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {
-    toolgate::read_regular_file(path)
+    toolgate::files::read_regular_file(path)
         .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
 }
 

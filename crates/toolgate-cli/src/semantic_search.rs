@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolgate::CatalogScorer;
+use toolgate::search::CatalogScorer;
 use toolgate::spec::SpecFile;
 
 /// Where the model and its vector cache are, resolved against the spec file.

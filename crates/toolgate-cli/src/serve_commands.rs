@@ -17,7 +17,7 @@ use toolgate::mcp::server::{
 use toolgate::serve::{DEFAULT_HTTP_ADDR, FrontDoor};
 use toolgate::spec::SpecFile;
 use toolgate::telemetry::{METRICS_PATH, MetricsEndpoint, serve_metrics};
-use toolgate::{GateStore, PinStore, ServedStore, resolve_state_dir};
+use toolgate::{GateStore, store::PinStore, store::ServedStore, store::resolve_state_dir};
 
 use crate::commands::CommandResult;
 use crate::console_commands;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use serde_json::json;
-use toolgate::{OpenOptions, StoreChoice};
+use toolgate::{store::OpenOptions, store::StoreChoice};
 
 use crate::commands::CommandResult;
 use crate::context::store_choice;
@@ -30,7 +30,7 @@ fn migrate(args: &SpecArgs, state: &StateArgs) -> CommandResult {
     let shown = choice.shown();
     let (from, to) = match &choice {
         StoreChoice::Postgres { url } => {
-            let options = toolgate::PostgresOptions {
+            let options = toolgate::store::PostgresOptions {
                 pool_size: OpenOptions {
                     pool_size: state.store_pool,
                 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
-use toolgate::{Catalog, Outcome, TaskFilter, TaskRecord, TaskStatus};
+use toolgate::{Catalog, Outcome, gate::TaskFilter, store::TaskRecord, store::TaskStatus};
 
 use crate::commands::CommandResult;
 use crate::context::{SpecArgs, StateArgs};

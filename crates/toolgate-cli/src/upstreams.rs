@@ -10,7 +10,10 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use toolgate::mcp::client::{ServerState, UpstreamOptions, Upstreams};
 use toolgate::spec::{McpBinding, SpecFile, ToolSpec, returns_shape};
-use toolgate::{Catalog, PinStore, SqliteStore, ToolDescriptor, ToolSource, resolve_state_dir};
+use toolgate::{
+    Catalog, SqliteStore, ToolDescriptor, store::PinStore, store::resolve_state_dir,
+    tool::ToolSource,
+};
 
 use crate::SpecArgs;
 use crate::commands::CommandResult;
@@ -171,7 +174,8 @@ impl Upstream {
         }
         Some(match (&status.state, status.reason) {
             (ServerState::Ready, _) => {
-                let close = toolgate::closest_names(tool, status.tools.iter().map(String::as_str));
+                let close =
+                    toolgate::tool::closest_names(tool, status.tools.iter().map(String::as_str));
                 let hint = match (close.first(), status.tools.len()) {
                     (Some(best), _) => format!("; did you mean `{best}`?"),
                     (None, 0) => "; it offers no tools".to_owned(),

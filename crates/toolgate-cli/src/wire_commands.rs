@@ -17,7 +17,7 @@ use crate::output::print_json;
 /// The descriptors a spec file declares, in file order, then the tools of its MCP
 /// servers that a model may be shown.
 pub fn descriptors(spec: &SpecFile, file: &Path) -> Result<Vec<ToolDescriptor>, String> {
-    let catalog = toolgate::spec_catalog(spec, &file.display().to_string(), &Catalog::new())
+    let catalog = toolgate::spec::spec_catalog(spec, &file.display().to_string(), &Catalog::new())
         .map_err(|e| e.to_string())?;
     let mut tools: Vec<ToolDescriptor> = catalog
         .iter()
@@ -45,7 +45,7 @@ fn rendered_deferred(
     let tools = descriptors(&spec, &source.path)?;
     for name in also_loaded {
         if !tools.iter().any(|t| &t.name == name) {
-            let hint = toolgate::closest_names(name, tools.iter().map(|t| t.name.as_str()))
+            let hint = toolgate::tool::closest_names(name, tools.iter().map(|t| t.name.as_str()))
                 .into_iter()
                 .next()
                 .map(|h| format!("; did you mean `{h}`?"))
@@ -204,8 +204,8 @@ fn read_input(input: &str) -> Result<String, String> {
             .map_err(|e| format!("cannot read standard input: {e}"))?;
         Ok(text)
     } else {
-        toolgate::read_regular_file(Path::new(input)).map_err(|e| match e {
-            toolgate::OpenFileError::NotAFile { .. } => format!(
+        toolgate::files::read_regular_file(Path::new(input)).map_err(|e| match e {
+            toolgate::files::OpenFileError::NotAFile { .. } => format!(
                 "cannot read {input}: {e}; to read from a pipe, give `-` and send the text on standard input"
             ),
             e => format!("cannot read {input}: {e}"),

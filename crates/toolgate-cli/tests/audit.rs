@@ -111,11 +111,11 @@ fn an_anchor_file_catches_a_log_cut_short_emptied_or_rewritten() {
         .collect::<Result<_, _>>()
         .unwrap();
     conn.execute("DELETE FROM audit", []).unwrap();
-    let mut prev = toolgate::GENESIS_HASH.to_owned();
+    let mut prev = toolgate::audit::GENESIS_HASH.to_owned();
     for record in records {
-        let mut record: toolgate::AuditRecord = serde_json::from_str(&record).unwrap();
+        let mut record: toolgate::audit::AuditRecord = serde_json::from_str(&record).unwrap();
         record.entry.tool = "forged".into();
-        let forged = toolgate::AuditRecord::seal(record.seq, &prev, record.entry);
+        let forged = toolgate::audit::AuditRecord::seal(record.seq, &prev, record.entry);
         conn.execute(
             "INSERT INTO audit (seq, record) VALUES (?1, ?2)",
             (forged.seq as i64, forged.to_canonical_json()),

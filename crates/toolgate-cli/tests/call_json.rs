@@ -65,7 +65,7 @@ tools:
 fn assert_safe_for_a_model(text: &str) {
     for c in text.chars() {
         assert!(
-            !toolgate::is_unsafe_for_terminal(c),
+            !toolgate::sanitize::is_unsafe_for_terminal(c),
             "{c:?} survived in {text:?}"
         );
     }
@@ -110,7 +110,9 @@ fn call_without_json_shows_a_person_the_exact_value_with_controls_escaped() {
     assert!(out.status.success());
     let shown = String::from_utf8(out.stdout).unwrap();
     assert!(
-        !shown.chars().any(toolgate::is_unsafe_for_terminal),
+        !shown
+            .chars()
+            .any(toolgate::sanitize::is_unsafe_for_terminal),
         "{shown}"
     );
     let value: Value = serde_json::from_str(&shown).unwrap();

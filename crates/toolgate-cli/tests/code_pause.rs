@@ -129,7 +129,7 @@ fn a_program_left_resuming_by_a_dead_process_is_released_by_the_operator_and_res
     // A process takes the run to resume it and dies before it ends.
     {
         let store = toolgate::SqliteStore::open_in_dir(dir.path().join(".toolgate")).unwrap();
-        toolgate::CodeRunStore::take_run(&store, &run_id).unwrap();
+        toolgate::store::CodeRunStore::take_run(&store, &run_id).unwrap();
     }
     let stuck = run(dir.path(), &["code", "resume", &run_id]);
     assert_eq!(stuck.status.code(), Some(1));

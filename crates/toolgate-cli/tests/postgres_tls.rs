@@ -11,7 +11,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use toolgate::{PostgresOptions, PostgresStore, StateStore};
+use toolgate::{PostgresStore, store::PostgresOptions, store::StateStore};
 
 struct Tls {
     /// `postgres://USER:PASSWORD@127.0.0.1:PORT/postgres`.

@@ -46,7 +46,7 @@ fn shown(out: &Output) -> (String, String) {
     for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
         let bad: Vec<char> = text
             .chars()
-            .filter(|&c| toolgate::is_unsafe_for_terminal(c))
+            .filter(|&c| toolgate::sanitize::is_unsafe_for_terminal(c))
             .collect();
         assert!(bad.is_empty(), "{name} holds {bad:?}:\n{text}");
     }

@@ -8,7 +8,10 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use toolgate::{AuditEntry, AuditLog, Decision, Effect, MemoryAuditLog, RecordKind, SqliteStore};
+use toolgate::{
+    Decision, Effect, SqliteStore, audit::AuditEntry, audit::RecordKind, store::AuditLog,
+    store::MemoryAuditLog,
+};
 
 fn entry() -> AuditEntry {
     let mut entry = AuditEntry::new(
@@ -54,9 +57,9 @@ fn audit_append(c: &mut Criterion) {
     });
     group.bench_function("seal_only", |b| {
         b.iter(|| {
-            black_box(toolgate::AuditRecord::seal(
+            black_box(toolgate::audit::AuditRecord::seal(
                 1,
-                toolgate::GENESIS_HASH,
+                toolgate::audit::GENESIS_HASH,
                 entry.clone(),
             ))
         })

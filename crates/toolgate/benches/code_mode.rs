@@ -61,7 +61,9 @@ use monty_types::{
 };
 use serde_json::json;
 use toolgate::code_mode::{CodeLimits, CodeMode, WorkerCommand};
-use toolgate::{ApprovalStore, Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall};
+use toolgate::{
+    Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall, store::ApprovalStore,
+};
 
 const SPEC: &str = r#"
 tools:

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use toolgate::spec::RateLimit;
-use toolgate::{Principal, RateLimiter};
+use toolgate::{Principal, gate::RateLimiter};
 
 fn limiter(limits: serde_json::Value) -> Arc<RateLimiter> {
     let limits: Vec<RateLimit> = serde_json::from_value(limits).unwrap();

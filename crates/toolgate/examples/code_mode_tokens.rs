@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use toolgate::code_mode::run_code_tool;
 use toolgate::wire::{self, ImportFormat, RenderOptions, Target};
-use toolgate::{Catalog, Decision, Gate, MemoryGateStore, Principal, SpecSource, ToolDescriptor};
+use toolgate::{
+    Catalog, Decision, Gate, MemoryGateStore, Principal, ToolDescriptor, spec::SpecSource,
+};
 use toolgate_core::spec::SpecFile;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

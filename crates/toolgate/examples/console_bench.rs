@@ -20,7 +20,8 @@ use toolgate::auth::HttpAccess;
 use toolgate::console::{Console, LoginToken};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    ApprovalRequest, ApprovalStore, AuditEntry, AuditLog, Catalog, Gate, RecordKind, SqliteStore,
+    Catalog, Gate, SqliteStore, audit::AuditEntry, audit::RecordKind, store::ApprovalRequest,
+    store::ApprovalStore, store::AuditLog,
 };
 
 const TOOLS: &[&str] = &["lookup_order", "refund_order", "send_email", "search_kb"];
@@ -161,7 +162,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "the policy for external tools is ask",
         );
         let started = Instant::now();
-        let toolgate::Resolution::Pending { id, .. } =
+        let toolgate::store::Resolution::Pending { id, .. } =
             store.resolve(&request, SystemTime::now())?
         else {
             panic!("the request waits")

@@ -12,7 +12,7 @@ pub use toolgate_core::{
     lower_hex, sha256_hex, verify_chain, verify_chain_anchored,
 };
 
-use crate::{GateStore, StoreError};
+use crate::{GateStore, store::StoreError};
 
 /// What became of a call a crash left pending, as the person who checked found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,7 +42,20 @@
 //! assert_eq!(descriptor.description, "Look up an order by its number.");
 //! ```
 
-pub use toolgate_core::*;
+// What a first program needs: the tool contract, the catalog, the gate and the
+// call's words, who calls, the policy, and the stores a user picks. Everything
+// else lives in a namespace, each merging core's pure half with the runtime's.
+pub use gate::{Gate, GateBuilder, GateOptions};
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
+pub use store::{GateStore, MemoryGateStore, SqliteStore};
+pub use toolgate_core::{
+    Catalog, CatalogError, Decision, DynTool, Effect, Native, Outcome, Policy, Principal, ToolCall,
+    ToolCtx, ToolDescriptor, ToolError, ToolHandler, ToolMeta,
+};
+pub use toolgate_core::{rest_import, wire};
+/// Re-exported so generated and user code can name them through toolgate.
+pub use toolgate_core::{schemars, serde_json};
 pub use toolgate_derive::Tool;
 
 pub mod audit;
@@ -54,7 +67,7 @@ pub mod code_mode;
 pub mod console;
 pub mod flow;
 pub mod gate;
-mod http;
+pub mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod regular_file;
@@ -68,38 +81,53 @@ mod spec_tool;
 pub mod store;
 pub mod telemetry;
 
-pub use gate::{
-    ArgumentProblem, CallOptions, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_TASK_TTL, Gate, GateBuilder,
-    GateOptions, Outcome, TaskError, TaskFilter, TaskFuture, TaskScope, ToolCall,
-    invalid_arguments_message,
-};
-pub use gate::{Authenticated, Limited, RateLimiter, RatePermit, RateRefused};
-#[cfg(feature = "http")]
-pub use http::{
-    DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_RESPONSE_BYTES, HttpRuntime,
-    MAX_CONNECT_TIMEOUT,
-};
-pub use http::{Downgrade, binding_summary, mask_binding, mask_tool_secrets, sandbox};
-#[cfg(feature = "http")]
-pub use http::{FetchError, FetchLimits, Fetched, fetch_document};
-pub use regular_file::{OpenFileError, open_regular_file, read_regular_file};
-pub use search_tool::{CatalogScorer, SearchFilter, SearchTools};
-pub use spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
-#[cfg(feature = "http")]
-pub use spec_tool::spec_catalog_with_http;
-pub use spec_tool::{SpecTool, spec_catalog};
-pub use store::{ALLOW_SYMLINK_ENV, Admission, AdmissionCheck};
-pub use store::{
-    Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, AuditFilter, AuditLog, CallHistory,
-    GateStore, Grant, GrantReach, GrantScope, MemoryApprovals, MemoryAuditLog, MemoryCallHistory,
-    MemoryGateStore, MemoryPins, MemoryStore, MemoryTasks, PINNED_FIELDS, Pin, PinChange, PinCheck,
-    PinError, PinStore, RecordedCall, Resolution, STATE_DB_FILE, STATE_DIR_ENV, SqliteStore,
-    StateStore, StoreError, TaskRecord, TaskStatus, TaskStore, changed_fields, default_state_dir,
-    join_fields, pin_diff, resolve_state_dir, state_dir_from_env,
-};
-pub use store::{CODE_RUN_KEY_FILE, CodeRunStore, MemoryCodeRuns, PausedRun};
-pub use store::{MemorySessions, SessionKey, SessionKind, StoredSession, StoredSessions};
-pub use store::{OpenOptions, STORE_ENV, ServedStore, StoreChoice, choose_store, open_store};
-#[cfg(feature = "postgres")]
-pub use store::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore, mask_url};
-pub use store::{RateBucket, RateCounters, RateTaken};
+/// A tool's definition beyond the contract: where it came from, how it is
+/// scheduled and retried, its annotations, its name's rules, its usage guidance.
+pub mod tool {
+    pub use toolgate_core::{
+        Annotations, MAX_NAME_LEN, NameError, Retry, Safety, Scheduling, Tier, ToolSource,
+        ToolUsage, UnknownName, closest_names, planner_digest, planner_digest_in_flow, schema_of,
+        validate_name,
+    };
+}
+
+/// Who may do what: rules, approvers, and why a call was decided as it was.
+pub mod policy {
+    pub use toolgate_core::{
+        AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Claims, Considered, Decision,
+        EffectDecisions, Explanation, Policy, PolicyRule, PrincipalSpec, Verdict, scope_matches,
+    };
+}
+
+/// Untrusted text made safe before a model, a terminal or a log sees it.
+pub mod sanitize {
+    pub use toolgate_core::{
+        DESCRIPTION_FENCE, OUTPUT_FENCE, REDACTED, SanitizeOptions, Sanitized,
+        UntrustedSchemaError, escape_for_terminal, escape_json_for_terminal, fence_description,
+        is_secret_header, is_secret_key, is_unsafe_for_terminal, mentions_mcp_keywords,
+        redact_arguments, redact_headers, sanitize_description, sanitize_output, sanitize_schema,
+        sanitize_value,
+    };
+}
+
+/// Spec files: their model and checks (core), reading them from disk, and the
+/// catalog of tools they declare.
+pub mod spec {
+    pub use crate::spec_file::{DEFAULT_SPEC_FILE, SpecReadError, SpecSource, render_diagnostics};
+    #[cfg(feature = "http")]
+    pub use crate::spec_tool::spec_catalog_with_http;
+    pub use crate::spec_tool::{SpecTool, spec_catalog};
+    pub use toolgate_core::spec::*;
+}
+
+/// Finding the right few tools: the index and scorers (core), and the
+/// `search_tools` tool that serves them.
+pub mod search {
+    pub use crate::search_tool::{CatalogScorer, SearchFilter, SearchTools};
+    pub use toolgate_core::search::*;
+}
+
+/// Files read from outside: regular files only, never a device or a FIFO.
+pub mod files {
+    pub use crate::regular_file::{OpenFileError, open_regular_file, read_regular_file};
+}

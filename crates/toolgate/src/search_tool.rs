@@ -60,7 +60,7 @@ pub trait CatalogScorer: Scorer {
 /// ```
 /// use std::sync::Arc;
 /// use serde_json::json;
-/// use toolgate::{Catalog, Effect, Principal, SearchTools, ToolDescriptor, ToolSource};
+/// use toolgate::{Catalog, Effect, Principal, search::SearchTools, ToolDescriptor, tool::ToolSource};
 ///
 /// let mut catalog = Catalog::new();
 /// let tools = SearchTools::register_in(&mut catalog).unwrap();

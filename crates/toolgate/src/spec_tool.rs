@@ -20,7 +20,7 @@ pub struct SpecTool {
     native: Option<Arc<dyn DynTool>>,
     /// Runs the `http:` binding; a default runtime (public addresses only) when unset.
     #[cfg(feature = "http")]
-    http: Option<Arc<crate::HttpRuntime>>,
+    http: Option<Arc<crate::http::HttpRuntime>>,
     /// Runs the `mcp:` binding; its server starts on the first call.
     #[cfg(feature = "mcp")]
     mcp: Option<crate::mcp::client::McpBindingRunner>,
@@ -59,14 +59,14 @@ impl SpecTool {
 
     /// Runs the `http:` binding with `runtime` (its network policy and environment).
     #[cfg(feature = "http")]
-    pub fn with_http(mut self, runtime: Arc<crate::HttpRuntime>) -> Self {
+    pub fn with_http(mut self, runtime: Arc<crate::http::HttpRuntime>) -> Self {
         self.http = Some(runtime);
         self
     }
 
     /// Puts the `mcp:` binding's server under `network` (the spec file's `network:`
     /// section) instead of the default policy, public addresses only. (`http:`
-    /// bindings take theirs from the [`crate::HttpRuntime`].)
+    /// bindings take theirs from the [`crate::http::HttpRuntime`].)
     pub fn with_network(
         #[cfg_attr(not(feature = "mcp"), allow(unused_mut))] mut self,
         #[cfg_attr(not(feature = "mcp"), allow(unused_variables))]
@@ -170,8 +170,8 @@ impl DynTool for SpecTool {
 
 /// The runtime of a [`SpecTool`] built without one: the default network policy.
 #[cfg(feature = "http")]
-fn default_http_runtime() -> Arc<crate::HttpRuntime> {
-    static DEFAULT: std::sync::OnceLock<Arc<crate::HttpRuntime>> = std::sync::OnceLock::new();
+fn default_http_runtime() -> Arc<crate::http::HttpRuntime> {
+    static DEFAULT: std::sync::OnceLock<Arc<crate::http::HttpRuntime>> = std::sync::OnceLock::new();
     DEFAULT.get_or_init(Default::default).clone()
 }
 
@@ -185,7 +185,7 @@ pub fn spec_catalog(
 ) -> Result<Catalog, CatalogError> {
     #[cfg(feature = "http")]
     {
-        let runtime = Arc::new(crate::HttpRuntime::new(&spec.network));
+        let runtime = Arc::new(crate::http::HttpRuntime::new(&spec.network));
         spec_catalog_with_http(spec, file, natives, runtime)
     }
     #[cfg(not(feature = "http"))]
@@ -199,7 +199,7 @@ pub fn spec_catalog_with_http(
     spec: &SpecFile,
     file: &str,
     natives: &Catalog,
-    runtime: Arc<crate::HttpRuntime>,
+    runtime: Arc<crate::http::HttpRuntime>,
 ) -> Result<Catalog, CatalogError> {
     build_catalog(spec, file, natives, |tool| tool.with_http(runtime.clone()))
 }

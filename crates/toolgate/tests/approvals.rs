@@ -11,8 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::{
-    ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantReach, GrantScope, MemoryApprovals,
-    Resolution, SqliteStore, StoreError,
+    SqliteStore, store::ApprovalRequest, store::ApprovalStatus, store::ApprovalStore, store::Grant,
+    store::GrantReach, store::GrantScope, store::MemoryApprovals, store::Resolution,
+    store::StoreError,
 };
 
 /// A store the gate resolves calls against, and the one a person answers through.

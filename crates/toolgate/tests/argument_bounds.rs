@@ -11,8 +11,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, Catalog, DEFAULT_MAX_ARGUMENT_BYTES, Gate, GateOptions, Outcome, Principal,
-    SqliteStore, Tool, ToolCall, ToolCtx, ToolError, ToolHandler,
+    Catalog, Gate, GateOptions, Outcome, Principal, SqliteStore, Tool, ToolCall, ToolCtx,
+    ToolError, ToolHandler, gate::DEFAULT_MAX_ARGUMENT_BYTES, store::AuditLog,
 };
 
 /// Look up an order by its number.
@@ -100,7 +100,10 @@ async fn ten_4_mib_invalid_arguments_get_short_errors_and_grow_the_log_by_a_few_
     let kept = record.arguments["order_number"].as_str().unwrap();
     assert!(kept.starts_with("999"), "{kept}");
     assert!(
-        kept.contains(&format!("sha256 {}", toolgate::sha256_hex(huge.as_bytes()))),
+        kept.contains(&format!(
+            "sha256 {}",
+            toolgate::audit::sha256_hex(huge.as_bytes())
+        )),
         "{kept}"
     );
     assert!(record.message.unwrap().len() < 1024);

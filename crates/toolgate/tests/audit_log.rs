@@ -8,8 +8,9 @@ use std::sync::Arc;
 use rusqlite::Connection;
 use serde_json::json;
 use toolgate::{
-    Anchor, AuditEntry, AuditLog, AuditRecord, ChainBreak, Decision, Effect, GENESIS_HASH,
-    MemoryAuditLog, RecordKind, SqliteStore, VerifyReport,
+    Decision, Effect, SqliteStore, audit::Anchor, audit::AuditEntry, audit::AuditRecord,
+    audit::ChainBreak, audit::GENESIS_HASH, audit::RecordKind, audit::VerifyReport,
+    store::AuditLog, store::MemoryAuditLog,
 };
 
 fn entry(kind: RecordKind, run: &str) -> AuditEntry {

@@ -4,7 +4,8 @@
 
 use serde_json::json;
 use toolgate::{
-    AuditEntry, AuditFilter, AuditLog, AuditRecord, MemoryAuditLog, RecordKind, SqliteStore,
+    SqliteStore, audit::AuditEntry, audit::AuditRecord, audit::RecordKind, store::AuditFilter,
+    store::AuditLog, store::MemoryAuditLog,
 };
 
 fn entry(i: usize, kind: RecordKind) -> AuditEntry {

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    AuditLog, Catalog, Gate, GateOptions, GateStore, MemoryGateStore, Outcome, Principal,
-    RecordKind, SqliteStore, TaskError, TaskFilter, TaskStatus, Tier, Tool, ToolCall, ToolCtx,
-    ToolError, ToolHandler,
+    Catalog, Gate, GateOptions, GateStore, MemoryGateStore, Outcome, Principal, SqliteStore, Tool,
+    ToolCall, ToolCtx, ToolError, ToolHandler, audit::RecordKind, gate::TaskError,
+    gate::TaskFilter, store::AuditLog, store::TaskStatus, tool::Tier,
 };
 
 /// Build a report, taking `millis` to do it.
@@ -318,15 +318,16 @@ async fn a_finished_task_stays_readable_for_its_ttl_then_is_dropped() {
     let natives = Catalog::new()
         .with_native(BuildReport(runs.clone()))
         .unwrap();
-    let gate = Gate::builder(toolgate::spec_catalog(&spec(), "tools.yaml", &natives).unwrap())
-        .spec(&spec())
-        .store(store)
-        .clock(clock)
-        .options(GateOptions {
-            task_ttl: Duration::from_secs(60),
-            ..GateOptions::default()
-        })
-        .build();
+    let gate =
+        Gate::builder(toolgate::spec::spec_catalog(&spec(), "tools.yaml", &natives).unwrap())
+            .spec(&spec())
+            .store(store)
+            .clock(clock)
+            .options(GateOptions {
+                task_ttl: Duration::from_secs(60),
+                ..GateOptions::default()
+            })
+            .build();
     let operator = Principal::operator();
     let id = task_id(&gate.call("s", report(1), &operator).await);
     let done = gate
@@ -351,7 +352,8 @@ async fn a_file_of_the_schema_before_tasks_is_migrated_and_keeps_its_state() {
     let path = dir.path().join("state.db");
     {
         let store = SqliteStore::open(&path).unwrap();
-        toolgate::StateStore::apply(&store, "s", &[("report".into(), json!("old"))]).unwrap();
+        toolgate::store::StateStore::apply(&store, "s", &[("report".into(), json!("old"))])
+            .unwrap();
     }
     // As a toolgate of schema 6 left it: no `tasks` or `code_runs` table.
     let raw = rusqlite::Connection::open(&path).unwrap();
@@ -377,14 +379,15 @@ async fn a_principal_with_its_most_tasks_running_is_refused_before_anything_runs
     let natives = Catalog::new()
         .with_native(BuildReport(runs.clone()))
         .unwrap();
-    let gate = Gate::builder(toolgate::spec_catalog(&spec(), "tools.yaml", &natives).unwrap())
-        .spec(&spec())
-        .store(Arc::new(MemoryGateStore::default()))
-        .options(GateOptions {
-            max_tasks_per_principal: 2,
-            ..GateOptions::default()
-        })
-        .build();
+    let gate =
+        Gate::builder(toolgate::spec::spec_catalog(&spec(), "tools.yaml", &natives).unwrap())
+            .spec(&spec())
+            .store(Arc::new(MemoryGateStore::default()))
+            .options(GateOptions {
+                max_tasks_per_principal: 2,
+                ..GateOptions::default()
+            })
+            .build();
     let analyst = principal("analyst");
     let first = task_id(&gate.call("s", report(400), &analyst).await);
     task_id(&gate.call("s", report(400), &analyst).await);

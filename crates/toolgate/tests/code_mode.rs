@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun, WorkerCommand, python_literal};
 use toolgate::{
-    Catalog, Decision, Gate, GateOptions, Policy, PolicyRule, Principal, Tool, ToolCall, ToolCtx,
-    ToolError, ToolHandler,
+    Catalog, Decision, Gate, GateOptions, Policy, Principal, Tool, ToolCall, ToolCtx, ToolError,
+    ToolHandler, policy::PolicyRule,
 };
 
 /// Send a value back as it came.
@@ -516,18 +516,20 @@ async fn the_audit_log_records_the_program_with_its_hash_and_each_inner_call_und
         .collect();
     assert_eq!(program.len(), 2, "an intent and a completion: {records:#?}");
     let intent = &program[0].entry;
-    assert_eq!(intent.kind, toolgate::RecordKind::Intent);
+    assert_eq!(intent.kind, toolgate::audit::RecordKind::Intent);
     assert_eq!(intent.arguments["code"], code);
     assert_eq!(
         intent.arguments["sha256"],
-        toolgate::content_hash(&Value::String(code.into()))
+        toolgate::audit::content_hash(&Value::String(code.into()))
     );
     let completion = &program[1].entry;
     assert_eq!(completion.outcome.as_deref(), Some("ok"));
     assert_eq!(completion.run_id, intent.run_id);
     let inner: Vec<&str> = records
         .iter()
-        .filter(|r| r.entry.tool == "echo" && r.entry.kind == toolgate::RecordKind::Completion)
+        .filter(|r| {
+            r.entry.tool == "echo" && r.entry.kind == toolgate::audit::RecordKind::Completion
+        })
         .map(|r| r.entry.call_id.as_str())
         .collect();
     assert_eq!(
@@ -543,7 +545,7 @@ async fn the_audit_log_records_the_program_with_its_hash_and_each_inner_call_und
 async fn a_write_cut_off_by_the_wall_clock_is_completed_as_cancelled_not_left_pending() {
     let patient = Gate::builder(Catalog::new().with_native(Slow).unwrap())
         .policy(Policy {
-            effects: toolgate::EffectDecisions {
+            effects: toolgate::policy::EffectDecisions {
                 write: Decision::Allow,
                 ..Default::default()
             },
@@ -571,7 +573,7 @@ async fn a_write_cut_off_by_the_wall_clock_is_completed_as_cancelled_not_left_pe
         .tail(usize::MAX)
         .unwrap()
         .into_iter()
-        .find(|r| r.entry.tool == "slow" && r.entry.kind == toolgate::RecordKind::Completion)
+        .find(|r| r.entry.tool == "slow" && r.entry.kind == toolgate::audit::RecordKind::Completion)
         .expect("a completion of the cut-off call");
     assert_eq!(completion.entry.outcome.as_deref(), Some("cancelled"));
 }

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgate::code_mode::{CodeLimits, CodeMode, WorkerCommand};
 use toolgate::{
-    Catalog, Decision, Gate, Policy, PolicyRule, Principal, Tool, ToolCtx, ToolError, ToolHandler,
+    Catalog, Decision, Gate, Policy, Principal, Tool, ToolCtx, ToolError, ToolHandler,
+    policy::PolicyRule,
 };
 
 /// Fetch a page slowly; counts how many fetches are in flight at once.

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolgate::code_mode::{AskApproval, CodeLimits, CodeMode, CodeRun, WorkerCommand};
 use toolgate::{
-    ApprovalStatus, ApprovalStore, Catalog, Decision, Gate, Policy, PolicyRule, Principal,
-    SqliteStore, Tool, ToolCtx, ToolError, ToolHandler,
+    Catalog, Decision, Gate, Policy, Principal, SqliteStore, Tool, ToolCtx, ToolError, ToolHandler,
+    policy::PolicyRule, store::ApprovalStatus, store::ApprovalStore,
 };
 
 /// Look up an order by its number.

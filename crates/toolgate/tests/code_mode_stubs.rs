@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolgate::code_mode::{CodeMode, WorkerCommand, stubs};
-use toolgate::{Catalog, Gate, MemoryGateStore, Principal, SpecSource};
+use toolgate::{Catalog, Gate, MemoryGateStore, Principal, spec::SpecSource};
 use toolgate_core::spec::SpecFile;
 
 fn spec(path: &str) -> SpecFile {

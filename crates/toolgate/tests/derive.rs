@@ -1,7 +1,7 @@
 //! `#[derive(Tool)]`: the constants it writes (its compile errors are checked in
 //! toolgate-derive's `tests/ui.rs`).
 
-use toolgate::{Effect, Tool, ToolMeta, validate_name};
+use toolgate::{Effect, Tool, ToolMeta, tool::validate_name};
 
 /// Fetch a URL.
 #[derive(Tool)]

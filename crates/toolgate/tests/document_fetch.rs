@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use toolgate::spec::NetworkSection;
-use toolgate::{FetchError, FetchLimits, fetch_document};
+use toolgate::{http::FetchError, http::FetchLimits, http::fetch_document};
 
 async fn serve() -> u16 {
     let app = Router::new()

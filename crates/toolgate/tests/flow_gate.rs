@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use toolgate::flow::FlowVisibility;
 use toolgate::spec::SpecFile;
 use toolgate::{
-    ApprovalStore, AuditLog, Catalog, Gate, GateStore, MemoryGateStore, Outcome, Principal,
-    SqliteStore, Tool, ToolCall, ToolCtx, ToolError, ToolHandler,
+    Catalog, Gate, GateStore, MemoryGateStore, Outcome, Principal, SqliteStore, Tool, ToolCall,
+    ToolCtx, ToolError, ToolHandler, store::ApprovalStore, store::AuditLog,
 };
 
 /// How many times a handler ran.

@@ -20,10 +20,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolgate::{
-    ApprovalStore, AuditLog, AuditRecord, CallOptions, Catalog, Decision, DynTool, Effect,
-    EffectDecisions, Gate, GateOptions, Grant, GrantReach, GrantScope, MemoryGateStore, Outcome,
-    Policy, PolicyRule, Principal, RecordKind, SqliteStore, StateStore, Tier, Tool, ToolCall,
-    ToolCtx, ToolDescriptor, ToolError, ToolHandler, ToolSource,
+    Catalog, Decision, DynTool, Effect, Gate, GateOptions, MemoryGateStore, Outcome, Policy,
+    Principal, SqliteStore, Tool, ToolCall, ToolCtx, ToolDescriptor, ToolError, ToolHandler,
+    audit::AuditRecord, audit::RecordKind, gate::CallOptions, policy::EffectDecisions,
+    policy::PolicyRule, store::ApprovalStore, store::AuditLog, store::Grant, store::GrantReach,
+    store::GrantScope, store::StateStore, tool::Tier, tool::ToolSource,
 };
 
 // ---------------------------------------------------------------------------------
@@ -1890,7 +1891,7 @@ async fn state_effects_and_the_completion_record_land_together_in_sqlite() {
     // Both land in one transaction: when the completion cannot be written, the
     // state writes roll back with it (a trigger in the real file refuses completions).
     drop(reopened);
-    let raw = rusqlite::Connection::open(dir.path().join(toolgate::STATE_DB_FILE)).unwrap();
+    let raw = rusqlite::Connection::open(dir.path().join(toolgate::store::STATE_DB_FILE)).unwrap();
     raw.execute_batch(
         "CREATE TRIGGER refuse_completions BEFORE INSERT ON audit
          WHEN NEW.kind = 'completion'

@@ -20,8 +20,8 @@ use axum::routing::{any, get};
 use serde_json::{Value, json};
 use toolgate::spec::{self, SpecFile};
 use toolgate::{
-    AuditLog, Catalog, Gate, HttpRuntime, Outcome, Principal, SqliteStore, ToolCall, ToolCtx,
-    spec_catalog_with_http,
+    Catalog, Gate, Outcome, Principal, SqliteStore, ToolCall, ToolCtx, http::HttpRuntime,
+    spec::spec_catalog_with_http, store::AuditLog,
 };
 
 // ---------------------------------------------------------------------------
@@ -615,7 +615,7 @@ tools:
     assert_eq!(value["status"], json!(200));
     assert_eq!(
         value["body"].as_str().unwrap().len(),
-        toolgate::DEFAULT_MAX_RESPONSE_BYTES as usize
+        toolgate::http::DEFAULT_MAX_RESPONSE_BYTES as usize
     );
     // The server would need 160 paced chunks to send it all; the client hung up long before.
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -1266,7 +1266,8 @@ tools:
         Outcome::Ok { text, .. } => text.clone(),
         _ => unreachable!(),
     };
-    let described = serde_json::to_string(&toolgate::mask_tool_secrets(&spec.tools[0])).unwrap();
+    let described =
+        serde_json::to_string(&toolgate::http::mask_tool_secrets(&spec.tools[0])).unwrap();
     let audit = serde_json::to_string(&h.store.tail(100).unwrap()).unwrap();
     assert!(described.contains("${env.API_KEY}"), "{described}");
     assert!(

@@ -17,7 +17,7 @@ use toolgate::auth::{ApiKeys, HttpAccess, KEYS_FILE, KeyFile};
 use toolgate::mcp::server::McpServer;
 use toolgate::serve::FrontDoor;
 use toolgate::spec::SpecFile;
-use toolgate::{AuditLog, Catalog, Gate, MemoryGateStore, Principal, Tier};
+use toolgate::{Catalog, Gate, MemoryGateStore, Principal, store::AuditLog, tool::Tier};
 
 /// A read tool anyone may use, and a write tool only `ops` reaches.
 fn spec() -> SpecFile {

@@ -17,7 +17,8 @@ use support::mcp::{Client, PipeSession, over_pipe};
 use toolgate::code_mode::{CodeMode, WorkerCommand};
 use toolgate::mcp::server::McpServer;
 use toolgate::{
-    ApprovalStatus, ApprovalStore, Catalog, Gate, MemoryGateStore, Principal, SpecSource,
+    Catalog, Gate, MemoryGateStore, Principal, spec::SpecSource, store::ApprovalStatus,
+    store::ApprovalStore,
 };
 use toolgate_core::spec::SpecFile;
 

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use toolgate::auth::HttpAccess;
 use toolgate::mcp::server::{McpServer, ServeError, ServeReport, max_message_bytes};
 use toolgate::serve::FrontDoor;
-use toolgate::{Catalog, Gate, MemoryGateStore, SpecSource};
+use toolgate::{Catalog, Gate, MemoryGateStore, spec::SpecSource};
 
 /// A gate over one mock tool, its arguments limited by the spec to `limit` bytes.
 fn gate(limit: usize) -> Arc<Gate> {

@@ -26,7 +26,8 @@ use toolgate::mcp::server::McpServer;
 use toolgate::serve::FrontDoor;
 use toolgate::spec::{OAuthSection, SpecFile};
 use toolgate::{
-    AuditLog, Catalog, Gate, GateStore, MemoryGateStore, PrincipalSpec, SqliteStore, Tier,
+    Catalog, Gate, GateStore, MemoryGateStore, SqliteStore, policy::PrincipalSpec, store::AuditLog,
+    tool::Tier,
 };
 
 const ISSUER: &str = "https://auth.example.test";
@@ -602,7 +603,7 @@ async fn the_audit_log_records_a_token_s_subject_and_id_but_never_the_token() {
             "the token's `sub` and `jti`"
         );
     }
-    assert!(toolgate::verify_chain(&records).is_ok());
+    assert!(toolgate::audit::verify_chain(&records).is_ok());
     drop(store);
     // Neither the token nor its signature is in any file of the store.
     let signature = token.rsplit('.').next().unwrap();

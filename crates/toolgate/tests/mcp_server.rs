@@ -26,8 +26,8 @@ use toolgate::mcp::server::{Downstream, McpServer, ServeError, ServeOptions};
 use toolgate::serve::FrontDoor;
 use toolgate::spec::SpecFile;
 use toolgate::{
-    ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore, Principal, Tier, Tool,
-    ToolCtx, ToolError, ToolHandler,
+    Catalog, Gate, MemoryGateStore, Principal, Tool, ToolCtx, ToolError, ToolHandler,
+    store::ApprovalStatus, store::ApprovalStore, store::AuditLog, tool::Tier,
 };
 
 // ---- tools -------------------------------------------------------------------
@@ -700,7 +700,7 @@ async fn a_call_needing_approval_asks_the_client_and_runs_once_approved() {
     assert_eq!(approvals[0].status, ApprovalStatus::Consumed);
     assert_eq!(
         approvals[0].decided_by,
-        Some(toolgate::Answerer::new("operator", "elicitation")),
+        Some(toolgate::policy::Answerer::new("operator", "elicitation")),
         "the answer names who gave it and how"
     );
     let completions = audit(&store)
@@ -946,9 +946,9 @@ async fn a_replaced_gate_is_listed_and_called_and_every_client_hears_of_it() {
     assert_ne!(result.is_error, Some(true), "{result:?}");
 }
 
-fn search_catalog() -> (Catalog, Arc<toolgate::SearchTools>) {
+fn search_catalog() -> (Catalog, Arc<toolgate::search::SearchTools>) {
     let mut catalog = catalog();
-    let search = toolgate::SearchTools::register_in(&mut catalog).unwrap();
+    let search = toolgate::search::SearchTools::register_in(&mut catalog).unwrap();
     (catalog, search)
 }
 

@@ -25,7 +25,9 @@ use tokio::sync::oneshot;
 use toolgate::auth::HttpAccess;
 use toolgate::mcp::server::{CONVERSATION_HEADER, CONVERSATION_META, McpServer};
 use toolgate::spec::SpecFile;
-use toolgate::{ApprovalStatus, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore};
+use toolgate::{
+    Catalog, Gate, MemoryGateStore, store::ApprovalStatus, store::ApprovalStore, store::AuditLog,
+};
 
 // ---- the served catalog ----------------------------------------------------------
 

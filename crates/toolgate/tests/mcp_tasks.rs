@@ -27,8 +27,8 @@ use toolgate::mcp::server::{Downstream, McpServer};
 use toolgate::serve::FrontDoor;
 use toolgate::spec::SpecFile;
 use toolgate::{
-    AuditLog, Catalog, Gate, MemoryGateStore, Principal, TaskFilter, TaskStatus, Tool, ToolCtx,
-    ToolError, ToolHandler,
+    Catalog, Gate, MemoryGateStore, Principal, Tool, ToolCtx, ToolError, ToolHandler,
+    gate::TaskFilter, store::AuditLog, store::TaskStatus,
 };
 
 /// Build a report, reporting progress, taking `millis`.

@@ -8,8 +8,8 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    Answerer, ApprovalStore, AuditLog, Catalog, Gate, MemoryGateStore, Outcome, Principal,
-    StateStore, ToolCall,
+    Catalog, Gate, MemoryGateStore, Outcome, Principal, ToolCall, policy::Answerer,
+    store::ApprovalStore, store::AuditLog, store::StateStore,
 };
 
 fn spec() -> SpecFile {
@@ -106,7 +106,7 @@ async fn a_refund_above_the_limit_waits_for_an_approver_and_the_audit_names_the_
         .unwrap()
         .into_iter()
         .rev()
-        .find(|r| r.entry.kind == toolgate::RecordKind::Intent)
+        .find(|r| r.entry.kind == toolgate::audit::RecordKind::Intent)
         .unwrap();
     assert_eq!(
         intent.entry.reason.as_deref(),

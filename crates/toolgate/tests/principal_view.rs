@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use toolgate::flow::FlowVisibility;
 use toolgate::spec::SpecFile;
 use toolgate::{
-    Catalog, Decision, Gate, Outcome, Principal, SearchTools, Tier, Tool, ToolCall, ToolCtx,
-    ToolError, ToolHandler,
+    Catalog, Decision, Gate, Outcome, Principal, Tool, ToolCall, ToolCtx, ToolError, ToolHandler,
+    search::SearchTools, tool::Tier,
 };
 
 /// Look up an order.

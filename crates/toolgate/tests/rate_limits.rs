@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
-use toolgate::{AuditLog, Catalog, Gate, MemoryGateStore, Outcome, Principal, ToolCall};
+use toolgate::{Catalog, Gate, MemoryGateStore, Outcome, Principal, ToolCall, store::AuditLog};
 
 fn spec(rate: Value) -> SpecFile {
     serde_json::from_value(json!({

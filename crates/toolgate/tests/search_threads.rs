@@ -19,7 +19,10 @@ use toolgate::auth::HttpAccess;
 use toolgate::mcp::server::McpServer;
 use toolgate::search::Scorer;
 use toolgate::serve::FrontDoor;
-use toolgate::{Catalog, CatalogScorer, DynTool, Gate, SearchTools, SpecTool, ToolDescriptor};
+use toolgate::{
+    Catalog, DynTool, Gate, ToolDescriptor, search::CatalogScorer, search::SearchTools,
+    spec::SpecTool,
+};
 
 /// A scorer as slow as a model on a busy machine: each query waits until
 /// `released` is set (at most `PATIENCE`), and notes whether it was.

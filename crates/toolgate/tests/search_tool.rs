@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate::search::{Exclusion, ListedTools, SEARCH_TOOLS, found_tool_names};
 use toolgate::{
-    Catalog, Decision, DynTool, Effect, Gate, Outcome, Policy, PolicyRule, Principal, SearchTools,
-    SpecTool, Tier, ToolCall, ToolDescriptor, ToolSource,
+    Catalog, Decision, DynTool, Effect, Gate, Outcome, Policy, Principal, ToolCall, ToolDescriptor,
+    policy::PolicyRule, search::SearchTools, spec::SpecTool, tool::Tier, tool::ToolSource,
 };
 
 fn spec_tool(name: &str, description: &str, effect: &str) -> Arc<dyn DynTool> {

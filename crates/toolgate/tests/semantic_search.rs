@@ -14,7 +14,7 @@ use toolgate::search::{Fusion, SearchIndex};
 use toolgate::semantic::{
     Embedder, Precision, SemanticIndex, VectorCache, load_model, load_model_at,
 };
-use toolgate::{Effect, Principal, SearchTools, ToolDescriptor, ToolSource};
+use toolgate::{Effect, Principal, ToolDescriptor, search::SearchTools, tool::ToolSource};
 
 const POOL: &str = include_str!("../../../tests/data/bfcl/functions.jsonl");
 const QUERIES: &str = include_str!("../../../tests/data/bfcl/search-eval.jsonl");

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use toolgate::{SpecReadError, SpecSource};
+use toolgate::{spec::SpecReadError, spec::SpecSource};
 use toolgate_core::spec::{Diagnostic, Severity};
 
 fn fixtures() -> PathBuf {

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Value};
-use toolgate::render_diagnostics;
+use toolgate::spec::render_diagnostics;
 use toolgate_core::spec::check;
 
 static HELPDESK: LazyLock<String> = LazyLock::new(|| {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate::spec::SpecFile;
 use toolgate::{
-    Catalog, Gate, MemoryGateStore, Outcome, Principal, StateStore, Tool, ToolCall, ToolCtx,
-    ToolError, ToolHandler,
+    Catalog, Gate, MemoryGateStore, Outcome, Principal, Tool, ToolCall, ToolCtx, ToolError,
+    ToolHandler, store::StateStore,
 };
 
 const SPEC: &str = r#"

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 use serde_json::{Map, Value, json};
-use toolgate::{MemoryStore, SqliteStore, StateStore, StoreError};
+use toolgate::{SqliteStore, store::MemoryStore, store::StateStore, store::StoreError};
 
 /// Runs `check` against every store: in memory, SQLite in memory and a SQLite file.
 fn for_every_store(check: impl Fn(&str, &dyn StateStore)) {
@@ -175,7 +175,7 @@ fn open_in_dir_uses_state_db_inside_the_directory() {
 
     assert_eq!(
         store.path(),
-        Some(state_dir.join(toolgate::STATE_DB_FILE).as_path())
+        Some(state_dir.join(toolgate::store::STATE_DB_FILE).as_path())
     );
     assert!(state_dir.join("state.db").is_file());
 }
@@ -497,11 +497,11 @@ fn the_default_state_dir_is_dot_toolgate_beside_the_spec_file() {
     let spec = Path::new("/srv/shop/tools.yaml");
 
     assert_eq!(
-        toolgate::default_state_dir(spec),
+        toolgate::store::default_state_dir(spec),
         Path::new("/srv/shop/.toolgate")
     );
     assert_eq!(
-        toolgate::resolve_state_dir(Some(Path::new("/var/lib/tg")), spec),
+        toolgate::store::resolve_state_dir(Some(Path::new("/var/lib/tg")), spec),
         Path::new("/var/lib/tg")
     );
 }
@@ -545,7 +545,10 @@ fn a_link_in_place_of_the_database_or_its_log_is_refused_with_what_to_do() {
             "{error:?}"
         );
         let message = error.to_string();
-        assert!(message.contains(toolgate::ALLOW_SYMLINK_ENV), "{message}");
+        assert!(
+            message.contains(toolgate::store::ALLOW_SYMLINK_ENV),
+            "{message}"
+        );
         assert!(!target.exists());
     }
 }

@@ -15,9 +15,11 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 use toolgate::{
-    Admission, ApprovalRequest, AuditEntry, Effect, GateStore, Outcome, PausedRun, PinCheck,
-    PinStore, RateBucket, RateTaken, RecordKind, RecordedCall, Resolution, SessionKey, SessionKind,
-    StateStore, StoreError, StoredSession, StoredSessions, TaskRecord, TaskStatus,
+    Effect, GateStore, Outcome, audit::AuditEntry, audit::RecordKind, store::Admission,
+    store::ApprovalRequest, store::PausedRun, store::PinCheck, store::PinStore, store::RateBucket,
+    store::RateTaken, store::RecordedCall, store::Resolution, store::SessionKey,
+    store::SessionKind, store::StateStore, store::StoreError, store::StoredSession,
+    store::StoredSessions, store::TaskRecord, store::TaskStatus,
 };
 
 /// Everything a gate and its server keep in one store.
@@ -117,7 +119,7 @@ impl Backend for Postgres {
     fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
         // Generous: a debug build on a busy machine is slow to make connections
         // (SCRAM's key stretching runs unoptimized).
-        let options = toolgate::PostgresOptions {
+        let options = toolgate::store::PostgresOptions {
             pool_size: 8,
             connect_timeout: Duration::from_secs(60),
             ..Default::default()

@@ -136,7 +136,7 @@ async fn serve_bare() {
 /// The spec's gate with the in-memory store, served by the library.
 async fn serve_memory(spec: &str) {
     let source =
-        toolgate::SpecSource::read(std::path::Path::new(spec)).expect("the spec file reads");
+        toolgate::spec::SpecSource::read(std::path::Path::new(spec)).expect("the spec file reads");
     let spec = source.checked.spec.clone().expect("the spec file is valid");
     let gate = toolgate::Gate::from_spec(
         &spec,

@@ -4,7 +4,7 @@
 //! When a call inside a program needs approval, [`super::CodeMode::run_asking`]
 //! hands the approval to an [`AskApproval`] (over MCP: an elicitation to the
 //! client). If the asker records an answer in the approvals store
-//! ([`crate::ApprovalStore::approve`] or [`crate::ApprovalStore::deny`]) and
+//! ([`crate::store::ApprovalStore::approve`] or [`crate::store::ApprovalStore::deny`]) and
 //! returns `true`, the host submits the same call to the gate again — which now
 //! finds it decided — and the program continues at its call site without a
 //! snapshot: an approved call runs (once), a denied one raises `PermissionError`.

@@ -19,7 +19,7 @@ pub(super) fn begin_audit(
     session: &str,
     principal: &Principal,
     arguments: Value,
-) -> Result<AuditEntry, crate::StoreError> {
+) -> Result<AuditEntry, crate::store::StoreError> {
     let mut entry = AuditEntry::new(
         gate.now(),
         RecordKind::Intent,
@@ -30,7 +30,7 @@ pub(super) fn begin_audit(
         RUN_CODE,
     );
     entry.arguments = arguments;
-    crate::Authenticated::stamp(&mut entry);
+    crate::gate::Authenticated::stamp(&mut entry);
     gate.store().append(entry.clone())?;
     Ok(entry)
 }

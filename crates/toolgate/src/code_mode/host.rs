@@ -26,7 +26,7 @@ use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_erro
 use super::slots::{QUEUE_WAIT, WorkerSlots};
 use super::spin::Watched;
 use super::wall_clock::{Stopped, WallClock};
-use crate::{CallOptions, Gate, Outcome, PausedRun, ToolCall};
+use crate::{Gate, Outcome, ToolCall, gate::CallOptions, store::PausedRun};
 
 /// Runs programs whose tool calls take the gate.
 #[derive(Debug, Clone)]
@@ -83,7 +83,7 @@ impl CodeMode {
     /// [`CodeRun`]'s error.
     ///
     /// A call that needs a person's approval pauses the program: its state is
-    /// written to the gate's store, sealed ([`crate::CodeRunStore`]), and the run
+    /// written to the gate's store, sealed ([`crate::store::CodeRunStore`]), and the run
     /// ends `pending_approval` with the approval id and the run id that
     /// [`CodeMode::resume`] takes.
     ///

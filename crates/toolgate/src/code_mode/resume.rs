@@ -25,7 +25,7 @@ use super::protocol::ToWorker;
 use super::replies::reply_for;
 use super::run_result::{CodeRun, resume_error, worker_error};
 use super::wall_clock::{Stopped, WallClock};
-use crate::{ApprovalStatus, Gate, Outcome, PausedRun, StoreError, ToolCall};
+use crate::{Gate, Outcome, ToolCall, store::ApprovalStatus, store::PausedRun, store::StoreError};
 
 impl CodeMode {
     /// Resumes the paused program `run_id` for `principal` (who must be the one
@@ -205,7 +205,7 @@ impl CodeMode {
             return false;
         }
         let store = gate.store();
-        match crate::ApprovalStore::get(store.as_ref(), &paused.approval_id) {
+        match crate::store::ApprovalStore::get(store.as_ref(), &paused.approval_id) {
             Ok(Some(approval)) if approval.status == ApprovalStatus::Pending => {
                 let _ = store.deny(
                     &paused.approval_id,

@@ -85,7 +85,7 @@ pub fn run_code_tool(
     session: &str,
     principal: &toolgate_core::Principal,
     spec: Option<&toolgate_core::spec::SpecFile>,
-) -> Result<ToolDescriptor, crate::StoreError> {
+) -> Result<ToolDescriptor, crate::store::StoreError> {
     let stubs = super::stubs(gate, session, principal, spec)?;
     let effect = gate
         .catalog()

@@ -153,7 +153,7 @@ impl CodeRun {
 
 impl CodeRun {
     /// The run is paused at `paused`'s call.
-    pub(super) fn pending(&mut self, paused: &crate::PausedRun) {
+    pub(super) fn pending(&mut self, paused: &crate::store::PausedRun) {
         self.status = "pending_approval";
         self.run_id = Some(paused.run_id.clone());
         self.approval_id = Some(paused.approval_id.clone());

@@ -19,7 +19,7 @@ use toolgate_core::spec::{SpecFile, returns_shape, schema_shape};
 use toolgate_core::{Decision, Principal, SanitizeOptions, ToolDescriptor, sanitize_description};
 
 use super::names::identifier;
-use crate::{Gate, StoreError};
+use crate::{Gate, store::StoreError};
 
 /// How a program is written, for the model; it opens the stubs.
 const PREFACE: &str = "\

@@ -23,7 +23,9 @@ use toolgate_core::Answerer;
 use super::layout::{self, Nav, csrf_field};
 use super::login::csrf_refusal;
 use super::{App, Viewer, error_page};
-use crate::{Approval, ApprovalStore, Grant, GrantReach, GrantScope};
+use crate::{
+    store::Approval, store::ApprovalStore, store::Grant, store::GrantReach, store::GrantScope,
+};
 
 /// How often an open page's event stream looks for new or answered requests.
 const POLL: Duration = Duration::from_millis(200);

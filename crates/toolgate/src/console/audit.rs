@@ -15,8 +15,8 @@ use toolgate_core::{Anchor, AuditEntry, AuditRecord, ChainBreak, VerifyReport};
 use super::layout::{self, Nav, csrf_field};
 use super::login::csrf_refusal;
 use super::{App, Viewer, error_page};
-use crate::AuditFilter;
 use crate::audit::{PendingOutcome, ResolveError, resolve_pending};
+use crate::store::AuditFilter;
 
 /// Records on one page.
 const PAGE: usize = 50;
@@ -426,7 +426,7 @@ pub(super) async fn resolve(
 /// Runs a store read that may take a while (a whole log's walk) on a blocking
 /// thread; its error, or the thread's, as the page should say it.
 async fn off_the_runtime<T: Send + 'static>(
-    read: impl FnOnce() -> Result<T, crate::StoreError> + Send + 'static,
+    read: impl FnOnce() -> Result<T, crate::store::StoreError> + Send + 'static,
 ) -> Result<T, String> {
     match tokio::task::spawn_blocking(read).await {
         Ok(Ok(value)) => Ok(value),

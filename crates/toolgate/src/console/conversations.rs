@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::layout::{self, Nav};
 use super::{App, Viewer, error_page};
-use crate::AuditFilter;
+use crate::store::AuditFilter;
 
 /// How many of the newest audit records the list of conversations is read from.
 const RECENT_RECORDS: usize = 2000;

@@ -38,7 +38,7 @@ use toolgate_core::spec::SpecFile;
 
 use crate::auth::HttpAccess;
 use crate::auth::rebinding::{self, Guard};
-use crate::{Gate, PinStore};
+use crate::{Gate, store::PinStore};
 
 pub use login::LoginToken;
 use login::{Sessions, Viewer};
@@ -105,7 +105,7 @@ impl Console {
     /// Keeps login sessions in `store` (by their cookie's digest) instead of in
     /// memory, so that they survive a restart and every instance sharing the
     /// store knows them. Set once; a later call is ignored.
-    pub fn with_sessions(self, store: Arc<dyn crate::StoredSessions>) -> Self {
+    pub fn with_sessions(self, store: Arc<dyn crate::store::StoredSessions>) -> Self {
         self.inner.sessions.keep_in(store);
         self
     }
@@ -288,7 +288,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{ApprovalRequest, MemoryGateStore};
+    use crate::{MemoryGateStore, store::ApprovalRequest};
 
     /// A tool whose description, and a call whose arguments, carry markup.
     const SPEC: &str = r#"
@@ -308,8 +308,9 @@ tools:
     fn app() -> App {
         let checked = toolgate_core::spec::check(SPEC);
         let spec = checked.spec.expect("the test spec is valid");
-        let catalog = crate::spec_catalog(&spec, "toolgate.yaml", &crate::Catalog::new())
-            .expect("the catalog builds");
+        let catalog =
+            crate::spec_tool::spec_catalog(&spec, "toolgate.yaml", &crate::Catalog::new())
+                .expect("the catalog builds");
         let gate = Arc::new(
             Gate::builder(catalog)
                 .spec(&spec)

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use super::layout::csrf_field;
 use super::login::csrf_refusal;
 use super::{App, Viewer, error_page};
-use crate::{Pin, join_fields, pin_diff};
+use crate::{store::Pin, store::join_fields, store::pin_diff};
 
 /// What the console shows of the running upstream MCP servers, and how it
 /// tells them that a quarantined tool's change was accepted. The front door
@@ -194,10 +194,10 @@ pub(super) async fn accept(
             }
             Redirect::to("/catalog#quarantine").into_response()
         }
-        Err(e @ crate::PinError::Unknown { .. }) => {
+        Err(e @ crate::store::PinError::Unknown { .. }) => {
             error_page(StatusCode::NOT_FOUND, Some(&viewer), &e.to_string())
         }
-        Err(e @ crate::PinError::Unchanged { .. }) => {
+        Err(e @ crate::store::PinError::Unchanged { .. }) => {
             error_page(StatusCode::CONFLICT, Some(&viewer), &e.to_string())
         }
         Err(e) => error_page(

@@ -5,7 +5,7 @@
 //!
 //! The flow itself and its monitor are pure and live in
 //! [`toolgate_core::flow`]; the call history the monitor reads is kept by the
-//! gate's store ([`CallHistory`](crate::CallHistory)), beside the state.
+//! gate's store ([`CallHistory`](crate::store::CallHistory)), beside the state.
 
 mod admission;
 mod junit;

@@ -154,8 +154,8 @@ impl TestRunner {
 
     async fn script(&self, index: usize, test: &TestScript) -> Result<(), TestFailure> {
         let store = Arc::new(MemoryGateStore::default());
-        let catalog =
-            crate::spec_catalog(&self.spec, &self.file, &Catalog::new()).map_err(|e| {
+        let catalog = crate::spec_tool::spec_catalog(&self.spec, &self.file, &Catalog::new())
+            .map_err(|e| {
                 self.failure(
                     index,
                     test,

@@ -46,7 +46,7 @@ const MAX_CLIENTS: usize = 64;
 /// ```no_run
 /// # async fn demo(tool: &toolgate::spec::ToolSpec) -> Result<(), toolgate::ToolError> {
 /// use toolgate::spec::NetworkSection;
-/// use toolgate::{HttpRuntime, Principal, ToolCtx};
+/// use toolgate::{http::HttpRuntime, Principal, ToolCtx};
 ///
 /// let runtime = HttpRuntime::new(&NetworkSection::default());
 /// let ctx = ToolCtx::new("call-1", Principal::operator());

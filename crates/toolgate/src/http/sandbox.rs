@@ -39,7 +39,7 @@ pub struct Downgrade {
 /// are always downgraded: they run programs on this machine.
 ///
 /// ```
-/// use toolgate::sandbox;
+/// use toolgate::http::sandbox;
 /// use toolgate::spec::{NetworkSection, SpecFile};
 ///
 /// let foreign: SpecFile = serde_json::from_value(serde_json::json!({"tools": [{

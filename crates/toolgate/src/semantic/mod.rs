@@ -6,7 +6,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use toolgate::semantic::SemanticIndex;
-//! use toolgate::{Catalog, SearchTools};
+//! use toolgate::{Catalog, search::SearchTools};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let catalog = Catalog::new();
 //! let semantic = SemanticIndex::open("models/all-MiniLM-L6-v2".as_ref(), Some(".toolgate/vectors".as_ref()))?;

@@ -54,7 +54,7 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The call's (validated) arguments.
     pub arguments: Value,
-    /// [`content_hash`](crate::content_hash) of `arguments`: what "the same call" means.
+    /// [`content_hash`](toolgate_core::content_hash) of `arguments`: what "the same call" means.
     pub args_hash: String,
     /// Who made the call.
     pub principal: String,
@@ -69,7 +69,7 @@ impl ApprovalRequest {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolgate::ApprovalRequest;
+    /// use toolgate::store::ApprovalRequest;
     ///
     /// let a = ApprovalRequest::new("default", "send_email", json!({"to": "a@b.c", "cc": []}), "agent", "write needs a human");
     /// let b = ApprovalRequest::new("default", "send_email", json!({"cc": [], "to": "a@b.c"}), "agent", "write needs a human");
@@ -85,7 +85,7 @@ impl ApprovalRequest {
         Self {
             session: session.into(),
             tool: tool.into(),
-            args_hash: crate::content_hash(&arguments),
+            args_hash: toolgate_core::content_hash(&arguments),
             arguments,
             principal: principal.into(),
             reason: reason.into(),
@@ -308,7 +308,7 @@ pub enum Resolution {
 /// approve` in one terminal answers a gate in another);
 /// [`MemoryApprovals`](super::MemoryApprovals) keeps them in memory.
 ///
-/// `SqliteStore` also implements [`StateStore`](crate::StateStore), which has a `get`
+/// `SqliteStore` also implements [`StateStore`](crate::store::StateStore), which has a `get`
 /// too: with both traits in scope, call `ApprovalStore::get(&store, id)`.
 pub trait ApprovalStore: Send + Sync {
     /// Decides an asked call, trying in this order: a live grant that covers it, an
@@ -414,7 +414,7 @@ pub(super) fn expiry(now: SystemTime, ttl: Duration) -> SystemTime {
 }
 
 pub(super) fn unknown_id(id: String, pending: Vec<String>) -> StoreError {
-    let suggestions = crate::closest_names(&id, pending.iter().map(String::as_str));
+    let suggestions = toolgate_core::closest_names(&id, pending.iter().map(String::as_str));
     StoreError::UnknownApproval {
         id,
         suggestions,

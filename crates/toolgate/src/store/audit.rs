@@ -20,7 +20,7 @@ use super::StoreError;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate::{AuditEntry, AuditLog, MemoryAuditLog, RecordKind};
+/// use toolgate::{audit::AuditEntry, store::AuditLog, store::MemoryAuditLog, audit::RecordKind};
 ///
 /// let log = MemoryAuditLog::new();
 /// let intent = AuditEntry {

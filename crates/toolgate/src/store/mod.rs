@@ -95,7 +95,7 @@ pub const STATE_DB_FILE: &str = "state.db";
 ///
 /// ```
 /// use std::path::Path;
-/// let dir = toolgate::default_state_dir(Path::new("shop/tools.yaml"));
+/// let dir = toolgate::store::default_state_dir(Path::new("shop/tools.yaml"));
 /// assert_eq!(dir, Path::new("shop/.toolgate"));
 /// ```
 pub fn default_state_dir(spec_file: &Path) -> PathBuf {

@@ -3,7 +3,7 @@
 //!
 //! The first time a tool from a source the operator does not control is seen, its
 //! definition (name, title, description, schemas, annotations) is pinned by
-//! [`content_hash`](crate::content_hash). Each later sighting is compared with the
+//! [`content_hash`](toolgate_core::content_hash). Each later sighting is compared with the
 //! pin: the same hash passes; a different one is recorded beside the pin as a
 //! *change* and the tool is quarantined until a person accepts that change
 //! ([`PinStore::accept_pin`]), which makes the recorded definition the new pin. What
@@ -189,7 +189,7 @@ pub(super) fn unknown(tool: &str, pinned: impl IntoIterator<Item = String>) -> P
     let names: Vec<String> = pinned.into_iter().collect();
     PinError::Unknown {
         tool: tool.to_owned(),
-        suggestions: crate::closest_names(tool, names.iter().map(String::as_str)),
+        suggestions: toolgate_core::closest_names(tool, names.iter().map(String::as_str)),
     }
 }
 
@@ -226,7 +226,7 @@ mod tests {
                 "{kind}"
             );
             let pin = pins.pin("fs.read").unwrap().unwrap();
-            assert_eq!(pin.hash, crate::content_hash(&v1), "{kind}");
+            assert_eq!(pin.hash, toolgate_core::content_hash(&v1), "{kind}");
             assert_eq!(pin.pinned_at, "2023-11-14T22:13:20.000Z", "{kind}");
         }
     }

@@ -63,7 +63,7 @@ impl StoreChoice {
 ///
 /// ```
 /// use std::path::Path;
-/// use toolgate::{StoreChoice, choose_store};
+/// use toolgate::{store::StoreChoice, store::choose_store};
 ///
 /// let dir = Path::new("/srv/.toolgate");
 /// assert_eq!(choose_store(None, None, dir, |_| None)?, StoreChoice::Sqlite(dir.into()));
@@ -72,7 +72,7 @@ impl StoreChoice {
 /// })?;
 /// assert_eq!(chosen, StoreChoice::Postgres { url: "postgres://tg:s3cret@db/tg".into() });
 /// assert_eq!(chosen.shown(), "postgres://tg:***@db/tg");
-/// # Ok::<(), toolgate::StoreError>(())
+/// # Ok::<(), toolgate::store::StoreError>(())
 /// ```
 pub fn choose_store(
     explicit: Option<&str>,

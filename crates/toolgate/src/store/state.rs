@@ -13,7 +13,7 @@ use super::StoreError;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate::{MemoryStore, StateStore};
+/// use toolgate::{store::MemoryStore, store::StateStore};
 ///
 /// let store = MemoryStore::new();
 /// store.apply("default", &[("cart".into(), json!(["A-1001"]))]).unwrap();

@@ -38,7 +38,7 @@ pub(super) fn an_approved_call_runs_once_however_many_handles_race_for_it(backen
     assert_eq!(granted.load(Ordering::SeqCst), 1, "exactly one call ran");
     let all = handles[0].list(true).unwrap();
     assert_eq!(all[0].id, id);
-    assert_eq!(all[0].status, toolgate::ApprovalStatus::Consumed);
+    assert_eq!(all[0].status, toolgate::store::ApprovalStatus::Consumed);
     // The losers opened one new request between them, not fifteen.
     assert_eq!(handles[1].list(false).unwrap().len(), 1);
 }
@@ -81,10 +81,10 @@ pub(super) fn a_denial_is_reported_once_and_asking_twice_opens_one_request(backe
     let Resolution::Pending { id, .. } = store.resolve(&request("t"), now).unwrap() else {
         panic!()
     };
-    let grant = toolgate::Grant {
+    let grant = toolgate::store::Grant {
         ttl: Duration::from_secs(60),
-        scope: toolgate::GrantScope::Tool,
-        reach: toolgate::GrantReach::EveryConversation,
+        scope: toolgate::store::GrantScope::Tool,
+        reach: toolgate::store::GrantReach::EveryConversation,
     };
     store.approve(&id, Some(grant), now).unwrap();
     assert!(matches!(
@@ -103,7 +103,10 @@ pub(super) fn a_denial_is_reported_once_and_asking_twice_opens_one_request(backe
     let Resolution::Pending { id, .. } = store.resolve(&again, now).unwrap() else {
         panic!()
     };
-    let here = toolgate::Grant::new(Duration::from_secs(60), toolgate::GrantScope::SameArguments);
+    let here = toolgate::store::Grant::new(
+        Duration::from_secs(60),
+        toolgate::store::GrantScope::SameArguments,
+    );
     store.approve(&id, Some(here), now).unwrap();
     assert!(matches!(
         store.resolve(&again, now).unwrap(),

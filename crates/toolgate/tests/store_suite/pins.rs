@@ -29,11 +29,11 @@ pub(super) fn a_tool_is_pinned_and_its_change_recorded_until_accepted(backend: &
     );
     assert!(matches!(
         store.accept_pin("fs.read", now),
-        Err(toolgate::PinError::Unchanged { .. })
+        Err(toolgate::store::PinError::Unchanged { .. })
     ));
     assert!(matches!(
         store.accept_pin("fs.reed", now),
-        Err(toolgate::PinError::Unknown { suggestions, .. }) if suggestions == ["fs.read"]
+        Err(toolgate::store::PinError::Unknown { suggestions, .. }) if suggestions == ["fs.read"]
     ));
     assert_eq!(store.pins().unwrap().len(), 1);
 }

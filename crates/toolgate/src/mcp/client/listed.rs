@@ -36,7 +36,7 @@ pub fn remote_tool(
     let catalog_name = format!("{namespace}.{name}");
     validate_name(&catalog_name)
         .map_err(|e| format!("`{catalog_name}` is not a tool name: {e}"))?;
-    let definition: Map<String, Value> = crate::PINNED_FIELDS
+    let definition: Map<String, Value> = crate::store::PINNED_FIELDS
         .iter()
         .filter_map(|(key, _)| Some(((*key).to_owned(), tool.get(*key)?.clone())))
         .collect();

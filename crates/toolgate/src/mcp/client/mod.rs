@@ -11,7 +11,7 @@
 //! # async fn run(spec: toolgate::spec::SpecFile) -> Result<(), toolgate::CatalogError> {
 //! use std::sync::Arc;
 //! use toolgate::mcp::client::{UpstreamOptions, Upstreams};
-//! use toolgate::{Gate, MemoryGateStore, MemoryPins};
+//! use toolgate::{Gate, MemoryGateStore, store::MemoryPins};
 //!
 //! let upstreams = Upstreams::connect(&spec, Arc::new(MemoryPins::new()), UpstreamOptions::default()).await;
 //! for status in upstreams.status() {
@@ -91,7 +91,7 @@ pub use result::{call_outcome, upstream_content};
 pub use server::{ListedTool, Quarantine};
 pub use tool::UpstreamTool;
 
-use crate::PinStore;
+use crate::store::PinStore;
 use server::Server;
 
 /// Where a server stands.

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::Answerer;
 
 use crate::store::ApprovalStore;
-use crate::{Approval, Gate};
+use crate::{Gate, store::Approval};
 
 /// The form field that carries the answer.
 const APPROVE_FIELD: &str = "approve";
@@ -233,7 +233,7 @@ mod tests {
             args_hash: String::new(),
             principal: "operator".into(),
             reason: "the policy for external tools is ask".into(),
-            status: crate::ApprovalStatus::Pending,
+            status: crate::store::ApprovalStatus::Pending,
             answer: None,
             created_at: String::new(),
             decided_at: None,

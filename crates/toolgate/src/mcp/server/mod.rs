@@ -266,14 +266,14 @@ pub struct McpServerBuilder {
     #[cfg(feature = "code-mode")]
     code: Option<code_offer::CodeOffer>,
     hold_approvals: bool,
-    restorable: Option<Arc<dyn crate::StoredSessions>>,
+    restorable: Option<Arc<dyn crate::store::StoredSessions>>,
 }
 
 impl McpServerBuilder {
     /// Keep every streamable HTTP session in `store`, so that any server sharing
     /// it continues a session another opened (behind a load balancer without
     /// sticky sessions); a session deleted or expired on one is gone on all.
-    pub fn restorable_sessions(mut self, store: Arc<dyn crate::StoredSessions>) -> Self {
+    pub fn restorable_sessions(mut self, store: Arc<dyn crate::store::StoredSessions>) -> Self {
         self.restorable = Some(store);
         self
     }
@@ -317,7 +317,7 @@ impl McpServerBuilder {
 
     /// Offer the catalog as "a few always-loaded tools plus search": `tools/list`
     /// shows `search_tools` (which the gate's catalog must hold, see
-    /// [`SearchTools::register_in`](crate::SearchTools::register_in)) and
+    /// [`SearchTools::register_in`](crate::search_tool::SearchTools::register_in)) and
     /// `always_loaded`; the tools a search returns are listed for that session from
     /// then on, and its client is told the list changed. Every call still goes
     /// through the gate, listed or not.

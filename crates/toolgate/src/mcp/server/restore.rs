@@ -3,7 +3,7 @@
 //! balancer that does not keep a client on one instance.
 //!
 //! An `initialize` answered here is kept in the store (see
-//! [`crate::StoredSessions`], by the digest of its session id): the client's
+//! [`crate::store::StoredSessions`], by the digest of its session id): the client's
 //! `initialize` parameters (so its capabilities, elicitation among them, come back
 //! with it) and who opened it (principal and credential name). An instance that
 //! gets a request for a session it does not hold asks rmcp to restore it: rmcp
@@ -107,14 +107,14 @@ impl Restorable {
         u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn stored(&self, id: &str) -> Result<Option<StoredSession>, crate::StoreError> {
+    fn stored(&self, id: &str) -> Result<Option<StoredSession>, crate::store::StoreError> {
         self.store
             .session(SessionKind::Mcp, &SessionKey::of(id), now_ms())
     }
 
     /// Whether the session `id` is still live in the store (neither expired nor
     /// deleted), renewing it when it is due.
-    pub(crate) fn live(&self, id: &str) -> Result<bool, crate::StoreError> {
+    pub(crate) fn live(&self, id: &str) -> Result<bool, crate::store::StoreError> {
         let now = now_ms();
         let Some(session) = self.stored(id)? else {
             return Ok(false);

@@ -38,7 +38,10 @@ use super::result::call_result;
 use super::session::caller::Caller;
 use super::tools::arguments;
 use crate::mcp::{Downstream, LogLevel};
-use crate::{CallOptions, Gate, Outcome, Principal, TaskRecord, TaskScope, TaskStatus, ToolCall};
+use crate::{
+    Gate, Outcome, Principal, ToolCall, gate::CallOptions, gate::TaskScope, store::TaskRecord,
+    store::TaskStatus,
+};
 
 /// The `_meta` key a request sets to `true` to run any call as a task.
 pub(super) const TASK_META: &str = "toolgate/task";
@@ -264,9 +267,9 @@ fn read(gate: &Gate, principal: &Principal, id: &str) -> Result<TaskRecord, McpE
     gate.task(id, principal).map_err(unknown)
 }
 
-fn unknown(error: crate::TaskError) -> McpError {
+fn unknown(error: crate::gate::TaskError) -> McpError {
     match error {
-        crate::TaskError::Unknown { .. } => McpError::invalid_params(error.to_string(), None),
+        crate::gate::TaskError::Unknown { .. } => McpError::invalid_params(error.to_string(), None),
         other => McpError::internal_error(other.to_string(), None),
     }
 }

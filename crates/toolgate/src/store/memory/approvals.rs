@@ -15,14 +15,14 @@ use crate::store::approvals::*;
 /// ```
 /// use std::time::SystemTime;
 /// use serde_json::json;
-/// use toolgate::{ApprovalRequest, ApprovalStore, MemoryApprovals, Resolution};
+/// use toolgate::{store::ApprovalRequest, store::ApprovalStore, store::MemoryApprovals, store::Resolution};
 ///
 /// let approvals = MemoryApprovals::new();
 /// let call = ApprovalRequest::new("default", "refund", json!({"order": "A-1"}), "agent", "write asks");
 /// let Resolution::Pending { id, .. } = approvals.resolve(&call, SystemTime::now())? else { panic!() };
 /// approvals.approve(&id, None, SystemTime::now())?;
 /// assert_eq!(approvals.resolve(&call, SystemTime::now())?, Resolution::Granted { by: id });
-/// # Ok::<(), toolgate::StoreError>(())
+/// # Ok::<(), toolgate::store::StoreError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryApprovals {

@@ -14,7 +14,7 @@ use crate::store::{Pin, PinChange, PinCheck, PinError, PinStore};
 /// ```
 /// use std::time::SystemTime;
 /// use serde_json::json;
-/// use toolgate::{MemoryPins, PinCheck, PinStore};
+/// use toolgate::{store::MemoryPins, store::PinCheck, store::PinStore};
 ///
 /// let pins = MemoryPins::new();
 /// let v1 = json!({"name": "read", "description": "Read a file."});
@@ -24,7 +24,7 @@ use crate::store::{Pin, PinChange, PinCheck, PinError, PinStore};
 /// assert_eq!(pin.changed_fields(), ["description"]);
 /// pins.accept_pin("fs.read", SystemTime::now())?;
 /// assert_eq!(pins.observe_tool("fs.read", &v2, SystemTime::now())?, PinCheck::Matches);
-/// # Ok::<(), toolgate::PinError>(())
+/// # Ok::<(), toolgate::store::PinError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryPins {
@@ -50,7 +50,7 @@ impl PinStore for MemoryPins {
         definition: &Value,
         now: SystemTime,
     ) -> Result<PinCheck, PinError> {
-        let hash = crate::content_hash(definition);
+        let hash = toolgate_core::content_hash(definition);
         let mut pins = self.pins_locked();
         match pins.get_mut(tool) {
             None => {

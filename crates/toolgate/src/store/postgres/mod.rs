@@ -85,11 +85,11 @@ impl Default for PostgresOptions {
 /// A gate store in a PostgreSQL database that several toolgate instances share.
 ///
 /// ```no_run
-/// use toolgate::{PostgresOptions, PostgresStore, StateStore};
+/// use toolgate::{store::PostgresOptions, PostgresStore, store::StateStore};
 ///
 /// let store = PostgresStore::open("postgres://toolgate@db.internal/toolgate", PostgresOptions::default())?;
 /// store.apply("default", &[("step".into(), serde_json::json!(2))])?;
-/// # Ok::<(), toolgate::StoreError>(())
+/// # Ok::<(), toolgate::store::StoreError>(())
 /// ```
 pub struct PostgresStore {
     inner: Arc<Inner>,
@@ -349,10 +349,10 @@ fn pool_problem(e: &deadpool_postgres::PoolError) -> String {
 ///
 /// ```
 /// assert_eq!(
-///     toolgate::mask_url("postgres://tg:s3cret@db:5432/toolgate"),
+///     toolgate::store::mask_url("postgres://tg:s3cret@db:5432/toolgate"),
 ///     "postgres://tg:***@db:5432/toolgate"
 /// );
-/// assert_eq!(toolgate::mask_url("host=db password=s3cret"), "host=db password=***");
+/// assert_eq!(toolgate::store::mask_url("host=db password=s3cret"), "host=db password=***");
 /// ```
 pub fn mask_url(url: &str) -> String {
     if let Ok(mut parsed) = url::Url::parse(url) {

@@ -78,7 +78,7 @@ impl PinStore for PostgresStore {
         definition: &Value,
         now: SystemTime,
     ) -> Result<PinCheck, PinError> {
-        let hash = crate::content_hash(definition);
+        let hash = toolgate_core::content_hash(definition);
         let (inner, tool, definition) =
             (self.inner.clone(), tool.to_owned(), definition.to_string());
         self.run_pins(async move {

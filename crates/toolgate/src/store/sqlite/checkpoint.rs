@@ -69,7 +69,7 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::{SqliteStore, StateStore};
+    use crate::{SqliteStore, store::StateStore};
 
     #[test]
     fn the_log_is_copied_into_the_database_file_while_commits_go_on() {

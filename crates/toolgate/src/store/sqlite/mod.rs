@@ -48,7 +48,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate::{SqliteStore, StateStore};
+/// use toolgate::{SqliteStore, store::StateStore};
 ///
 /// let dir = std::env::temp_dir().join(format!("toolgate-doc-{}", std::process::id()));
 /// let store = SqliteStore::open_in_dir(&dir)?;
@@ -56,7 +56,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// assert_eq!(store.get("default", "step")?, Some(json!(2)));
 /// # drop(store);
 /// # std::fs::remove_dir_all(&dir).ok();
-/// # Ok::<(), toolgate::StoreError>(())
+/// # Ok::<(), toolgate::store::StoreError>(())
 /// ```
 #[derive(Debug)]
 pub struct SqliteStore {
@@ -74,7 +74,7 @@ impl SqliteStore {
     /// Opens the store at `path`, creating its parent directories (`0700`), the file
     /// (`0600`) and the schema on first use, and migrating an older schema. A
     /// symbolic link at `path` is refused unless
-    /// [`ALLOW_SYMLINK_ENV`](crate::ALLOW_SYMLINK_ENV) is `1`.
+    /// [`ALLOW_SYMLINK_ENV`](crate::store::ALLOW_SYMLINK_ENV) is `1`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let location = path.display().to_string();
@@ -108,7 +108,7 @@ impl SqliteStore {
         Ok(store)
     }
 
-    /// Opens `state.db` inside `dir` (see [`resolve_state_dir`](crate::resolve_state_dir)).
+    /// Opens `state.db` inside `dir` (see [`resolve_state_dir`](crate::store::resolve_state_dir)).
     pub fn open_in_dir(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
         Self::open(dir.as_ref().join(STATE_DB_FILE))
     }

@@ -79,7 +79,7 @@ impl PinStore for SqliteStore {
         definition: &Value,
         now: SystemTime,
     ) -> Result<PinCheck, PinError> {
-        let hash = crate::content_hash(definition);
+        let hash = toolgate_core::content_hash(definition);
         let error = self.error("recording a tool's pin");
         let mut conn = self.conn();
         let tx = conn

@@ -105,7 +105,7 @@ mod tests {
     use toolgate_core::{AuditEntry, Effect, RecordKind};
 
     use super::*;
-    use crate::{AuditLog, CallHistory, GateStore};
+    use crate::{GateStore, store::AuditLog, store::CallHistory};
 
     fn entry(kind: RecordKind, run: usize) -> AuditEntry {
         AuditEntry {

@@ -39,7 +39,7 @@ use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
 use super::result::{call_outcome, upstream_text, upstream_words};
 use super::{ServerState, UpstreamEvent};
-use crate::{PinCheck, PinStore, join_fields};
+use crate::{store::PinCheck, store::PinStore, store::join_fields};
 
 /// How long a stdio server gets to exit after its stdin closes, and again after
 /// `SIGTERM`, before it is killed.

@@ -183,7 +183,7 @@ impl CappedSessions {
 
     /// Keeps every session in `store` too, for any server sharing it to continue
     /// (see `restore`).
-    pub(crate) fn restoring(mut self, store: Arc<dyn crate::StoredSessions>) -> Self {
+    pub(crate) fn restoring(mut self, store: Arc<dyn crate::store::StoredSessions>) -> Self {
         self.restorable = Some(Arc::new(Restorable::new(store, self.limits.idle_timeout)));
         self
     }

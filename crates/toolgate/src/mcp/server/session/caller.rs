@@ -9,8 +9,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use toolgate_core::Principal;
 
-use crate::Authenticated;
 use crate::auth::{AuthMethod, Identity};
+use crate::gate::Authenticated;
 use crate::mcp::server::Shared;
 use crate::mcp::server::offering::Offering;
 use crate::mcp::server::restore::Opener;

@@ -209,7 +209,7 @@ impl Session {
 
 /// A session whose flow cannot be read is offered every tool (the gate still
 /// refuses what the flow blocks); the operator hears why.
-fn warn_flow_unreadable(session: &str, error: &crate::StoreError) {
+fn warn_flow_unreadable(session: &str, error: &crate::store::StoreError) {
     tracing::warn!(
         session,
         "cannot read the conversation's flow ({error}); offering every tool"
