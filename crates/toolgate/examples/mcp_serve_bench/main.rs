@@ -36,6 +36,10 @@
 //! on one PostgreSQL database (URL: an empty database the bench may fill). `mcp_serve_bench bare` and
 //! `mcp_serve_bench memory SPEC` run one of the other two servers alone (on
 //! 127.0.0.1, a free port, printed on stderr).
+//!
+//! One concept past 600 lines: one benchmark, its servers, clients and report
+//! in the order a run takes them; the test upstream and the token fixtures
+//! live beside it.
 
 mod instructions;
 mod stateless;

@@ -1,6 +1,10 @@
 //! The gate's side of a program run: start a worker under OS limits, answer each
 //! call it sends with a [`Gate::call`], and turn how it ended — a value, an
 //! exception, a limit, or the worker's death — into a [`CodeRun`].
+//!
+//! It is one concept at just over 600 lines: one run's conversation with its
+//! worker, read top to bottom; what it leans on (limits, replies, resuming,
+//! the wall clock) already lives in the sibling files.
 
 use std::time::{Duration, Instant};
 
