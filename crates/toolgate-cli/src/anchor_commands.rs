@@ -10,15 +10,15 @@ use std::time::SystemTime;
 use serde_json::json;
 use toolgate::{audit::Anchor, audit::VerifyReport};
 
-use crate::audit_commands::open;
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
+use crate::context::open_existing_store;
 use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;
 
 /// `toolgate audit anchor [--append FILE]`: prints the head as `SEQ:HASH`, and
 /// appends it to `FILE` with the time it was taken.
 pub fn anchor(args: &SpecArgs, state: &StateArgs, append: Option<&Path>) -> CommandResult {
-    let report = match open(args, state)? {
+    let report = match open_existing_store(args, state)? {
         Some(store) => store.verify().map_err(|e| e.to_string())?,
         None => toolgate::audit::verify_chain(Vec::<toolgate::audit::AuditRecord>::new()),
     };

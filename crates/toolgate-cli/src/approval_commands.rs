@@ -21,7 +21,7 @@ use toolgate::{
     store::GrantReach, store::GrantScope, store::ServedStore,
 };
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::load;
 use crate::context::{SpecArgs, StateArgs};
 use crate::output::{first_line, print_json, say_table};

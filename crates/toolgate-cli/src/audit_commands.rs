@@ -6,18 +6,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
+use toolgate::audit::{AuditRecord, ChainBreak, VerifyReport};
 use toolgate::audit::{PendingOutcome, ResolveError, resolve_pending};
-use toolgate::{
-    SqliteStore, audit::AuditRecord, audit::ChainBreak, audit::VerifyReport, store::STATE_DB_FILE,
-    store::ServedStore, store::resolve_state_dir,
-};
 
-use crate::commands::CommandResult;
-use crate::context::{SpecArgs, StateArgs};
+use crate::context::CommandResult;
+use crate::context::{SpecArgs, StateArgs, db_path, open_existing_store};
 use crate::output::{first_line, print_json};
 
 /// What `toolgate audit` does; without one, it shows the last records.
@@ -76,7 +72,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: Option<AuditAction>) -> C
 
 /// `toolgate audit tail [-n N]`.
 pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
-    let records = match open(args, state)? {
+    let records = match open_existing_store(args, state)? {
         Some(store) => store.tail(n).map_err(|e| e.to_string())?,
         None => Vec::new(),
     };
@@ -102,7 +98,7 @@ pub fn tail(args: &SpecArgs, state: &StateArgs, n: usize) -> CommandResult {
 pub fn verify(args: &SpecArgs, state: &StateArgs, anchors: &[String]) -> CommandResult {
     let anchors = crate::anchor_commands::read_anchors(anchors)?;
     // No file at all is the empty log, which an anchor past record 0 catches.
-    let report = match open(args, state)? {
+    let report = match open_existing_store(args, state)? {
         Some(store) => store.verify_anchored(&anchors).map_err(|e| e.to_string())?,
         None => toolgate::audit::verify_chain_anchored(Vec::<AuditRecord>::new(), anchors.clone()),
     };
@@ -138,7 +134,7 @@ pub fn verify(args: &SpecArgs, state: &StateArgs, anchors: &[String]) -> Command
 
 /// `toolgate audit pending`.
 pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
-    let records = match open(args, state)? {
+    let records = match open_existing_store(args, state)? {
         Some(store) => store.pending().map_err(|e| e.to_string())?,
         None => Vec::new(),
     };
@@ -205,7 +201,7 @@ pub fn resolve(
     outcome: &str,
     note: Option<&str>,
 ) -> CommandResult {
-    let Some(store) = open(args, state)? else {
+    let Some(store) = open_existing_store(args, state)? else {
         return Err(format!(
             "there is no audit log at {}; check --state-dir (or TOOLGATE_STATE_DIR)",
             db_path(args, state).display()
@@ -270,27 +266,4 @@ fn first_bad_seq(at: ChainBreak) -> u64 {
         }
         other => other.seq(),
     }
-}
-
-fn db_path(args: &SpecArgs, state: &StateArgs) -> PathBuf {
-    resolve_state_dir(state.state_dir.as_deref(), &args.file).join(STATE_DB_FILE)
-}
-
-/// The store holding the log, or `None` when there is no state file yet.
-pub(crate) fn open(
-    args: &SpecArgs,
-    state: &StateArgs,
-) -> Result<Option<Arc<dyn ServedStore>>, String> {
-    let choice = crate::context::store_choice(args, state)?;
-    if choice.is_shared() {
-        return crate::context::open_chosen(&choice, args, state).map(Some);
-    }
-    let path = db_path(args, state);
-    // A link in its place is the store's to refuse, dangling or not.
-    if std::fs::symlink_metadata(&path).is_err() {
-        return Ok(None);
-    }
-    SqliteStore::open(&path)
-        .map(|store| Some(Arc::new(store) as Arc<dyn ServedStore>))
-        .map_err(|e| e.to_string())
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use toolgate::code_mode::{CodeLimits, CodeMode, CodeRun};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::{SpecArgs, StateArgs};
 use crate::context::{load, open_gate, open_store, principal};
 use crate::output::{print_json, say_table};

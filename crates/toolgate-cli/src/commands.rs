@@ -9,10 +9,8 @@ use toolgate::spec::{SpecFile, returns_shape, spec_file_schema};
 use toolgate::{Catalog, Gate, Outcome, ToolCall, spec::SpecSource};
 
 use crate::StateAction;
-use crate::context::{SpecArgs, StateArgs, load, open_gate, open_store, principal};
+use crate::context::{CommandResult, SpecArgs, StateArgs, load, open_gate, open_store, principal};
 use crate::output::{describe_tool, first_line, print_json, show_json};
-
-pub type CommandResult = Result<ExitCode, String>;
 
 /// `check`, and with `sandbox` (the operator's allow-list) the bindings a sandbox
 /// would downgrade to mocks.
@@ -273,17 +271,6 @@ fn answered_within(gate: &Gate, approval_id: &str, wait: Duration) -> bool {
         }
         std::thread::sleep(POLL);
     }
-}
-
-/// The value of `--max-argument-bytes`: a byte count the spec file's
-/// `limits.max_argument_bytes` could hold.
-pub(crate) fn parse_max_argument_bytes(text: &str) -> Result<u64, String> {
-    let bytes: u64 = text.trim().parse().map_err(|_| {
-        format!("`{text}` is not a number of bytes; write one such as `65536` (64 KiB)")
-    })?;
-    toolgate::spec::check_max_argument_bytes(bytes)
-        .map_err(|(problem, help)| format!("{problem}; {help}"))?;
-    Ok(bytes)
 }
 
 /// `call --json`'s outcome, every field of it safe to hand to a model: for an

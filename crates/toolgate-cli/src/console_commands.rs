@@ -16,11 +16,11 @@ use toolgate::mcp::server::shutdown_signal;
 use toolgate::spec::SpecFile;
 use toolgate::{store::PinStore, store::ServedStore};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::open_served_gate;
+use crate::context::with_spec_auth;
 use crate::context::{SpecArgs, StateArgs};
 use crate::context::{load, open_store};
-use crate::serve_commands::with_spec_auth;
 
 /// The default address of `toolgate console`: beside `serve --http`'s 8731.
 pub const DEFAULT_CONSOLE_ADDR: &str = "127.0.0.1:8732";

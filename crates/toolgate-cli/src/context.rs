@@ -1,11 +1,14 @@
 //! What every command shares: the spec-file and state arguments, loading the
 //! spec, choosing and opening its store, the principal `--as` names, and the one
-//! way a command opens a gate.
+//! way a command opens a gate; the access `serve` and `console` take from the
+//! spec's `auth:`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 
+use toolgate::auth::{ApiKeys, HttpAccess, OAuth, key_file_path};
 use toolgate::mcp::client::Upstreams;
 use toolgate::search::Exclusion;
 use toolgate::spec::SpecFile;
@@ -14,6 +17,7 @@ use toolgate::{
     spec::spec_catalog, store::OpenOptions, store::ServedStore, store::StoreChoice,
     store::resolve_state_dir,
 };
+use toolgate::{SqliteStore, store::STATE_DB_FILE};
 
 /// Options shared by every command that reads a spec file.
 #[derive(clap::Args, Clone)]
@@ -195,4 +199,78 @@ pub(crate) fn open_served_gate(
         builder = builder.succeeding(previous);
     }
     Ok((builder.build(), withheld))
+}
+
+/// What a command ends with: its exit code, or the message that says why it failed.
+pub type CommandResult = Result<ExitCode, String>;
+
+/// The value of `--max-argument-bytes`: a byte count the spec file's
+/// `limits.max_argument_bytes` could hold.
+pub(crate) fn parse_max_argument_bytes(text: &str) -> Result<u64, String> {
+    let bytes: u64 = text.trim().parse().map_err(|_| {
+        format!("`{text}` is not a number of bytes; write one such as `65536` (64 KiB)")
+    })?;
+    toolgate::spec::check_max_argument_bytes(bytes)
+        .map_err(|(problem, help)| format!("{problem}; {help}"))?;
+    Ok(bytes)
+}
+
+/// `access` that also takes the credentials the spec's `auth:` declares: its
+/// API keys and OAuth access tokens.
+pub(crate) fn with_spec_auth(
+    access: HttpAccess,
+    spec: &SpecFile,
+    spec_args: &SpecArgs,
+    state: &StateArgs,
+) -> Result<HttpAccess, String> {
+    let access = match &spec.auth.api_keys {
+        None => access,
+        Some(_) => {
+            let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
+            let path = key_file_path(spec, &spec_args.file, &dir);
+            access.with_keys(ApiKeys::open(&path).map_err(|e| e.to_string())?)
+        }
+    };
+    match &spec.auth.oauth {
+        None => Ok(access),
+        Some(section) => {
+            let base = spec_args
+                .file
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let principals = spec
+                .principals
+                .iter()
+                .map(|(id, p)| (id.clone(), p.clone()));
+            let oauth = OAuth::new(section, principals, base)
+                .and_then(|oauth| oauth.with_network(&spec.network))
+                .map_err(|e| e.to_string())?;
+            Ok(access.with_oauth(oauth))
+        }
+    }
+}
+
+/// Where the SQLite store of the spec file lives.
+pub(crate) fn db_path(args: &SpecArgs, state: &StateArgs) -> PathBuf {
+    resolve_state_dir(state.state_dir.as_deref(), &args.file).join(STATE_DB_FILE)
+}
+
+/// The store holding the audit log, or `None` when there is no state file yet.
+pub(crate) fn open_existing_store(
+    args: &SpecArgs,
+    state: &StateArgs,
+) -> Result<Option<Arc<dyn ServedStore>>, String> {
+    let choice = store_choice(args, state)?;
+    if choice.is_shared() {
+        return open_chosen(&choice, args, state).map(Some);
+    }
+    let path = db_path(args, state);
+    // A link in its place is the store's to refuse, dangling or not.
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    SqliteStore::open(&path)
+        .map(|store| Some(Arc::new(store) as Arc<dyn ServedStore>))
+        .map_err(|e| e.to_string())
 }

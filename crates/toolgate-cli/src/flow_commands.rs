@@ -13,7 +13,7 @@ use toolgate::flow::{
 };
 use toolgate::{Catalog, SqliteStore, spec::SpecSource, store::resolve_state_dir};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::load;
 use crate::context::{SpecArgs, StateArgs, open_gate};
 use crate::output::print_json;

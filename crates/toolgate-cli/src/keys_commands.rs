@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolgate::auth::{KeyFile, key_file_path};
 use toolgate::store::resolve_state_dir;
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::load;
 use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;

@@ -102,7 +102,7 @@ enum Command {
         caller: Option<String>,
         /// The largest arguments the call may carry, in bytes (instead of the spec
         /// file's `limits.max_argument_bytes`; default 1 MiB).
-        #[arg(long, value_name = "BYTES", value_parser = commands::parse_max_argument_bytes)]
+        #[arg(long, value_name = "BYTES", value_parser = context::parse_max_argument_bytes)]
         max_argument_bytes: Option<u64>,
         /// When the call waits for approval, wait up to DURATION (`30s`, `5m`) for
         /// the answer (from the console or `toolgate approvals`), then run it.

@@ -13,7 +13,7 @@ use toolgate::rest_import::{
 use toolgate::spec::{AllowEntry, NetworkSection};
 use toolgate::{http::FetchError, http::FetchLimits, http::fetch_document};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 
 /// Options of an OpenAPI import.
 #[derive(clap::Args, Clone, Default)]

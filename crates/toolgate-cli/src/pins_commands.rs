@@ -13,7 +13,7 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::{store::Pin, store::ServedStore, store::join_fields};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;
 

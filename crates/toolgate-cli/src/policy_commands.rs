@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use toolgate::{Catalog, policy::CallFacts, policy::Considered};
 
 use crate::SpecArgs;
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::{load, principal};
 use crate::output::print_json;
 

@@ -10,7 +10,7 @@ use toolgate::search::{Fusion, Scorer, SearchIndex};
 use toolgate::{Principal, ToolDescriptor, search::SearchTools};
 
 use crate::SpecArgs;
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::{load, principal};
 use crate::output::{first_line, print_json};
 use crate::semantic_search::ModelChoice;

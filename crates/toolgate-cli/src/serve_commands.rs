@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
-use toolgate::auth::{ApiKeys, HttpAccess, OAuth, key_file_path};
+use toolgate::auth::HttpAccess;
 use toolgate::mcp::client::{ServerState, UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
     DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, McpServer,
@@ -19,10 +19,11 @@ use toolgate::spec::SpecFile;
 use toolgate::telemetry::{METRICS_PATH, MetricsEndpoint, serve_metrics};
 use toolgate::{GateStore, store::PinStore, store::ServedStore, store::resolve_state_dir};
 
-use crate::commands::CommandResult;
 use crate::console_commands;
+use crate::context::CommandResult;
 use crate::context::{
     Searching, SpecArgs, StateArgs, load, open_chosen, open_served_gate, principal, store_choice,
+    with_spec_auth,
 };
 
 /// Options of `toolgate serve`.
@@ -85,7 +86,7 @@ pub struct ServeArgs {
     /// The largest arguments a call may carry, in bytes (instead of the spec file's
     /// `limits.max_argument_bytes`; default 1 MiB). An MCP message may be four
     /// times that plus 64 KiB.
-    #[arg(long, value_name = "BYTES", value_parser = crate::commands::parse_max_argument_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::context::parse_max_argument_bytes)]
     max_argument_bytes: Option<u64>,
     /// Serve Prometheus metrics: at /metrics beside the MCP endpoint, behind
     /// the same credential; or, given ADDR, at http://ADDR/metrics alone, with
@@ -346,42 +347,6 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     runtime.shutdown_timeout(Duration::from_millis(500));
     tellln!("toolgate: {}", report?);
     Ok(ExitCode::SUCCESS)
-}
-
-/// `access` that also takes the credentials the spec's `auth:` declares: its
-/// API keys and OAuth access tokens.
-pub(crate) fn with_spec_auth(
-    access: HttpAccess,
-    spec: &SpecFile,
-    spec_args: &SpecArgs,
-    state: &StateArgs,
-) -> Result<HttpAccess, String> {
-    let access = match &spec.auth.api_keys {
-        None => access,
-        Some(_) => {
-            let dir = resolve_state_dir(state.state_dir.as_deref(), &spec_args.file);
-            let path = key_file_path(spec, &spec_args.file, &dir);
-            access.with_keys(ApiKeys::open(&path).map_err(|e| e.to_string())?)
-        }
-    };
-    match &spec.auth.oauth {
-        None => Ok(access),
-        Some(section) => {
-            let base = spec_args
-                .file
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let principals = spec
-                .principals
-                .iter()
-                .map(|(id, p)| (id.clone(), p.clone()));
-            let oauth = OAuth::new(section, principals, base)
-                .and_then(|oauth| oauth.with_network(&spec.network))
-                .map_err(|e| e.to_string())?;
-            Ok(access.with_oauth(oauth))
-        }
-    }
 }
 
 /// Serves a new gate whenever an upstream server's tools change (`list_changed`, a

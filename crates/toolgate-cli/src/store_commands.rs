@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde_json::json;
 use toolgate::{store::OpenOptions, store::StoreChoice};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::store_choice;
 use crate::context::{SpecArgs, StateArgs};
 use crate::output::print_json;

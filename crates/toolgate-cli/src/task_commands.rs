@@ -12,7 +12,7 @@ use std::time::Duration;
 use clap::Subcommand;
 use toolgate::{Catalog, Outcome, gate::TaskFilter, store::TaskRecord, store::TaskStatus};
 
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::{SpecArgs, StateArgs};
 use crate::context::{load, open_gate, open_store, principal};
 use crate::output::{first_line, print_json, say_table, show_json};

@@ -16,7 +16,7 @@ use toolgate::{
 };
 
 use crate::SpecArgs;
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::output::{describe_tool, print_json};
 
 /// The spec file's upstream servers, connected, and the runtime they run on.

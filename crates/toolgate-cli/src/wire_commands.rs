@@ -10,7 +10,7 @@ use toolgate::wire::{self, CallReader, Note, RenderOptions, Rendered, Target};
 use toolgate::{Catalog, ToolDescriptor};
 
 use crate::SpecArgs;
-use crate::commands::CommandResult;
+use crate::context::CommandResult;
 use crate::context::load;
 use crate::output::print_json;
 
