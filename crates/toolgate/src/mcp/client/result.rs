@@ -99,9 +99,9 @@ fn texts(parts: &[Value]) -> Vec<&str> {
 /// as [`call_outcome`] keeps them in a tool's value (`{"content": [...]}`), read
 /// as JSON: an object with only `content`, a list (possibly empty) of objects
 /// that each have a string `type`. A shape check, not a parse: the parts are
-/// the server's, as it sent them. The server side's rule, for what a tool's value
-/// asks the gateway to answer with, is
-/// [`server::content_blocks`](crate::mcp::server::content_blocks).
+/// the server's, as it sent them. The serving side has its own, stricter rule
+/// for what a tool's value asks the gateway to answer with: it parses the
+/// blocks and wants at least one.
 pub fn upstream_content(value: &Value) -> Option<&[Value]> {
     let object = value.as_object()?;
     if object.len() != 1 {
