@@ -4,7 +4,7 @@
 //! set, bytes, `nan`, an integer past 64 bits, a dict with tuple keys) is refused
 //! with a message the program's author can act on, never silently changed.
 
-use monty_types::{DictPairs, MontyObject};
+use monty_types::{MontyObject, ObjectRef};
 use num_bigint::BigInt;
 use serde_json::{Map, Number, Value};
 
@@ -14,31 +14,30 @@ const MAX_DEPTH: usize = 128;
 /// A JSON value as a Python value.
 pub(crate) fn to_python(value: &Value) -> MontyObject {
     match value {
-        Value::Null => MontyObject::None,
-        Value::Bool(b) => MontyObject::Bool(*b),
+        Value::Null => MontyObject::none(),
+        Value::Bool(b) => MontyObject::bool(*b),
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
-                MontyObject::Int(i)
+                MontyObject::int(i)
             } else if let Some(u) = n.as_u64() {
-                MontyObject::BigInt(BigInt::from(u))
+                MontyObject::bigint(BigInt::from(u))
             } else {
-                MontyObject::Float(n.as_f64().unwrap_or(f64::NAN))
+                MontyObject::float(n.as_f64().unwrap_or(f64::NAN))
             }
         }
-        Value::String(s) => MontyObject::String(s.clone()),
-        Value::Array(items) => MontyObject::List(items.iter().map(to_python).collect()),
-        Value::Object(map) => MontyObject::Dict(DictPairs::from(
+        Value::String(s) => MontyObject::string(s.clone()),
+        Value::Array(items) => MontyObject::list(items.iter().map(to_python)),
+        Value::Object(map) => MontyObject::dict(
             map.iter()
-                .map(|(k, v)| (MontyObject::String(k.clone()), to_python(v)))
-                .collect::<Vec<_>>(),
-        )),
+                .map(|(k, v)| (MontyObject::string(k.clone()), to_python(v))),
+        ),
     }
 }
 
 /// A Python value as JSON, or why it is not JSON (a `TypeError` or `ValueError`
 /// message for the program).
 pub(crate) fn to_json(object: &MontyObject) -> Result<Value, NotJson> {
-    to_json_at(object, 0)
+    to_json_at(object.as_ref(), 0)
 }
 
 /// Why a Python value cannot cross as JSON; `type_error` picks `TypeError` over
@@ -74,72 +73,79 @@ impl NotJson {
     }
 }
 
-fn to_json_at(object: &MontyObject, depth: usize) -> Result<Value, NotJson> {
+fn to_json_at(object: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
     if depth > MAX_DEPTH {
         return Err(NotJson::value_error(format!(
             "a value nested deeper than {MAX_DEPTH} levels cannot be sent as JSON"
         )));
     }
-    Ok(match object {
-        MontyObject::None => Value::Null,
-        MontyObject::Bool(b) => Value::Bool(*b),
-        MontyObject::Int(i) => Value::from(*i),
-        MontyObject::BigInt(big) => {
-            if let Ok(i) = i64::try_from(big) {
-                Value::from(i)
-            } else if let Ok(u) = u64::try_from(big) {
-                Value::from(u)
-            } else {
-                return Err(NotJson::value_error(format!(
-                    "the integer {big} does not fit in JSON's 64-bit range; pass it as a string (str(n))"
-                )));
+    Ok(match object.type_name() {
+        "NoneType" => Value::Null,
+        "bool" => Value::Bool(object.as_bool().unwrap_or_default()),
+        "int" => integer(object)?,
+        "float" => {
+            let f = object.as_float().unwrap_or(f64::NAN);
+            match Number::from_f64(f) {
+                Some(n) => Value::Number(n),
+                None => {
+                    return Err(NotJson::value_error(format!(
+                        "{} is not a JSON number; send None or a string instead",
+                        object.py_repr()
+                    )));
+                }
             }
         }
-        MontyObject::Float(f) => match Number::from_f64(*f) {
-            Some(n) => Value::Number(n),
-            None => {
-                return Err(NotJson::value_error(format!(
-                    "{} is not a JSON number; send None or a string instead",
-                    object.py_repr()
-                )));
-            }
-        },
-        MontyObject::String(s) => Value::String(s.clone()),
-        MontyObject::List(items) | MontyObject::Tuple(items) => Value::Array(
-            items
-                .iter()
+        "str" => Value::String(object.as_str().unwrap_or_default().to_owned()),
+        "list" | "tuple" => Value::Array(
+            object
+                .items()
+                .unwrap_or_default()
+                .into_iter()
                 .map(|item| to_json_at(item, depth + 1))
                 .collect::<Result<_, _>>()?,
         ),
-        MontyObject::Dict(pairs) => {
+        "dict" => {
             let mut map = Map::new();
-            for (key, value) in pairs {
+            for (key, value) in object.pairs().unwrap_or_default() {
                 map.insert(json_key(key)?, to_json_at(value, depth + 1)?);
             }
             Value::Object(map)
         }
         other => {
             return Err(NotJson::type_error(format!(
-                "a value of type {} cannot be sent as JSON; convert it to a str, int, float, bool, None, list or dict",
-                other.type_name()
+                "a value of type {other} cannot be sent as JSON; convert it to a str, int, float, bool, None, list or dict"
             )));
         }
     })
 }
 
+/// An `int` as a JSON number, if JSON's 64-bit range holds it.
+fn integer(object: ObjectRef<'_>) -> Result<Value, NotJson> {
+    if let Some(i) = object.as_int() {
+        return Ok(Value::from(i));
+    }
+    let digits = object.py_repr();
+    match digits.parse::<u64>() {
+        Ok(u) => Ok(Value::from(u)),
+        Err(_) => Err(NotJson::value_error(format!(
+            "the integer {digits} does not fit in JSON's 64-bit range; pass it as a string (str(n))"
+        ))),
+    }
+}
+
 /// A dict key as a JSON key, as Python's `json.dumps` makes it: strings as they
 /// are, numbers, booleans and None as their JSON text.
-fn json_key(key: &MontyObject) -> Result<String, NotJson> {
-    match key {
-        MontyObject::String(s) => Ok(s.clone()),
-        MontyObject::Int(i) => Ok(i.to_string()),
-        MontyObject::BigInt(i) => Ok(i.to_string()),
-        MontyObject::Bool(b) => Ok(b.to_string()),
-        MontyObject::None => Ok("null".to_owned()),
-        MontyObject::Float(f) if f.is_finite() => Ok(Value::from(*f).to_string()),
+fn json_key(key: ObjectRef<'_>) -> Result<String, NotJson> {
+    match key.type_name() {
+        "str" => Ok(key.as_str().unwrap_or_default().to_owned()),
+        "int" => Ok(key.py_repr()),
+        "bool" => Ok(key.as_bool().unwrap_or_default().to_string()),
+        "NoneType" => Ok("null".to_owned()),
+        "float" if key.as_float().is_some_and(f64::is_finite) => {
+            Ok(Value::from(key.as_float().unwrap_or_default()).to_string())
+        }
         other => Err(NotJson::type_error(format!(
-            "a dict key of type {} cannot be sent as JSON; use str keys",
-            other.type_name()
+            "a dict key of type {other} cannot be sent as JSON; use str keys"
         ))),
     }
 }
@@ -166,7 +172,7 @@ mod tests {
 
     #[test]
     fn an_integer_past_64_bits_is_refused_with_a_way_out() {
-        let big = MontyObject::BigInt(BigInt::from(u64::MAX) * 4);
+        let big = MontyObject::bigint(BigInt::from(u64::MAX) * 4);
         let error = to_json(&big).unwrap_err();
         assert_eq!(error.exception(), "ValueError");
         assert!(error.message.contains("str(n)"), "{}", error.message);
@@ -174,17 +180,17 @@ mod tests {
 
     #[test]
     fn nan_and_sets_are_refused() {
-        assert!(to_json(&MontyObject::Float(f64::NAN)).is_err());
-        let error = to_json(&MontyObject::Set(vec![MontyObject::Int(1)])).unwrap_err();
+        assert!(to_json(&MontyObject::float(f64::NAN)).is_err());
+        let error = to_json(&MontyObject::set([MontyObject::int(1)])).unwrap_err();
         assert_eq!(error.exception(), "TypeError");
     }
 
     #[test]
     fn dict_keys_become_strings_as_json_dumps_makes_them() {
-        let dict = MontyObject::Dict(DictPairs::from(vec![
-            (MontyObject::Int(1), MontyObject::None),
-            (MontyObject::Bool(true), MontyObject::None),
-        ]));
+        let dict = MontyObject::dict([
+            (MontyObject::int(1), MontyObject::none()),
+            (MontyObject::bool(true), MontyObject::none()),
+        ]);
         assert_eq!(to_json(&dict).unwrap(), json!({"1": null, "true": null}));
     }
 }

@@ -6,7 +6,7 @@
 //! worker, read top to bottom; what it leans on (limits, replies, resuming,
 //! the wall clock) already lives in the sibling files.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -22,7 +22,7 @@ use super::limits::CodeLimits;
 use super::names::PythonNames;
 use super::process::{WorkerCommand, Workers, read_capped, why_died};
 use super::protocol::{
-    BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, read_frame_async,
+    BatchCall, Finished, FromWorker, InterpreterLimits, Parameters, ToWorker, read_frame_async,
     write_frame_async,
 };
 use super::replies::reply_for;
@@ -157,9 +157,12 @@ impl CodeMode {
             elapsed_before: Duration::ZERO,
             limit_hit: None,
         };
+        let now = gate.clock_time().duration_since(UNIX_EPOCH).unwrap_or_default();
         let first = ToWorker::Start {
             code: code.to_owned(),
             functions: names.python_names().map(str::to_owned).collect(),
+            parameters: Self::parameters(gate, &names),
+            now_micros: i64::try_from(now.as_micros()).unwrap_or(i64::MAX),
             limits: self.interpreter_limits(),
         };
         let clock = WallClock::new(self.limits.wall_clock);
@@ -176,6 +179,18 @@ impl CodeMode {
         .await;
         end_audit(gate, intent, started, &run);
         run
+    }
+
+    /// Each tool function's parameter names in its stub's order.
+    pub(super) fn parameters(gate: &Gate, names: &PythonNames) -> Parameters {
+        names
+            .python_names()
+            .filter_map(|python| {
+                let tool = gate.catalog().get(names.tool(python)?).ok()?;
+                let order = super::stubs::parameter_names(&tool.descriptor().input_schema);
+                Some((python.to_owned(), order))
+            })
+            .collect()
     }
 
     pub(super) fn interpreter_limits(&self) -> InterpreterLimits {

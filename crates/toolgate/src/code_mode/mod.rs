@@ -22,7 +22,9 @@
 
 mod ask;
 mod audit;
+mod call_args;
 mod convert;
+mod hints;
 mod host;
 mod limits;
 mod names;
@@ -31,6 +33,7 @@ mod protocol;
 mod replies;
 mod resume;
 mod run_code;
+mod rewrite;
 mod run_result;
 mod slots;
 mod spin;

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use monty_types::{DictPairs, MontyClassInstance, MontyClassType, MontyObject, MontyUuid};
+use monty_types::{MontyObject, MontyUuid};
 
 /// Python's keywords (and soft keywords a program may use as names, kept apart
 /// so a stub reads unambiguously).
@@ -182,7 +182,7 @@ pub(super) fn lookup(functions: &[String], name: &str) -> Option<MontyObject> {
         .filter(|f| f.starts_with(&prefix))
         .map(|f| {
             (
-                MontyObject::String(f[prefix.len()..].to_owned()),
+                MontyObject::string(&f[prefix.len()..]),
                 function(f),
             )
         })
@@ -191,24 +191,12 @@ pub(super) fn lookup(functions: &[String], name: &str) -> Option<MontyObject> {
         return None;
     }
     let id = || MontyUuid::from_random_bytes(*uuid::Uuid::new_v4().as_bytes());
-    Some(MontyObject::ClassInstance(Box::new(MontyClassInstance {
-        class_type: MontyClassType {
-            name: name.to_owned(),
-            id: id(),
-            host_defined: true,
-            is_dataclass: false,
-            attrs: DictPairs::default(),
-        },
-        instance_id: id(),
-        attrs: attrs.into(),
-    })))
+    let class = MontyObject::class_type(name, id(), true, false, []);
+    Some(MontyObject::class_instance(class, id(), attrs))
 }
 
 fn function(name: &str) -> MontyObject {
-    MontyObject::Function {
-        name: name.to_owned(),
-        docstring: None,
-    }
+    MontyObject::function(name, None)
 }
 
 /// The part of a tool's name after its namespace, as an attribute name: like
@@ -302,18 +290,12 @@ mod tests {
     #[test]
     fn a_namespace_is_found_as_an_object_whose_attributes_are_its_functions() {
         let functions = vec!["github.create_issue".to_owned(), "ping".to_owned()];
-        let Some(MontyObject::ClassInstance(namespace)) = lookup(&functions, "github") else {
-            panic!("github is not a namespace");
-        };
-        assert_eq!(namespace.class_type.name, "github");
-        let attrs: Vec<_> = namespace.attrs.into_iter().collect();
-        assert_eq!(
-            attrs,
-            [(
-                MontyObject::String("create_issue".into()),
-                function("github.create_issue")
-            )]
-        );
+        let namespace = lookup(&functions, "github").expect("github is a namespace");
+        assert_eq!(namespace.type_name(), "github");
+        let attrs = namespace.as_ref().pairs().expect("a namespace has attributes");
+        assert_eq!(attrs.len(), 1);
+        assert_eq!(attrs[0].0.as_str(), Some("create_issue"));
+        assert_eq!(attrs[0].1.to_owned(), function("github.create_issue"));
         assert_eq!(lookup(&functions, "ping"), Some(function("ping")));
         assert_eq!(lookup(&functions, "git"), None);
     }

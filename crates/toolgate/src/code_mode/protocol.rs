@@ -22,14 +22,24 @@ pub(crate) struct InterpreterLimits {
     pub max_memory_bytes: u64,
 }
 
+/// Each tool function's parameter names, in the order positional arguments
+/// fill them.
+pub(crate) type Parameters = std::collections::BTreeMap<String, Vec<String>>;
+
 /// From the gate to the worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum ToWorker {
-    /// Run this program; `functions` are the names it may call.
+    /// Run this program; `functions` are the names it may call, `parameters`
+    /// each one's parameter names in the stubs' order (for positional
+    /// arguments), and `now_micros` the gate's clock, which the program's
+    /// `datetime.now()` and `time.time()` read throughout its run.
     Start {
         code: String,
         functions: Vec<String>,
+        #[serde(default)]
+        parameters: Parameters,
+        now_micros: i64,
         limits: InterpreterLimits,
     },
     /// Go on with a program paused earlier: `snapshot` is what the worker sent
@@ -39,6 +49,8 @@ pub(crate) enum ToWorker {
         snapshot: String,
         printed: String,
         functions: Vec<String>,
+        #[serde(default)]
+        parameters: Parameters,
         limits: InterpreterLimits,
         answer: Box<ToWorker>,
     },

@@ -181,6 +181,7 @@ impl CodeMode {
             snapshot: BASE64.encode(&paused.snapshot),
             printed: paused.printed.clone(),
             functions: names.python_names().map(str::to_owned).collect(),
+            parameters: Self::parameters(gate, &names),
             limits: self.interpreter_limits(),
             answer: Box::new(answer),
         };

@@ -206,6 +206,12 @@ impl Param {
     }
 }
 
+/// A tool's parameter names in its stub's order, which positional arguments
+/// fill.
+pub(super) fn parameter_names(schema: &Value) -> Vec<String> {
+    parameters(schema).into_iter().map(|p| p.name).collect()
+}
+
 /// The properties of an object schema, required ones first (keyword-only
 /// parameters may come in any order; this one reads best).
 fn parameters(schema: &Value) -> Vec<Param> {

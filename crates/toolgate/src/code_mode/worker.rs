@@ -18,21 +18,38 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use monty::{Dump, FunctionCall, MontyRun, RunProgress, Session, SessionRef};
 use monty_types::{
-    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
-    PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+    CompileOptions, DateTimeSource, ExcType, ExtFunctionResult, MontyException, MontyObject,
+    NameLookupResult, OsFunctionCall, OsPolicy, PrintWriter, PrintWriterCallback, ResourceLimits,
+    ResourceTracker, SleepMode,
 };
 
+use super::call_args::arguments;
 use super::convert::{to_json, to_python};
 use super::process::{LIMITS_ENV, OsLimits};
 use super::protocol::{
-    BatchCall, Finished, FromWorker, InterpreterLimits, ToWorker, WorkerError, read_frame,
-    write_frame,
+    BatchCall, Finished, FromWorker, InterpreterLimits, Parameters, ToWorker, WorkerError,
+    read_frame, write_frame,
 };
+use super::rewrite::{Prelude, Rewritten, rewrite};
 use super::spin::Watched;
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
 /// bounded by the address-space limit like everything else.
 const INTERPRETER_STACK: usize = 16 << 20;
+
+/// What opens a snapshot this worker wrote: the format (the interpreter's
+/// version), then the prelude's length as 4 big-endian bytes, then the
+/// interpreter's dump.
+const SNAPSHOT_MAGIC: &[u8] = b"toolgate-monty-1.4\n";
+
+/// Why a snapshot without [`SNAPSHOT_MAGIC`] is not resumed.
+pub(crate) const OLD_SNAPSHOT: &str = "the program was paused by an older toolgate, whose interpreter state this version cannot read; nothing more of it ran. Run the program again (its calls before the pause are in the audit log)";
+
+/// The longest one `time.sleep` or `asyncio.sleep` waits.
+const MAX_SLEEP: Duration = Duration::from_secs(10);
+
+/// What a program calls to end with a value at once, as smolagents' agents do.
+const FINAL_ANSWER: &str = "final_answer";
 
 /// The name the program's traceback shows for its source.
 const SCRIPT_NAME: &str = "program.py";
@@ -112,17 +129,32 @@ fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
         ToWorker::Start {
             code,
             functions,
+            parameters,
+            now_micros,
             limits,
-        } => run(&code, &functions, &limits, input, output)?,
+        } => {
+            let program = Program {
+                functions,
+                parameters,
+                prelude: Prelude::default(),
+            };
+            run(&code, program, now_micros, &limits, input, output)?
+        }
         ToWorker::Resume {
             snapshot,
             printed,
             functions,
+            parameters,
             limits,
             answer,
-        } => resume(
-            &snapshot, printed, &functions, &limits, *answer, input, output,
-        )?,
+        } => {
+            let program = Program {
+                functions,
+                parameters,
+                prelude: Prelude::default(),
+            };
+            resume(&snapshot, printed, program, &limits, *answer, input, output)?
+        }
         _ => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -172,9 +204,28 @@ impl PrintWriterCallback for Printed {
     }
 }
 
+/// What a program may call (its tool functions and their parameters), and the
+/// prelude its source was given.
+struct Program {
+    functions: Vec<String>,
+    parameters: Parameters,
+    prelude: Prelude,
+}
+
+impl Program {
+    fn is_tool(&self, name: &str) -> bool {
+        self.functions.iter().any(|f| f == name)
+    }
+
+    fn parameters(&self, function: &str) -> &[String] {
+        self.parameters.get(function).map_or(&[], Vec::as_slice)
+    }
+}
+
 fn run(
     code: &str,
-    functions: &[String],
+    program: Program,
+    now_micros: i64,
     limits: &InterpreterLimits,
     input: &mut Input,
     output: &mut Output,
@@ -184,22 +235,25 @@ fn run(
         cap: limits.max_output_bytes,
         exceeded: false,
     };
+    let asynchronous = uses_await(code);
+    let Rewritten { code, prelude } = rewrite(code);
+    let program = Program { prelude, ..program };
     let runner = match MontyRun::new(
-        code.to_owned(),
+        code,
         SCRIPT_NAME,
         Vec::new(),
         CompileOptions::default(),
     ) {
-        Ok(runner) => runner,
+        Ok(runner) => runner.with_os_policy(os_policy(now_micros)),
         Err(exception) => {
             return Ok(Some(Finished {
-                error: Some(worker_error(&exception, true)),
+                error: Some(worker_error(&exception, true, prelude)),
                 ..Finished::default()
             }));
         }
     };
     let mut resource_limits = ResourceLimits::default()
-        .max_duration(Duration::from_millis(limits.interpreter_time_ms))
+        .max_feed_duration(Duration::from_millis(limits.interpreter_time_ms))
         .max_recursion_depth(limits.max_recursion_depth)
         .max_suspensions(usize::MAX);
     // Without Monty's allocator this checks only large single results up front
@@ -209,19 +263,34 @@ fn run(
     let progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
     drive(
         progress,
-        functions,
-        uses_await(code),
+        &program,
+        asynchronous,
         printed,
         input,
         output,
     )
 }
 
+/// The interpreter's clock, sleeps and randomness: the clock reads the gate's
+/// time at the program's start (kept in its snapshot, so a resumed program reads
+/// the same), sleeps wait in the worker up to [`MAX_SLEEP`] each (the wall clock
+/// still bounds the run), and `random` starts from OS entropy.
+fn os_policy(now_micros: i64) -> OsPolicy {
+    OsPolicy {
+        datetime: DateTimeSource::Fixed {
+            unix_seconds: now_micros.div_euclid(1_000_000),
+            microsecond: u32::try_from(now_micros.rem_euclid(1_000_000)).unwrap_or(0),
+        },
+        sleep: SleepMode::System(MAX_SLEEP),
+        ..OsPolicy::default()
+    }
+}
+
 /// Goes on with a program from its snapshot, answering the call it paused at.
 fn resume(
     snapshot: &str,
     printed: String,
-    functions: &[String],
+    program: Program,
     limits: &InterpreterLimits,
     answer: ToWorker,
     input: &mut Input,
@@ -231,7 +300,15 @@ fn resume(
     let bytes = BASE64
         .decode(snapshot)
         .map_err(|e| invalid(format!("the snapshot is not base64 ({e})")))?;
-    let dump = Dump::load(&bytes).map_err(|e| {
+    let Some((prelude, dump)) = bytes
+        .strip_prefix(SNAPSHOT_MAGIC)
+        .and_then(|rest| rest.split_first_chunk::<4>())
+        .map(|(lines, dump)| (Prelude { lines: u32::from_be_bytes(*lines) }, dump))
+    else {
+        return Err(invalid(OLD_SNAPSHOT.to_owned()));
+    };
+    let program = Program { prelude, ..program };
+    let dump = Dump::load(dump).map_err(|e| {
         invalid(format!(
             "the snapshot cannot be read by this worker ({e:?})"
         ))
@@ -247,10 +324,11 @@ fn resume(
         cap: limits.max_output_bytes,
         exceeded: false,
     };
+    // A call pauses when it was made without `await` (the program is
+    // synchronous) or awaited alone (it is asynchronous).
+    let asynchronous = call.allow_eager_await;
     let progress = answer_call(call, answer_of(answer)?, &mut printed);
-    // Only a call made without `await` pauses, so the rest of the program is
-    // synchronous too.
-    drive(progress, functions, false, printed, input, output)
+    drive(progress, &program, asynchronous, printed, input, output)
 }
 
 /// Runs the program from `progress` until it ends (`Some`) or is saved at a call
@@ -262,7 +340,7 @@ fn resume(
 /// them concurrently.
 fn drive(
     mut progress: Result<RunProgress, MontyException>,
-    functions: &[String],
+    program: &Program,
     asynchronous: bool,
     mut printed: Printed,
     input: &mut Input,
@@ -275,36 +353,35 @@ fn drive(
                 return Ok(Some(Finished {
                     printed: printed.text,
                     output_exceeded: printed.exceeded,
-                    error: Some(worker_error(&exception, false)),
+                    error: Some(worker_error(&exception, false, program.prelude)),
                     ..Finished::default()
                 }));
             }
             Ok(step) => step,
         };
         progress = match step {
-            RunProgress::Complete(value) => {
-                let (value, repr) = match to_json(&value) {
-                    Ok(value) => (Some(value), None),
-                    Err(_) => (None, Some(value.py_repr())),
-                };
-                return Ok(Some(Finished {
-                    value,
-                    repr,
-                    printed: printed.text,
-                    output_exceeded: printed.exceeded,
-                    error: None,
-                }));
-            }
+            RunProgress::Complete(value) => return Ok(Some(finished(&value, printed))),
             RunProgress::NameLookup(lookup) => {
-                let found = lookup
-                    .object_id()
-                    .is_none()
-                    .then(|| super::names::lookup(functions, &lookup.name));
+                let found = lookup.object_id().is_none().then(|| {
+                    super::names::lookup(&program.functions, &lookup.name).or_else(|| {
+                        (lookup.name == FINAL_ANSWER)
+                            .then(|| MontyObject::function(FINAL_ANSWER, None))
+                    })
+                });
                 let answer = match found.flatten() {
                     Some(value) => NameLookupResult::Value(value),
                     None => NameLookupResult::Undefined,
                 };
                 lookup.resume(answer, PrintWriter::Callback(&mut printed))
+            }
+            RunProgress::FunctionCall(call)
+                if call.object_id.is_none()
+                    && call.function_name == FINAL_ANSWER
+                    && !program.is_tool(FINAL_ANSWER) =>
+            {
+                let answer = call.args.arg(0).or_else(|| call.args.kwarg("answer"));
+                let answer = answer.map_or_else(MontyObject::none, |a| a.to_owned());
+                return Ok(Some(finished(&answer, printed)));
             }
             RunProgress::FunctionCall(call) => {
                 let checked = if call.object_id.is_some() {
@@ -315,17 +392,22 @@ fn drive(
                             call.function_name
                         ),
                     ))
-                } else if !functions.contains(&call.function_name) {
+                } else if !program.is_tool(&call.function_name) {
                     Err(exception(
                         ExcType::NameError,
                         &format!("name '{}' is not defined", call.function_name),
                     ))
                 } else {
-                    arguments(&call.function_name, &call.args, &call.kwargs)
+                    arguments(
+                        &call.function_name,
+                        program.parameters(&call.function_name),
+                        &call.args,
+                    )
                 };
                 match checked {
                     Err(raise) => answer_call(call, Answer::Raise(raise), &mut printed),
-                    Ok(arguments) if asynchronous => {
+                    // An awaited call among others: collected for one batch.
+                    Ok(arguments) if asynchronous && !(call.allow_eager_await && batch.is_empty()) => {
                         batch.push(BatchCall {
                             id: call.call_id,
                             function: call.function_name.clone(),
@@ -333,26 +415,45 @@ fn drive(
                         });
                         call.resume_pending(PrintWriter::Callback(&mut printed))
                     }
+                    // A call made without `await`, or awaited alone: it may pause.
                     Ok(arguments) => {
                         let answer = ask_gate(&call.function_name, arguments, input, output)?;
                         if let Answer::Suspend = answer {
-                            suspend(RunProgress::FunctionCall(call), printed, output)?;
+                            suspend(
+                                RunProgress::FunctionCall(call),
+                                program.prelude,
+                                printed,
+                                output,
+                            )?;
                             return Ok(None);
                         }
                         answer_call(call, answer, &mut printed)
                     }
                 }
             }
-            RunProgress::OsCall(os) => {
-                let message = format!(
-                    "programs have no access to files, the network, the environment or the clock (`{}` was refused); call a tool instead",
-                    os.function_call.name()
-                );
-                os.resume(
-                    ExtFunctionResult::Error(exception(ExcType::PermissionError, &message)),
-                    PrintWriter::Callback(&mut printed),
-                )
-            }
+            RunProgress::OsCall(os) => match os.function_call {
+                OsFunctionCall::SystemSleep(delay) | OsFunctionCall::AsyncSystemSleep(delay) => {
+                    std::thread::sleep(delay.min(MAX_SLEEP));
+                    os.resume(MontyObject::none(), PrintWriter::Callback(&mut printed))
+                }
+                OsFunctionCall::Import(ref module) => {
+                    let message = super::hints::no_such_module(module);
+                    os.resume(
+                        ExtFunctionResult::Error(exception(ExcType::ModuleNotFoundError, &message)),
+                        PrintWriter::Callback(&mut printed),
+                    )
+                }
+                _ => {
+                    let message = format!(
+                        "programs have no access to files, the network or the environment (`{}` was refused); call a tool instead",
+                        os.function_call.name()
+                    );
+                    os.resume(
+                        ExtFunctionResult::Error(exception(ExcType::PermissionError, &message)),
+                        PrintWriter::Callback(&mut printed),
+                    )
+                }
+            },
             RunProgress::ResolveFutures(futures) if batch.is_empty() => futures.abort(
                 exception(
                     ExcType::RuntimeError,
@@ -371,10 +472,34 @@ fn drive(
     }
 }
 
+/// A program that ended with `value`.
+fn finished(value: &MontyObject, printed: Printed) -> Finished {
+    let (json, repr) = match to_json(value) {
+        Ok(json) => (Some(json), None),
+        Err(_) => (None, Some(value.py_repr())),
+    };
+    Finished {
+        value: json,
+        repr,
+        printed: printed.text,
+        output_exceeded: printed.exceeded,
+        error: None,
+    }
+}
+
 /// Sends the program's state at its pending call to the gate.
-fn suspend(progress: RunProgress, printed: Printed, output: &mut Output) -> io::Result<()> {
-    let bytes = monty::dump(SCRIPT_NAME, None, SessionRef::Running(&progress))
+fn suspend(
+    progress: RunProgress,
+    prelude: Prelude,
+    printed: Printed,
+    output: &mut Output,
+) -> io::Result<()> {
+    let dump = monty::dump(SCRIPT_NAME, None, &[], SessionRef::Running(&progress))
         .map_err(|e| io::Error::other(format!("the program's state cannot be saved ({e})")))?;
+    let mut bytes = Vec::with_capacity(SNAPSHOT_MAGIC.len() + 4 + dump.len());
+    bytes.extend_from_slice(SNAPSHOT_MAGIC);
+    bytes.extend_from_slice(&prelude.lines.to_be_bytes());
+    bytes.extend_from_slice(&dump);
     write_frame(
         output,
         &FromWorker::Suspended {
@@ -392,6 +517,13 @@ fn answer_call(
     printed: &mut Printed,
 ) -> Result<RunProgress, MontyException> {
     match answer {
+        // An awaited call settles its coroutine at once.
+        Answer::Return(value) if call.allow_eager_await => {
+            call.resume_eager(Ok(to_python(&value)), PrintWriter::Callback(printed))
+        }
+        Answer::Raise(exc) if call.allow_eager_await => {
+            call.resume_eager(Err(exc), PrintWriter::Callback(printed))
+        }
         Answer::Return(value) => call.resume(to_python(&value), PrintWriter::Callback(printed)),
         Answer::Raise(exc) => call.resume(
             ExtFunctionResult::Error(exc),
@@ -410,37 +542,6 @@ enum Answer {
     Raise(MontyException),
     Abort(MontyException),
     Suspend,
-}
-
-/// A tool function's arguments as one JSON object: keywords, or one dict.
-fn arguments(
-    function: &str,
-    args: &[MontyObject],
-    kwargs: &[(MontyObject, MontyObject)],
-) -> Result<serde_json::Value, MontyException> {
-    let not_json = |e: super::convert::NotJson| {
-        exception(
-            exc_type(e.exception()),
-            &format!("an argument of {function}(): {}", e.message),
-        )
-    };
-    match (args, kwargs.is_empty()) {
-        ([], _) => {
-            let mut map = serde_json::Map::new();
-            for (key, value) in kwargs {
-                let MontyObject::String(key) = key else {
-                    return Err(exception(ExcType::TypeError, "keywords must be strings"));
-                };
-                map.insert(key.clone(), to_json(value).map_err(not_json)?);
-            }
-            Ok(serde_json::Value::Object(map))
-        }
-        ([dict @ MontyObject::Dict(_)], true) => to_json(dict).map_err(not_json),
-        _ => Err(exception(
-            ExcType::TypeError,
-            &format!("{function}() takes keyword arguments only, e.g. {function}(name=value)"),
-        )),
-    }
 }
 
 fn ask_gate(
@@ -581,24 +682,34 @@ fn exception(kind: ExcType, message: &str) -> MontyException {
     MontyException::new(kind, Some(message.to_owned()))
 }
 
-/// A program's exception as the gate reports it; `syntax` when it never ran.
-fn worker_error(exception: &MontyException, before_running: bool) -> WorkerError {
-    let message = exception.message().unwrap_or_default().to_owned();
+/// A program's exception as the gate reports it, in the program's own line
+/// numbers, with a hint where the message alone would mislead; `syntax` when it
+/// never ran.
+fn worker_error(exception: &MontyException, before_running: bool, prelude: Prelude) -> WorkerError {
+    let mut message = exception.message().unwrap_or_default().to_owned();
     let kind = match exception.exc_type() {
         _ if before_running => "syntax",
-        ExcType::TimeoutError if message.starts_with("time limit exceeded") => "interpreter_time",
+        ExcType::TimeoutError if message.contains("time limit exceeded") => "interpreter_time",
         ExcType::MemoryError if message.starts_with("memory limit exceeded") => "memory",
         ExcType::RecursionError => "recursion",
         _ => "exception",
     };
-    let at = exception.traceback().last();
+    let name = exception.exc_type().to_string();
+    if let Some(hint) = super::hints::hint(&name, &message) {
+        message = format!("{message} (hint: {hint})");
+    }
+    let at = exception
+        .traceback()
+        .iter()
+        .rev()
+        .find_map(|f| Some((prelude.program_line(f.start.line)?, f.start.column)));
     WorkerError {
         kind: kind.to_owned(),
-        exception: exception.exc_type().to_string(),
+        exception: name,
         message,
-        traceback: exception.to_string(),
-        line: at.map(|f| f.start.line),
-        column: at.map(|f| f.start.column),
+        traceback: prelude.traceback(&exception.to_string(), SCRIPT_NAME),
+        line: at.map(|(line, _)| line),
+        column: at.map(|(_, column)| column),
     }
 }
 

@@ -149,6 +149,11 @@ impl Gate {
     pub(crate) fn now(&self) -> String {
         humantime::format_rfc3339_millis((self.clock)()).to_string()
     }
+
+    /// The gate's clock (fixed in a test or a flow's scripted conversation).
+    pub(crate) fn clock_time(&self) -> std::time::SystemTime {
+        (self.clock)()
+    }
 }
 
 /// An outcome's message as the audit log keeps it: cut when long.
