@@ -197,7 +197,7 @@ fn render_code_mode_offers_run_code_and_the_always_loaded_tools() {
         .as_str()
         .unwrap();
     assert!(
-        description.contains("def greet(*, name: str) -> dict:"),
+        description.contains("def greet(name: str) -> dict:"),
         "{description}"
     );
     assert!(

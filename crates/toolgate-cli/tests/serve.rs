@@ -739,7 +739,7 @@ async fn serve_with_code_mode_offers_run_code_and_runs_a_program_in_the_session_
         "the helpdesk marks no tool always_loaded"
     );
     assert!(
-        description.contains("def verify_customer(*, email: str, last4: str) -> dict:"),
+        description.contains("def verify_customer(email: str, last4: str) -> dict:"),
         "{description}"
     );
     assert!(

@@ -118,12 +118,28 @@ one = await fetch(page=4)
 }
 
 #[tokio::test]
-async fn an_awaited_call_that_needs_approval_raises_permission_error_the_program_can_catch() {
+async fn a_call_awaited_alone_that_needs_approval_pauses_the_program() {
+    let (gate, _) = setup();
+    let code = r#"
+async def main():
+    await delete(page=1)
+    return "deleted"
+await main()
+"#;
+    let run = code_mode()
+        .run(&gate, "s", &Principal::operator(), code)
+        .await;
+    assert_eq!(run.status, "pending_approval", "{run:?}");
+    assert_eq!(run.waiting_for.map(|w| w.tool), Some("delete".to_owned()));
+}
+
+#[tokio::test]
+async fn a_gathered_call_that_needs_approval_raises_permission_error_the_program_can_catch() {
     let (gate, _) = setup();
     let code = r#"
 async def main():
     try:
-        await delete(page=1)
+        await asyncio.gather(delete(page=1), fetch(page=2))
         return "deleted"
     except PermissionError as e:
         return str(e)
@@ -135,5 +151,5 @@ await main()
     assert!(run.is_ok(), "{run:?}");
     let text = run.value.unwrap();
     let text = text.as_str().unwrap();
-    assert!(text.contains("without `await`"), "{text}");
+    assert!(text.contains("await it on its own"), "{text}");
 }

@@ -125,7 +125,7 @@ async fn a_code_mode_server_offers_run_code_with_the_callers_stubs_and_the_alway
     assert_eq!(names, ["run_code", "resume_code", "ping"]);
     let description = tools[0].description.as_deref().unwrap_or_default();
     assert!(
-        description.contains("def lookup_order(*, order_id: str) -> dict:"),
+        description.contains("def lookup_order(order_id: str) -> dict:"),
         "{description}"
     );
     assert!(description.contains("def refund_order("), "{description}");

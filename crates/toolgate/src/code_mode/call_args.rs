@@ -69,9 +69,10 @@ fn is_arguments_dict(dict: ObjectRef<'_>, parameters: &[String]) -> bool {
     let pairs = dict.pairs().unwrap_or_default();
     parameters.is_empty()
         || (!pairs.is_empty()
-            && pairs
-                .iter()
-                .all(|(k, _)| k.as_str().is_some_and(|k| parameters.iter().any(|p| p == k))))
+            && pairs.iter().all(|(k, _)| {
+                k.as_str()
+                    .is_some_and(|k| parameters.iter().any(|p| p == k))
+            }))
 }
 
 fn listed(parameters: &[String]) -> String {
@@ -133,22 +134,29 @@ mod tests {
 
     #[test]
     fn an_argument_given_twice_is_a_type_error() {
-        let args = call(
-            vec![MontyObject::int(1)],
-            vec![("id", MontyObject::int(2))],
-        );
+        let args = call(vec![MontyObject::int(1)], vec![("id", MontyObject::int(2))]);
         let error = arguments("get_user", &params(&["id"]), &args).unwrap_err();
-        assert!(error.message().unwrap().contains("multiple values for argument 'id'"));
+        assert!(
+            error
+                .message()
+                .unwrap()
+                .contains("multiple values for argument 'id'")
+        );
     }
 
     #[test]
     fn one_dict_of_parameter_names_is_the_whole_arguments_object() {
         let dict = MontyObject::dict([(MontyObject::string("id"), MontyObject::int(7))]);
-        let got = arguments("get_user", &params(&["id", "fields"]), &call(vec![dict], vec![]))
-            .unwrap();
+        let got = arguments(
+            "get_user",
+            &params(&["id", "fields"]),
+            &call(vec![dict], vec![]),
+        )
+        .unwrap();
         assert_eq!(got, json!({"id": 7}));
         // A dict whose keys are not parameters is the first parameter's value.
-        let filter = MontyObject::dict([(MontyObject::string("status"), MontyObject::string("open"))]);
+        let filter =
+            MontyObject::dict([(MontyObject::string("status"), MontyObject::string("open"))]);
         let got = arguments("search", &params(&["filter"]), &call(vec![filter], vec![])).unwrap();
         assert_eq!(got, json!({"filter": {"status": "open"}}));
     }

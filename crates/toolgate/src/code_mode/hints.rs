@@ -31,7 +31,9 @@ pub(super) fn hint(exception: &str, message: &str) -> Option<&'static str> {
         {
             "a method taken as a value (key=d.get, key=str.lower, map(str.strip, xs)) is not supported here; wrap it in a lambda: key=lambda k: d.get(k)"
         }
-        "AttributeError" if message.contains("'__cause__'") || message.contains("'__context__'") => {
+        "AttributeError"
+            if message.contains("'__cause__'") || message.contains("'__context__'") =>
+        {
             "exception chaining (__cause__, __context__) is not kept here; put what you need in the new exception's message"
         }
         "TypeError" if message.contains("is not an iterator") => {
@@ -46,7 +48,9 @@ pub(super) fn hint(exception: &str, message: &str) -> Option<&'static str> {
         "NotImplementedError" if message.contains("method decorators") => {
             "@property, @staticmethod and @classmethod are not supported here; use plain methods or module-level functions"
         }
-        "NotImplementedError" if message.contains("keyword arguments") && message.contains("gather") => {
+        "NotImplementedError"
+            if message.contains("keyword arguments") && message.contains("gather") =>
+        {
             "asyncio.gather takes no keyword arguments here; to keep going past a failing call, catch its exception inside the coroutine you gather"
         }
         "NameError" if message.contains("'globals'") || message.contains("'locals'") => {

@@ -157,7 +157,10 @@ impl CodeMode {
             elapsed_before: Duration::ZERO,
             limit_hit: None,
         };
-        let now = gate.clock_time().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let now = gate
+            .clock_time()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let first = ToWorker::Start {
             code: code.to_owned(),
             functions: names.python_names().map(str::to_owned).collect(),
@@ -601,8 +604,8 @@ impl CodeMode {
                     exception: "PermissionError".into(),
                     message: format!(
                         "this call needs a person's approval ({reason}); approval id {approval_id}. \
-                         A call awaited with others cannot pause the program: call the tool without \
-                         `await` (in a program that does not use `await`) to wait for the approval"
+                         A call awaited together with others (asyncio.gather) cannot pause the program: \
+                         await it on its own (`await tool(...)`) to wait for the approval"
                     ),
                 },
                 other => reply_for(other),

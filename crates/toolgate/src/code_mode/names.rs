@@ -180,12 +180,7 @@ pub(super) fn lookup(functions: &[String], name: &str) -> Option<MontyObject> {
     let attrs: Vec<(MontyObject, MontyObject)> = functions
         .iter()
         .filter(|f| f.starts_with(&prefix))
-        .map(|f| {
-            (
-                MontyObject::string(&f[prefix.len()..]),
-                function(f),
-            )
-        })
+        .map(|f| (MontyObject::string(&f[prefix.len()..]), function(f)))
         .collect();
     if attrs.is_empty() {
         return None;
@@ -207,6 +202,16 @@ fn attribute(name: &str) -> String {
         out.pop();
     }
     out
+}
+
+/// Whether `name` can be a Python parameter as it is: an ASCII identifier that
+/// is not a keyword. A builtin's name is fine (`id`, `type`, `filter`): a
+/// parameter shadows it only inside its function.
+pub(super) fn is_parameter_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&name)
 }
 
 /// `name` as a Python identifier: ASCII letters, digits and `_`, not starting with
@@ -292,7 +297,10 @@ mod tests {
         let functions = vec!["github.create_issue".to_owned(), "ping".to_owned()];
         let namespace = lookup(&functions, "github").expect("github is a namespace");
         assert_eq!(namespace.type_name(), "github");
-        let attrs = namespace.as_ref().pairs().expect("a namespace has attributes");
+        let attrs = namespace
+            .as_ref()
+            .pairs()
+            .expect("a namespace has attributes");
         assert_eq!(attrs.len(), 1);
         assert_eq!(attrs[0].0.as_str(), Some("create_issue"));
         assert_eq!(attrs[0].1.to_owned(), function("github.create_issue"));

@@ -396,7 +396,10 @@ fn calls(code: &str, mask: &str, edits: &mut Edits) -> bool {
                 let value = value.trim_start().trim_start_matches('=').trim();
                 settled = value == "True";
                 // The keyword and the comma before it.
-                let from = mask[..offset].rfind(',').filter(|c| *c > open).unwrap_or(offset);
+                let from = mask[..offset]
+                    .rfind(',')
+                    .filter(|c| *c > open)
+                    .unwrap_or(offset);
                 edits.replace(from, offset + arg.len(), "");
             }
             offset += arg.len() + 1;
@@ -412,13 +415,12 @@ fn calls(code: &str, mask: &str, edits: &mut Edits) -> bool {
             continue;
         };
         let first = split_top(&mask[open + 1..close], ",")[0];
-        if first.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "for") {
+        if first
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|w| w == "for")
+        {
             let end = open + 1 + first.len();
-            edits.replace(
-                open + 1,
-                end,
-                format!("iter({})", &code[open + 1..end]),
-            );
+            edits.replace(open + 1, end, format!("iter({})", &code[open + 1..end]));
         }
     }
     extras
@@ -428,8 +430,22 @@ fn calls(code: &str, mask: &str, edits: &mut Edits) -> bool {
 /// methods cannot be taken as values here.
 fn methods_as_values(mask: &str, edits: &mut Edits) {
     const STR_METHODS: &[&str] = &[
-        "lower", "upper", "strip", "lstrip", "rstrip", "title", "capitalize", "casefold",
-        "split", "swapcase", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower",
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "title",
+        "capitalize",
+        "casefold",
+        "split",
+        "swapcase",
+        "isdigit",
+        "isalpha",
+        "isalnum",
+        "isspace",
+        "isupper",
+        "islower",
     ];
     for method in STR_METHODS {
         let name = format!("str.{method}");
@@ -530,7 +546,8 @@ mod tests {
 
     #[test]
     fn a_served_module_import_becomes_assignments_on_the_same_line() {
-        let code = "import statistics as st, json\nfrom heapq import nlargest, heappush as push\nx = 1";
+        let code =
+            "import statistics as st, json\nfrom heapq import nlargest, heappush as push\nx = 1";
         assert_eq!(
             body(code),
             "st = statistics; import json\nnlargest = heapq.nlargest; push = heapq.heappush\nx = 1"
@@ -549,7 +566,10 @@ mod tests {
 
     #[test]
     fn del_gather_keywords_tasks_and_methods_as_values_are_rewritten() {
-        assert_eq!(body("del d['a'], x, xs[1:3]"), "d.pop('a'); x = None; xs[1:3] = []");
+        assert_eq!(
+            body("del d['a'], x, xs[1:3]"),
+            "d.pop('a'); x = None; xs[1:3] = []"
+        );
         assert_eq!(
             body("r = await asyncio.gather(*calls, return_exceptions=True)"),
             "r = await _asyncio_gather_settled(*calls)"
@@ -580,7 +600,9 @@ mod tests {
     fn tracebacks_show_the_programs_own_line_numbers() {
         let rewritten = rewrite("import statistics\nstatistics.mean([])");
         let line = rewritten.prelude.lines + 2;
-        let traceback = format!("  File \"program.py\", line {line}, in <module>\n  File \"program.py\", line 5, in _statistics_mean");
+        let traceback = format!(
+            "  File \"program.py\", line {line}, in <module>\n  File \"program.py\", line 5, in _statistics_mean"
+        );
         assert_eq!(
             rewritten.prelude.traceback(&traceback, "program.py"),
             "  File \"program.py\", line 2, in <module>\n  File \"<served module>\", line ?, in _statistics_mean"

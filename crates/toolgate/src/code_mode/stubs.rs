@@ -18,17 +18,27 @@ use toolgate_core::flow::ToolStatus;
 use toolgate_core::spec::{SpecFile, returns_shape, schema_shape};
 use toolgate_core::{Decision, Principal, SanitizeOptions, ToolDescriptor, sanitize_description};
 
-use super::names::identifier;
+use super::names::is_parameter_name;
 use crate::{Gate, store::StoreError};
 
-/// How a program is written, for the model; it opens the stubs.
+/// How a program is written and what its Python has, for the model; it opens
+/// the stubs, so that a model's first program fits and its second need not.
 const PREFACE: &str = "\
 # Tools you can call from a program, as Python functions (signatures only).
-# Call them with keyword arguments; each call is checked and may be refused:
-# invalid arguments raise ValueError, a refusal (policy, flow, approval)
-# PermissionError, a deadline TimeoutError, a failing tool RuntimeError.
-# The program's last expression (or `return` value) is the result; print() is
-# also shown. There are no files, network, environment or clock: use tools.
+# Pass arguments by position or keyword. Each call is checked and may be refused:
+# invalid arguments raise ValueError, a refusal (policy, flow) PermissionError, a
+# deadline TimeoutError, a failing tool RuntimeError. A call that needs a
+# person's approval pauses the program until it is answered.
+# The result is the program's last expression (or final_answer(x)); print() is
+# shown too. With `await`, tools are coroutines: `await asyncio.gather(...)` runs
+# calls concurrently (return_exceptions=True keeps going past a failure).
+# The Python is a subset: your classes take no base classes (raise ValueError or
+# RuntimeError, not an exception class of your own) and no @property or
+# @staticmethod; no generators (yield). asyncio and json are imported already;
+# also importable:
+# collections, dataclasses, datetime, decimal, functools, itertools, math, re,
+# random, statistics, heapq, operator, csv, io, pprint, string, textwrap, typing.
+# No files, network or environment: use the tools. datetime.now() is the gate's.
 ";
 
 /// The stubs of the tools `principal` may call through `gate` in `session`.
@@ -128,12 +138,12 @@ fn write_stub(
     returns: Option<String>,
 ) {
     let params = parameters(&tool.input_schema);
-    let plain = params.iter().all(|p| identifier(&p.name) == p.name);
+    let plain = params.iter().all(|p| is_parameter_name(&p.name));
     let signature = if params.is_empty() {
         String::new()
     } else if plain {
         let list: Vec<String> = params.iter().map(Param::signature).collect();
-        format!("*, {}", list.join(", "))
+        list.join(", ")
     } else {
         "**arguments".to_owned()
     };

@@ -238,12 +238,7 @@ fn run(
     let asynchronous = uses_await(code);
     let Rewritten { code, prelude } = rewrite(code);
     let program = Program { prelude, ..program };
-    let runner = match MontyRun::new(
-        code,
-        SCRIPT_NAME,
-        Vec::new(),
-        CompileOptions::default(),
-    ) {
+    let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
         Ok(runner) => runner.with_os_policy(os_policy(now_micros)),
         Err(exception) => {
             return Ok(Some(Finished {
@@ -261,14 +256,7 @@ fn run(
     resource_limits.max_memory = usize::try_from(limits.max_memory_bytes).ok();
     let tracker = ResourceTracker::new(resource_limits);
     let progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
-    drive(
-        progress,
-        &program,
-        asynchronous,
-        printed,
-        input,
-        output,
-    )
+    drive(progress, &program, asynchronous, printed, input, output)
 }
 
 /// The interpreter's clock, sleeps and randomness: the clock reads the gate's
@@ -303,7 +291,14 @@ fn resume(
     let Some((prelude, dump)) = bytes
         .strip_prefix(SNAPSHOT_MAGIC)
         .and_then(|rest| rest.split_first_chunk::<4>())
-        .map(|(lines, dump)| (Prelude { lines: u32::from_be_bytes(*lines) }, dump))
+        .map(|(lines, dump)| {
+            (
+                Prelude {
+                    lines: u32::from_be_bytes(*lines),
+                },
+                dump,
+            )
+        })
     else {
         return Err(invalid(OLD_SNAPSHOT.to_owned()));
     };
@@ -407,7 +402,9 @@ fn drive(
                 match checked {
                     Err(raise) => answer_call(call, Answer::Raise(raise), &mut printed),
                     // An awaited call among others: collected for one batch.
-                    Ok(arguments) if asynchronous && !(call.allow_eager_await && batch.is_empty()) => {
+                    Ok(arguments)
+                        if asynchronous && !(call.allow_eager_await && batch.is_empty()) =>
+                    {
                         batch.push(BatchCall {
                             id: call.call_id,
                             function: call.function_name.clone(),

@@ -28,20 +28,24 @@ tell:
   "`NAME` failed: could not connect to HOST:PORT: Connection refused (os error 111)";
 * the tool that a policy rule sends to a person is simply approved here.
 
-Unlike toolgate's code mode today (keyword arguments only, or one dict), a
-tool also takes positional arguments, in the order of its `parameters`
-properties; one positional dict and nothing else is still the whole arguments
-object when the first parameter is not an object.
+A tool takes keyword arguments, positional ones (in the stub's order: the
+`parameters` properties, required ones first), or one dict of them all (when
+every key of that dict names a parameter), as code_mode/call_args.rs reads a
+call, with its TypeErrors.
 
 A program that uses `await` (outside strings and comments, the test toolgate's
-worker applies) gets tools that are coroutine functions: the call is recorded
-and its arguments converted when the function is called, the gate's answer
-(result, ValueError, RuntimeError) comes when it is awaited. Otherwise tools
-are plain functions.
+worker applies) gets tools that are coroutine functions. As in toolgate's
+worker, calling one converts its arguments at once (TypeError/ValueError at
+the call site) and adds the call to a batch; the batch is made (recorded in
+`calls`, in the order the calls were made) when the program next waits, so
+the calls of concurrent tasks are made in rounds and a call whose coroutine
+the program never waits for before it ends is never made. The gate's answer
+(result, ValueError, RuntimeError) comes when the coroutine is awaited.
+Otherwise tools are plain functions, and each call is made when called.
 
-The program's value is the argument of the last `final_answer(...)` it called
-(a model habit from smolagents; here a function that records its argument and
-returns it), else its last statement when that is a bare expression, else null.
+The program's value is the argument of `final_answer(...)` (or its `answer=`
+keyword), which ends the program at once, as toolgate's worker and smolagents
+end it; else its last statement when that is a bare expression; else null.
 Top-level `await` is allowed.
 
 Usage: python3 crates/toolgate/tests/code_corpus/reference.py [NAME ...]
@@ -57,6 +61,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import yaml
@@ -310,6 +315,20 @@ def python_name(tool):
     return None, re.sub(r"[^A-Za-z0-9_]", "_", tool)
 
 
+def parameter_names(params):
+    """The parameters in the stub's order (code_mode/stubs.rs): the schema's
+    properties, required ones first."""
+    required = params.get("required", [])
+    props = list(params.get("properties", {}))
+    return [p for p in props if p in required] + [p for p in props if p not in required]
+
+
+def is_arguments_dict(value, order):
+    """Whether one positional dict is the whole arguments object: every key
+    names a parameter, or the function declares none."""
+    return not order or (bool(value) and all(isinstance(k, str) and k in order for k in value))
+
+
 # --- the tools ---------------------------------------------------------------
 
 
@@ -320,40 +339,42 @@ class Desk:
         self.spec = spec
         self.asynchronous = asynchronous
         self.calls = []
+        self.batch = []
 
     def bind(self, tool, args, kwargs):
-        """The call's arguments as one JSON object (what the worker sends)."""
-        name = tool["name"]
+        """The call's arguments as one JSON object, as code_mode/call_args.rs
+        makes it: keywords by name, positional arguments in the stub's order,
+        or one dict of them all."""
+        name = python_name(tool["name"])
+        name = name[1] if name[0] is None else f"{name[0]}.{name[1]}"
         params = tool.get("parameters") or {"type": "object", "properties": {}}
-        props = list(params.get("properties", {}))
+        order = parameter_names(params)
 
         def not_json(e):
             kind = TypeError if e.type_error else ValueError
             return kind(f"an argument of {name}(): {e.message}")
 
-        if len(args) == 1 and not kwargs and isinstance(args[0], dict):
-            first = params.get("properties", {}).get(props[0], {}) if props else {}
-            if first.get("type") != "object":
-                try:
-                    return to_json(args[0])
-                except NotJson as e:
-                    raise not_json(e) from None
-        if len(args) > len(props):
+        if len(args) == 1 and not kwargs and isinstance(args[0], dict) and is_arguments_dict(args[0], order):
+            try:
+                return to_json(args[0])
+            except NotJson as e:
+                raise not_json(e) from None
+        if len(args) > len(order):
             raise TypeError(
-                f"{name}() takes {len(props)} positional argument{'s' if len(props) != 1 else ''} "
-                f"but {len(args)} were given"
+                f"{name}() takes {len(order)} positional argument{'' if len(order) == 1 else 's'} "
+                f"but {len(args)} were given; its parameters, in order: {', '.join(order) or 'none'}"
             )
         merged = {}
-        for prop, value in zip(props, args):
-            merged[prop] = value
-        for key, value in kwargs.items():
-            if key in merged:
-                raise TypeError(f"{name}() got multiple values for argument '{key}'")
-            merged[key] = value
         try:
-            return to_json(merged)
+            for param, value in zip(order, args):
+                merged[param] = to_json(value)
+            for key, value in kwargs.items():
+                if key in merged:
+                    raise TypeError(f"{name}() got multiple values for argument '{key}'")
+                merged[key] = to_json(value)
         except NotJson as e:
             raise not_json(e) from None
+        return merged
 
     def answer(self, tool, arguments):
         """The gate's answer to a call: the result, or the exception it raises."""
@@ -381,9 +402,17 @@ class Desk:
 
             def call(*args, **kwargs):
                 arguments = desk.bind(tool, args, kwargs)
-                desk.calls.append(display)
+                desk.batch.append(display)
 
                 async def gate():
+                    # As toolgate's worker does: a call joins the batch when it
+                    # is made, and the batch goes to the gate once every task
+                    # of the program waits; so concurrent tasks' calls are
+                    # made in rounds, and a call made but never waited for
+                    # before the program ends is never made at all.
+                    await asyncio.sleep(0)
+                    desk.calls.extend(desk.batch)
+                    desk.batch.clear()
                     return desk.answer(tool, arguments)
 
                 return gate()
@@ -460,7 +489,12 @@ def uses_await(code):
 
 
 RESULT = "__corpus_value__"
-UNSET = object()
+
+
+class FinalAnswer(BaseException):
+    """Raised by final_answer() to end the program, as toolgate's worker (and
+    smolagents) end it there; a BaseException, so `except Exception` in the
+    program does not catch it."""
 
 
 def compile_program(source, filename):
@@ -487,9 +521,9 @@ def run_program(spec, path):
     desk = Desk(spec, uses_await(source))
     answers = []
 
-    def final_answer(answer):
-        answers.append(answer)
-        return answer
+    def final_answer(*args, **kwargs):
+        answers.append(args[0] if args else kwargs.get("answer"))
+        raise FinalAnswer()
 
     env = {"__name__": "__main__", "__builtins__": __builtins__}
     env.update(desk.globals())
@@ -503,8 +537,11 @@ def run_program(spec, path):
             ran = eval(code, env)
             if asyncio.iscoroutine(ran):
                 asyncio.run(ran)
+        except FinalAnswer:
+            pass
         except BaseException as e:  # the program's own failure, whatever it is
-            error = type(e).__name__
+            if not answers:
+                error = type(e).__name__
     elapsed = time.monotonic() - started
     if answers:
         value = answers[-1]
@@ -519,6 +556,9 @@ def run_program(spec, path):
 
 
 def main(argv):
+    # A program that forgets an `await` leaves a coroutine behind; that is its
+    # error to report, not a warning of the runner's.
+    warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
     spec = yaml.safe_load(SPEC.read_text())
     EXPECTED.mkdir(exist_ok=True)
     programs = sorted(PROGRAMS.glob("*.py"))
