@@ -333,6 +333,7 @@ impl CodeMode {
                 "interpreter_time" => ("limit", Some("interpreter_time")),
                 "memory" => ("limit", Some("max_memory_bytes")),
                 "recursion" => ("exception", Some("max_recursion_depth")),
+                "resume" => ("resume", None),
                 _ => ("exception", None),
             };
             if let Some(limit) = segment.limit_hit {
@@ -359,6 +360,7 @@ impl CodeMode {
                     _ => format!("the program does not parse: {}; nothing ran", error.message),
                 },
                 "limit" => format!("the program was stopped: {}", error.message),
+                "resume" => error.message,
                 _ => format!("the program raised {}: {}", error.exception, error.message),
             };
             if let Some(name) = limit_name {

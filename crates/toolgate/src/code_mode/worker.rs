@@ -43,7 +43,7 @@ const INTERPRETER_STACK: usize = 16 << 20;
 const SNAPSHOT_MAGIC: &[u8] = b"toolgate-monty-1.4\n";
 
 /// Why a snapshot without [`SNAPSHOT_MAGIC`] is not resumed.
-pub(crate) const OLD_SNAPSHOT: &str = "the program was paused by an older toolgate, whose interpreter state this version cannot read; nothing more of it ran. Run the program again (its calls before the pause are in the audit log)";
+const OLD_SNAPSHOT: &str = "the program was paused by an older toolgate, whose interpreter state this version cannot read; nothing more of it ran. Run the program again (its calls before the pause are in the audit log)";
 
 /// The longest one `time.sleep` or `asyncio.sleep` waits.
 const MAX_SLEEP: Duration = Duration::from_secs(10);
@@ -288,6 +288,20 @@ fn resume(
     let bytes = BASE64
         .decode(snapshot)
         .map_err(|e| invalid(format!("the snapshot is not base64 ({e})")))?;
+    let unreadable = |message: String| {
+        Ok(Some(Finished {
+            printed: printed.clone(),
+            error: Some(WorkerError {
+                kind: "resume".to_owned(),
+                exception: "RuntimeError".to_owned(),
+                message,
+                traceback: String::new(),
+                line: None,
+                column: None,
+            }),
+            ..Finished::default()
+        }))
+    };
     let Some((prelude, dump)) = bytes
         .strip_prefix(SNAPSHOT_MAGIC)
         .and_then(|rest| rest.split_first_chunk::<4>())
@@ -300,14 +314,13 @@ fn resume(
             )
         })
     else {
-        return Err(invalid(OLD_SNAPSHOT.to_owned()));
+        return unreadable(OLD_SNAPSHOT.to_owned());
     };
     let program = Program { prelude, ..program };
-    let dump = Dump::load(dump).map_err(|e| {
-        invalid(format!(
-            "the snapshot cannot be read by this worker ({e:?})"
-        ))
-    })?;
+    let dump = match Dump::load(dump) {
+        Ok(dump) => dump,
+        Err(e) => return unreadable(format!("{OLD_SNAPSHOT} ({e:?})")),
+    };
     let Session::Running(progress) = dump.state else {
         return Err(invalid("the snapshot is not of a paused program".into()));
     };
@@ -712,7 +725,48 @@ fn worker_error(exception: &MontyException, before_running: bool, prelude: Prelu
 
 #[cfg(test)]
 mod tests {
-    use super::uses_await;
+    use super::*;
+
+    #[test]
+    fn a_snapshot_of_an_older_interpreter_ends_the_program_with_a_clear_error() {
+        let mut input = BufReader::new(Watched::new(File::open("/dev/null").unwrap()));
+        let mut output = File::options().write(true).open("/dev/null").unwrap();
+        let program = Program {
+            functions: Vec::new(),
+            parameters: Parameters::new(),
+            prelude: Prelude::default(),
+        };
+        let limits = InterpreterLimits {
+            interpreter_time_ms: 1000,
+            max_recursion_depth: 100,
+            max_output_bytes: 1000,
+            max_memory_bytes: 1 << 30,
+        };
+        // A dump as Monty 0.0.23 began one: no toolgate header, format version 8.
+        let old = BASE64.encode([0u8, 8, 1, 2, 3]);
+        let answer = ToWorker::Return {
+            value: serde_json::json!(1),
+        };
+        let ended = resume(
+            &old,
+            "before\n".into(),
+            program,
+            &limits,
+            answer,
+            &mut input,
+            &mut output,
+        )
+        .unwrap()
+        .expect("the program ends");
+        let error = ended.error.expect("with an error");
+        assert_eq!(error.kind, "resume");
+        assert!(
+            error.message.contains("paused by an older toolgate"),
+            "{}",
+            error.message
+        );
+        assert_eq!(ended.printed, "before\n");
+    }
 
     #[test]
     fn a_program_is_asynchronous_when_it_uses_await_outside_strings_and_comments() {
