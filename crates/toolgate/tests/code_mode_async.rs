@@ -134,22 +134,36 @@ await main()
 }
 
 #[tokio::test]
-async fn a_gathered_call_that_needs_approval_raises_permission_error_the_program_can_catch() {
+async fn a_gathered_call_that_needs_approval_pauses_the_program_once_the_others_are_answered() {
     let (gate, _) = setup();
     let code = r#"
 async def main():
-    try:
-        await asyncio.gather(delete(page=1), fetch(page=2))
-        return "deleted"
-    except PermissionError as e:
-        return str(e)
+    pages = await asyncio.gather(fetch(page=2), delete(page=1), fetch(page=3))
+    return "deleted"
 await main()
 "#;
     let run = code_mode()
         .run(&gate, "s", &Principal::operator(), code)
         .await;
-    assert!(run.is_ok(), "{run:?}");
-    let text = run.value.unwrap();
-    let text = text.as_str().unwrap();
-    assert!(text.contains("await it on its own"), "{text}");
+    assert_eq!(run.status, "pending_approval", "{run:?}");
+    assert_eq!(run.waiting_for.map(|w| w.tool), Some("delete".to_owned()));
+    assert_eq!(run.calls, 3, "the two fetches ran");
+}
+
+#[tokio::test]
+async fn a_second_gathered_call_that_needs_approval_raises_permission_error_the_program_can_catch()
+{
+    let (gate, _) = setup();
+    let code = r#"
+async def careful(page):
+    try:
+        return await delete(page=page)
+    except PermissionError as e:
+        return str(e)
+await asyncio.gather(careful(1), careful(2))
+"#;
+    let run = code_mode()
+        .run(&gate, "s", &Principal::operator(), code)
+        .await;
+    assert_eq!(run.status, "pending_approval", "{run:?}");
 }

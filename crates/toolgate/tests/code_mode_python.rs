@@ -207,3 +207,68 @@ async fn a_missing_feature_comes_with_a_hint_to_fix_the_program() {
         error.message
     );
 }
+
+/// Exercises the served modules (and `round`) over many data sets (made by a fixed linear
+/// congruential generator, so both interpreters see the same), printing every
+/// result's `repr`.
+const SERVED_MODULES_PROGRAM: &str = r#"
+import statistics, heapq, operator, pprint, textwrap, string, io, csv
+seed = 12345
+def draw(n, floats):
+    global seed
+    out = []
+    for _ in range(n):
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        out.append(seed % 10000 / 100 if floats else seed % 50 - 10)
+    return out
+for size in [1, 2, 3, 4, 7, 10, 25]:
+    for floats in [False, True]:
+        xs = draw(size, floats)
+        print(size, floats, statistics.mean(xs), statistics.median(xs), statistics.median_low(xs),
+              statistics.median_high(xs), statistics.mode(xs), statistics.multimode(xs)[:3], statistics.fmean(xs))
+        if size > 1:
+            print(statistics.variance(xs), statistics.pvariance(xs), round(statistics.stdev(xs), 9),
+                  round(statistics.pstdev(xs), 9), statistics.quantiles(xs), statistics.quantiles(xs, n=10, method="inclusive"))
+        h = list(xs)
+        heapq.heapify(h)
+        heapq.heappush(h, 42)
+        popped = [heapq.heappop(h) for _ in range(min(3, len(h)))]
+        print(popped, h, heapq.nlargest(3, xs), heapq.nsmallest(2, xs, key=lambda v: -v))
+rows = [{"name": n, "score": s, "team": t} for n, s, t in zip("abcdefg", draw(7, False), "xyxyxyx")]
+print(sorted(rows, key=operator.itemgetter("team", "score")), list(map(operator.itemgetter("name"), rows)))
+print([round(x / 7, 2) for x in draw(30, True)], round(2.675, 2), round(495.155, 2), round(7.5), round(0.125, 2), round(1234.5, -1))
+print(operator.add(2, 3), operator.mul(4, 5), operator.truediv(7, 2), operator.neg(3), operator.contains([1, 2], 2))
+pprint.pprint(rows)
+pprint.pprint({"teams": {"x": [r["name"] for r in rows if r["team"] == "x"], "y": ("tuple", 1)}, "n": len(rows)}, width=40)
+print(pprint.pformat(list(range(40))))
+text = "The quick brown fox jumps over the lazy dog and keeps running far away. " * 3
+print(textwrap.wrap(text, 30), textwrap.fill(text, 50), textwrap.shorten(text, 40), textwrap.dedent("  a\n    b\n  c"))
+print(string.ascii_letters, string.digits, string.punctuation, string.capwords("hello big world"))
+buffer = io.StringIO()
+writer = csv.writer(buffer)
+writer.writerow(["name", "score"])
+for r in rows:
+    writer.writerow([r["name"], r["score"]])
+print(repr(buffer.getvalue()))
+print(list(csv.DictReader(io.StringIO(buffer.getvalue())))[:2], io.StringIO("a\nb\n").readlines())
+"#;
+
+#[tokio::test]
+async fn the_served_modules_print_what_cpython_prints() {
+    let cpython = std::process::Command::new("python3")
+        .args(["-c", SERVED_MODULES_PROGRAM])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        cpython.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cpython.stderr)
+    );
+    let run = run(SERVED_MODULES_PROGRAM).await;
+    assert!(run.error.is_none(), "{:?}", run.error);
+    let expected = String::from_utf8(cpython.stdout).unwrap();
+    for (line, (got, want)) in run.printed.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(got, want, "line {} differs", line + 1);
+    }
+    assert_eq!(run.printed.lines().count(), expected.lines().count());
+}

@@ -465,7 +465,16 @@ impl CodeMode {
                 }
                 FromWorker::Calls { calls } => {
                     let results = self
-                        .call_batch(gate, principal, names, calls, segment, clock, ask)
+                        .call_batch(
+                            gate,
+                            principal,
+                            names,
+                            calls,
+                            segment,
+                            clock,
+                            ask,
+                            &mut pending,
+                        )
                         .await?;
                     deadline
                         .within(write_frame_async(
@@ -540,8 +549,10 @@ impl CodeMode {
     /// A batch of awaited calls, run concurrently through the gate as
     /// [`Gate::call_all`] runs a model's parallel calls (at most
     /// `per_tool_concurrency` of one tool at a time). A call that needs
-    /// approval is asked about like any other, but cannot pause the program: if
-    /// it stays pending, it raises `PermissionError`.
+    /// approval is asked about like any other; if it stays pending, the program
+    /// pauses once the rest of it waits for that call alone (`pending`). One
+    /// call pauses a program at a time: a second one pending in the same batch
+    /// raises `PermissionError`.
     #[allow(clippy::too_many_arguments)]
     async fn call_batch(
         &self,
@@ -552,6 +563,7 @@ impl CodeMode {
         segment: &mut Segment,
         clock: &WallClock,
         ask: &dyn AskApproval,
+        pending: &mut Option<Pending>,
     ) -> Result<Vec<(u32, ToWorker)>, Stopped> {
         let mut results = Vec::with_capacity(calls.len());
         let mut runnable = Vec::with_capacity(calls.len());
@@ -597,22 +609,49 @@ impl CodeMode {
                 .map(|(_, call)| self.call_asking(gate, session, principal, call, ask, clock)),
         )
         .await;
-        for ((id, _), outcome) in runnable.iter().zip(outcomes) {
+        for ((id, call), outcome) in runnable.into_iter().zip(outcomes) {
             let reply = match outcome? {
                 Outcome::PendingApproval {
                     approval_id,
                     reason,
-                } => ToWorker::Raise {
+                } if pending.is_some() => ToWorker::Raise {
                     exception: "PermissionError".into(),
                     message: format!(
                         "this call needs a person's approval ({reason}); approval id {approval_id}. \
-                         A call awaited together with others (asyncio.gather) cannot pause the program: \
-                         await it on its own (`await tool(...)`) to wait for the approval"
+                         Another call of this program already waits for one, and a program pauses \
+                         for one call at a time: make this call after that one is answered"
                     ),
                 },
+                Outcome::PendingApproval { .. }
+                    if segment.suspensions >= self.limits.max_suspensions =>
+                {
+                    segment.limit_hit = Some("max_suspensions");
+                    ToWorker::Abort {
+                        exception: "RuntimeError".into(),
+                        message: format!(
+                            "the program needed a person's approval more than the {} times it may pause{}",
+                            self.limits.max_suspensions,
+                            raise_hint("max_suspensions", &self.limits)
+                        ),
+                    }
+                }
+                Outcome::PendingApproval {
+                    approval_id,
+                    reason,
+                } => {
+                    segment.suspensions += 1;
+                    *pending = Some(Pending {
+                        tool: call.name,
+                        call_id: call.id,
+                        arguments: call.arguments,
+                        approval_id,
+                        reason,
+                    });
+                    ToWorker::Suspend
+                }
                 other => reply_for(other),
             };
-            results.push((*id, reply));
+            results.push((id, reply));
         }
         Ok(results)
     }

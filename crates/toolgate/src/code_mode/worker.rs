@@ -30,7 +30,7 @@ use super::protocol::{
     BatchCall, Finished, FromWorker, InterpreterLimits, Parameters, ToWorker, WorkerError,
     read_frame, write_frame,
 };
-use super::rewrite::{Prelude, Rewritten, rewrite};
+use super::rewrite::{LineMap, Rewritten, rewrite};
 use super::spin::Watched;
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
@@ -38,8 +38,8 @@ use super::spin::Watched;
 const INTERPRETER_STACK: usize = 16 << 20;
 
 /// What opens a snapshot this worker wrote: the format (the interpreter's
-/// version), then the prelude's length as 4 big-endian bytes, then the
-/// interpreter's dump.
+/// version), then the program's line map: its length and each line, 4
+/// big-endian bytes each, then the interpreter's dump.
 const SNAPSHOT_MAGIC: &[u8] = b"toolgate-monty-1.4\n";
 
 /// Why a snapshot without [`SNAPSHOT_MAGIC`] is not resumed.
@@ -136,7 +136,7 @@ fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
             let program = Program {
                 functions,
                 parameters,
-                prelude: Prelude::default(),
+                lines: LineMap::default(),
             };
             run(&code, program, now_micros, &limits, input, output)?
         }
@@ -151,7 +151,7 @@ fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
             let program = Program {
                 functions,
                 parameters,
-                prelude: Prelude::default(),
+                lines: LineMap::default(),
             };
             resume(&snapshot, printed, program, &limits, *answer, input, output)?
         }
@@ -205,11 +205,11 @@ impl PrintWriterCallback for Printed {
 }
 
 /// What a program may call (its tool functions and their parameters), and the
-/// prelude its source was given.
+/// map from the lines it runs to the lines the model wrote.
 struct Program {
     functions: Vec<String>,
     parameters: Parameters,
-    prelude: Prelude,
+    lines: LineMap,
 }
 
 impl Program {
@@ -236,13 +236,13 @@ fn run(
         exceeded: false,
     };
     let asynchronous = uses_await(code);
-    let Rewritten { code, prelude } = rewrite(code);
-    let program = Program { prelude, ..program };
+    let Rewritten { code, lines } = rewrite(code);
+    let program = Program { lines, ..program };
     let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
         Ok(runner) => runner.with_os_policy(os_policy(now_micros)),
         Err(exception) => {
             return Ok(Some(Finished {
-                error: Some(worker_error(&exception, true, prelude)),
+                error: Some(worker_error(&exception, true, &program.lines)),
                 ..Finished::default()
             }));
         }
@@ -302,21 +302,19 @@ fn resume(
             ..Finished::default()
         }))
     };
-    let Some((prelude, dump)) = bytes
+    let Some((lines, dump)) = bytes
         .strip_prefix(SNAPSHOT_MAGIC)
         .and_then(|rest| rest.split_first_chunk::<4>())
-        .map(|(lines, dump)| {
-            (
-                Prelude {
-                    lines: u32::from_be_bytes(*lines),
-                },
-                dump,
-            )
+        .and_then(|(count, rest)| {
+            let len = usize::try_from(u32::from_be_bytes(*count))
+                .ok()?
+                .checked_mul(4)?;
+            (rest.len() >= len).then(|| (LineMap::from_bytes(&rest[..len]), &rest[len..]))
         })
     else {
         return unreadable(OLD_SNAPSHOT.to_owned());
     };
-    let program = Program { prelude, ..program };
+    let program = Program { lines, ..program };
     let dump = match Dump::load(dump) {
         Ok(dump) => dump,
         Err(e) => return unreadable(format!("{OLD_SNAPSHOT} ({e:?})")),
@@ -324,19 +322,42 @@ fn resume(
     let Session::Running(progress) = dump.state else {
         return Err(invalid("the snapshot is not of a paused program".into()));
     };
-    let RunProgress::FunctionCall(call) = *progress else {
-        return Err(invalid("the snapshot is not paused at a tool call".into()));
-    };
     let mut printed = Printed {
         text: printed,
         cap: limits.max_output_bytes,
         exceeded: false,
     };
-    // A call pauses when it was made without `await` (the program is
-    // synchronous) or awaited alone (it is asynchronous).
-    let asynchronous = call.allow_eager_await;
-    let progress = answer_call(call, answer_of(answer)?, &mut printed);
-    drive(progress, &program, asynchronous, printed, input, output)
+    let answer = answer_of(answer)?;
+    match *progress {
+        // A call made without `await` (the program is synchronous) or awaited
+        // alone (it is asynchronous).
+        RunProgress::FunctionCall(call) => {
+            let asynchronous = call.allow_eager_await;
+            let progress = answer_call(call, answer, &mut printed);
+            drive(progress, &program, asynchronous, printed, input, output)
+        }
+        // A call awaited with others, the one the program still waits for.
+        RunProgress::ResolveFutures(futures) => {
+            let [id] = futures.pending_call_ids() else {
+                return Err(invalid("the snapshot waits for more than one call".into()));
+            };
+            let id = *id;
+            let progress = match answer {
+                Answer::Return(value) => futures.resume(
+                    vec![(id, ExtFunctionResult::Return(to_python(&value)))],
+                    PrintWriter::Callback(&mut printed),
+                ),
+                Answer::Raise(exc) => futures.resume(
+                    vec![(id, ExtFunctionResult::Error(exc))],
+                    PrintWriter::Callback(&mut printed),
+                ),
+                Answer::Abort(exc) => futures.abort(exc, PrintWriter::Callback(&mut printed)),
+                Answer::Suspend => return Err(invalid("a resumed call cannot pause again".into())),
+            };
+            drive(progress, &program, true, printed, input, output)
+        }
+        _ => Err(invalid("the snapshot is not paused at a tool call".into())),
+    }
 }
 
 /// Runs the program from `progress` until it ends (`Some`) or is saved at a call
@@ -355,13 +376,15 @@ fn drive(
     output: &mut Output,
 ) -> io::Result<Option<Finished>> {
     let mut batch: Vec<BatchCall> = Vec::new();
+    // A call awaited with others waits for a person's approval.
+    let mut waiting = false;
     loop {
         let step = match progress {
             Err(exception) => {
                 return Ok(Some(Finished {
                     printed: printed.text,
                     output_exceeded: printed.exceeded,
-                    error: Some(worker_error(&exception, false, program.prelude)),
+                    error: Some(worker_error(&exception, false, &program.lines)),
                     ..Finished::default()
                 }));
             }
@@ -431,7 +454,7 @@ fn drive(
                         if let Answer::Suspend = answer {
                             suspend(
                                 RunProgress::FunctionCall(call),
-                                program.prelude,
+                                &program.lines,
                                 printed,
                                 output,
                             )?;
@@ -464,6 +487,17 @@ fn drive(
                     )
                 }
             },
+            // Every task waits, and nothing more is asked of the gate: the one
+            // call that waits for a person pauses the program here.
+            RunProgress::ResolveFutures(futures) if batch.is_empty() && waiting => {
+                suspend(
+                    RunProgress::ResolveFutures(futures),
+                    &program.lines,
+                    printed,
+                    output,
+                )?;
+                return Ok(None);
+            }
             RunProgress::ResolveFutures(futures) if batch.is_empty() => futures.abort(
                 exception(
                     ExcType::RuntimeError,
@@ -474,7 +508,15 @@ fn drive(
             RunProgress::ResolveFutures(futures) => {
                 let calls = std::mem::take(&mut batch);
                 match ask_gate_all(calls, input, output)? {
-                    Ok(results) => futures.resume(results, PrintWriter::Callback(&mut printed)),
+                    Ok(Resolved { results, suspended }) => {
+                        waiting |= suspended;
+                        if results.is_empty() {
+                            // Only the call that waits for a person was asked.
+                            progress = Ok(RunProgress::ResolveFutures(futures));
+                            continue;
+                        }
+                        futures.resume(results, PrintWriter::Callback(&mut printed))
+                    }
                     Err(abort) => futures.abort(abort, PrintWriter::Callback(&mut printed)),
                 }
             }
@@ -500,15 +542,17 @@ fn finished(value: &MontyObject, printed: Printed) -> Finished {
 /// Sends the program's state at its pending call to the gate.
 fn suspend(
     progress: RunProgress,
-    prelude: Prelude,
+    lines: &LineMap,
     printed: Printed,
     output: &mut Output,
 ) -> io::Result<()> {
     let dump = monty::dump(SCRIPT_NAME, None, &[], SessionRef::Running(&progress))
         .map_err(|e| io::Error::other(format!("the program's state cannot be saved ({e})")))?;
-    let mut bytes = Vec::with_capacity(SNAPSHOT_MAGIC.len() + 4 + dump.len());
+    let mut bytes = Vec::with_capacity(SNAPSHOT_MAGIC.len() + 4 + 4 * lines.0.len() + dump.len());
     bytes.extend_from_slice(SNAPSHOT_MAGIC);
-    bytes.extend_from_slice(&prelude.lines.to_be_bytes());
+    let count = u32::try_from(lines.0.len()).unwrap_or(u32::MAX);
+    bytes.extend_from_slice(&count.to_be_bytes());
+    bytes.extend_from_slice(&lines.to_bytes());
     bytes.extend_from_slice(&dump);
     write_frame(
         output,
@@ -576,7 +620,7 @@ fn ask_gate_all(
     calls: Vec<BatchCall>,
     input: &mut Input,
     output: &mut Output,
-) -> io::Result<Result<Vec<(u32, ExtFunctionResult)>, MontyException>> {
+) -> io::Result<Result<Resolved, MontyException>> {
     write_frame(output, &FromWorker::Calls { calls })?;
     let ToWorker::Results { results } = read_frame(input)? else {
         return Err(io::Error::new(
@@ -584,23 +628,28 @@ fn ask_gate_all(
             "the gate did not answer a batch of calls with their results",
         ));
     };
-    let mut resolved = Vec::with_capacity(results.len());
+    let mut resolved = Resolved {
+        results: Vec::with_capacity(results.len()),
+        suspended: false,
+    };
     for (id, reply) in results {
         match answer_of(reply)? {
-            Answer::Return(value) => {
-                resolved.push((id, ExtFunctionResult::Return(to_python(&value))))
-            }
-            Answer::Raise(exc) => resolved.push((id, ExtFunctionResult::Error(exc))),
+            Answer::Return(value) => resolved
+                .results
+                .push((id, ExtFunctionResult::Return(to_python(&value)))),
+            Answer::Raise(exc) => resolved.results.push((id, ExtFunctionResult::Error(exc))),
             Answer::Abort(exc) => return Ok(Err(exc)),
-            Answer::Suspend => {
-                return Ok(Err(exception(
-                    ExcType::RuntimeError,
-                    "a call awaited with others cannot pause the program",
-                )));
-            }
+            Answer::Suspend => resolved.suspended = true,
         }
     }
     Ok(Ok(resolved))
+}
+
+/// A batch's answers: the results, and whether one call waits for a person
+/// (its future stays pending until the program is resumed).
+struct Resolved {
+    results: Vec<(u32, ExtFunctionResult)>,
+    suspended: bool,
 }
 
 /// Whether a program uses `await` (outside strings and comments): then its tool
@@ -695,7 +744,7 @@ fn exception(kind: ExcType, message: &str) -> MontyException {
 /// A program's exception as the gate reports it, in the program's own line
 /// numbers, with a hint where the message alone would mislead; `syntax` when it
 /// never ran.
-fn worker_error(exception: &MontyException, before_running: bool, prelude: Prelude) -> WorkerError {
+fn worker_error(exception: &MontyException, before_running: bool, lines: &LineMap) -> WorkerError {
     let mut message = exception.message().unwrap_or_default().to_owned();
     let kind = match exception.exc_type() {
         _ if before_running => "syntax",
@@ -712,12 +761,12 @@ fn worker_error(exception: &MontyException, before_running: bool, prelude: Prelu
         .traceback()
         .iter()
         .rev()
-        .find_map(|f| Some((prelude.program_line(f.start.line)?, f.start.column)));
+        .find_map(|f| Some((lines.program_line(f.start.line)?, f.start.column)));
     WorkerError {
         kind: kind.to_owned(),
         exception: name,
         message,
-        traceback: prelude.traceback(&exception.to_string(), SCRIPT_NAME),
+        traceback: lines.traceback(&exception.to_string(), SCRIPT_NAME),
         line: at.map(|(line, _)| line),
         column: at.map(|(_, column)| column),
     }
@@ -734,7 +783,7 @@ mod tests {
         let program = Program {
             functions: Vec::new(),
             parameters: Parameters::new(),
-            prelude: Prelude::default(),
+            lines: LineMap::default(),
         };
         let limits = InterpreterLimits {
             interpreter_time_ms: 1000,

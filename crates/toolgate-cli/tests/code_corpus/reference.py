@@ -48,7 +48,7 @@ keyword), which ends the program at once, as toolgate's worker and smolagents
 end it; else its last statement when that is a bare expression; else null.
 Top-level `await` is allowed.
 
-Usage: python3 crates/toolgate/tests/code_corpus/reference.py [NAME ...]
+Usage: python3 crates/toolgate-cli/tests/code_corpus/reference.py [NAME ...]
 """
 
 import ast

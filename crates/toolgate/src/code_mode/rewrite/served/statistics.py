@@ -5,15 +5,30 @@ def _statistics_data(data, least, what):
     if len(data) < least:
         raise ValueError(what)
     return data
-def _statistics_exact(data, total, n):
-    if all(isinstance(x, int) and not isinstance(x, bool) for x in data) and total % n == 0:
-        return total // n
-    return total / n
+def _statistics_ratio(x):
+    # x as an exact (numerator, denominator), the denominator a power of two
+    if isinstance(x, int):
+        return x, 1
+    m, e = _statistics_math.frexp(x)
+    n = int(m * 9007199254740992)
+    e -= 53
+    if e >= 0:
+        return n * 2 ** e, 1
+    return n, 2 ** (-e)
+def _statistics_exact(data):
+    # (numerators, common denominator): the data as exact fractions
+    pairs = [_statistics_ratio(x) for x in data]
+    den = max([d for _, d in pairs])
+    return [n * (den // d) for n, d in pairs], den
+def _statistics_result(data, num, den):
+    # num / den as CPython converts it: an int when the data are ints and it is whole
+    if all(isinstance(x, int) for x in data) and num % den == 0:
+        return num // den
+    return num / den
 def _statistics_mean(data):
     data = _statistics_data(data, 1, "mean requires at least one data point")
-    if all(isinstance(x, int) for x in data):
-        return _statistics_exact(data, sum(data), len(data))
-    return _statistics_math.fsum(data) / len(data)
+    nums, den = _statistics_exact(data)
+    return _statistics_result(data, sum(nums), den * len(data))
 def _statistics_fmean(data, weights=None):
     data = _statistics_data(data, 1, "fmean requires at least one data point")
     if weights is None:
@@ -48,26 +63,23 @@ def _statistics_mode(data):
         raise ValueError("no mode for empty data")
     return modes[0]
 def _statistics_ss(data, c):
-    if c is None:
-        c = _statistics_mean(data)
     return _statistics_math.fsum([(x - c) ** 2 for x in data])
+def _statistics_spread(data, over):
+    # n * sum of squared deviations, exactly, over `over` * n * n
+    nums, den = _statistics_exact(data)
+    n = len(data)
+    total = sum(nums)
+    return _statistics_result(data, n * sum([x * x for x in nums]) - total * total, den * den * n * over)
 def _statistics_variance(data, xbar=None):
     data = _statistics_data(data, 2, "variance requires at least two data points")
-    ss = _statistics_ss(data, xbar)
-    if all(isinstance(x, int) for x in data) and xbar is None:
-        total = sum(data)
-        n = len(data)
-        exact = sum([(x * n - total) ** 2 for x in data])
-        return _statistics_exact(data, exact, n * n * (n - 1))
-    return ss / (len(data) - 1)
+    if xbar is not None:
+        return _statistics_ss(data, xbar) / (len(data) - 1)
+    return _statistics_spread(data, len(data) - 1)
 def _statistics_pvariance(data, mu=None):
     data = _statistics_data(data, 1, "pvariance requires at least one data point")
-    if all(isinstance(x, int) for x in data) and mu is None:
-        total = sum(data)
-        n = len(data)
-        exact = sum([(x * n - total) ** 2 for x in data])
-        return _statistics_exact(data, exact, n * n * n)
-    return _statistics_ss(data, mu) / len(data)
+    if mu is not None:
+        return _statistics_ss(data, mu) / len(data)
+    return _statistics_spread(data, len(data))
 def _statistics_stdev(data, xbar=None):
     return _statistics_math.sqrt(_statistics_variance(data, xbar))
 def _statistics_pstdev(data, mu=None):
