@@ -1,6 +1,7 @@
 //! What offering tools costs a model's context, in tokens: the JSON tool
-//! definitions of one API (OpenAI Chat Completions `tools`) against code mode's
-//! single `run_code` tool, whose description carries the Python stubs.
+//! definitions of two APIs (OpenAI Chat Completions and Anthropic Messages
+//! `tools`) against code mode's single `run_code` tool, whose description
+//! carries the Python stubs.
 //!
 //! Counted with OpenAI's `o200k_base` encoding (the GPT-4o and later models'),
 //! for the BFCL function corpus (tests/data/bfcl/functions.jsonl) and the helpdesk
@@ -36,10 +37,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bpe = tiktoken_rs::o200k_base()?;
     let tokens = |text: &str| bpe.encode_ordinary(text).len();
 
-    println!("o200k_base tokens; OpenAI Chat `tools` as sent (compact JSON)");
+    println!("o200k_base tokens; `tools` as sent (compact JSON)");
     println!(
-        "{:<10} {:>6} {:>14} {:>16} {:>8}",
-        "spec", "tools", "JSON tools", "code mode", "ratio"
+        "{:<10} {:<10} {:>6} {:>12} {:>10} {:>8}",
+        "spec", "api", "tools", "JSON tools", "code mode", "ratio"
     );
     for (label, spec) in [("bfcl", &bfcl), ("helpdesk", &helpdesk)] {
         let gate = Gate::from_spec(
@@ -56,17 +57,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|d| gate.policy().decide(d, &principal).decision != Decision::Deny)
             .collect();
         let run_code = run_code_tool(&gate, "tokens", &principal, Some(spec))?;
-        let render = |tools: &[ToolDescriptor]| {
-            let rendered = wire::render(Target::OpenAiChat, tools, &[], RenderOptions::default());
-            serde_json::to_string(&rendered.tools).unwrap_or_default()
-        };
-        let json = tokens(&render(&offered));
-        let code = tokens(&render(&[run_code]));
-        println!(
-            "{label:<10} {:>6} {json:>14} {code:>16} {:>7.2}x",
-            offered.len(),
-            json as f64 / code as f64
-        );
+        for (api, target) in [
+            ("openai", Target::OpenAiChat),
+            ("anthropic", Target::Anthropic),
+        ] {
+            let render = |tools: &[ToolDescriptor]| {
+                let rendered = wire::render(target, tools, &[], RenderOptions::default());
+                serde_json::to_string(&rendered.tools).unwrap_or_default()
+            };
+            let json = tokens(&render(&offered));
+            let code = tokens(&render(std::slice::from_ref(&run_code)));
+            println!(
+                "{label:<10} {api:<10} {:>6} {json:>12} {code:>10} {:>7.2}x",
+                offered.len(),
+                json as f64 / code as f64
+            );
+        }
     }
     Ok(())
 }

@@ -2,9 +2,8 @@
 //! call it sends with a [`Gate::call`], and turn how it ended — a value, an
 //! exception, a limit, or the worker's death — into a [`CodeRun`].
 //!
-//! It is one concept at just over 600 lines: one run's conversation with its
-//! worker, read top to bottom; what it leans on (limits, replies, resuming,
-//! the wall clock) already lives in the sibling files.
+//! What it leans on lives in the sibling files: the calls themselves
+//! ([`super::calls`]), limits, replies, resuming and the wall clock.
 
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -13,7 +12,6 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::Value;
 use serde_json::json;
 use tokio::process::Child;
-use tokio_util::sync::CancellationToken;
 use toolgate_core::{Principal, content_hash};
 
 use super::ask::{AskApproval, NeverAsk};
@@ -22,7 +20,7 @@ use super::limits::CodeLimits;
 use super::names::PythonNames;
 use super::process::{WorkerCommand, Workers, read_capped, why_died};
 use super::protocol::{
-    BatchCall, Finished, FromWorker, InterpreterLimits, Parameters, ToWorker, read_frame_async,
+    Finished, FromWorker, InterpreterLimits, Parameters, ToWorker, read_frame_async,
     write_frame_async,
 };
 use super::replies::reply_for;
@@ -30,13 +28,13 @@ use super::run_result::{CodeError, CodeRun, limit_error, raise_hint, worker_erro
 use super::slots::{QUEUE_WAIT, WorkerSlots};
 use super::spin::Watched;
 use super::wall_clock::{Stopped, WallClock};
-use crate::{Gate, Outcome, ToolCall, gate::CallOptions, store::PausedRun};
+use crate::{Gate, Outcome, ToolCall, store::PausedRun};
 
 /// Runs programs whose tool calls take the gate.
 #[derive(Debug, Clone)]
 pub struct CodeMode {
     workers: Workers,
-    limits: CodeLimits,
+    pub(super) limits: CodeLimits,
     slots: WorkerSlots,
 }
 
@@ -545,173 +543,6 @@ impl CodeMode {
                 .await??;
         }
     }
-
-    /// A batch of awaited calls, run concurrently through the gate as
-    /// [`Gate::call_all`] runs a model's parallel calls (at most
-    /// `per_tool_concurrency` of one tool at a time). A call that needs
-    /// approval is asked about like any other; if it stays pending, the program
-    /// pauses once the rest of it waits for that call alone (`pending`). One
-    /// call pauses a program at a time: a second one pending in the same batch
-    /// raises `PermissionError`.
-    #[allow(clippy::too_many_arguments)]
-    async fn call_batch(
-        &self,
-        gate: &Gate,
-        principal: &Principal,
-        names: &PythonNames,
-        calls: Vec<BatchCall>,
-        segment: &mut Segment,
-        clock: &WallClock,
-        ask: &dyn AskApproval,
-        pending: &mut Option<Pending>,
-    ) -> Result<Vec<(u32, ToWorker)>, Stopped> {
-        let mut results = Vec::with_capacity(calls.len());
-        let mut runnable = Vec::with_capacity(calls.len());
-        for call in calls {
-            segment.calls += 1;
-            if segment.calls > self.limits.max_calls {
-                segment.limit_hit = Some("max_calls");
-                results.push((
-                    call.id,
-                    ToWorker::Abort {
-                        exception: "RuntimeError".into(),
-                        message: format!(
-                            "the program made more than the {} tool calls it may make{}",
-                            self.limits.max_calls,
-                            raise_hint("max_calls", &self.limits)
-                        ),
-                    },
-                ));
-                return Ok(results);
-            }
-            match names.tool(&call.function) {
-                Some(tool) => runnable.push((
-                    call.id,
-                    ToolCall::new(
-                        format!("{}-{}", segment.run_id, segment.calls),
-                        tool,
-                        call.arguments,
-                    ),
-                )),
-                None => results.push((
-                    call.id,
-                    ToWorker::Raise {
-                        exception: "NameError".into(),
-                        message: format!("name '{}' is not defined", call.function),
-                    },
-                )),
-            }
-        }
-        let session = segment.session.as_str();
-        let outcomes = futures::future::join_all(
-            runnable
-                .iter()
-                .map(|(_, call)| self.call_asking(gate, session, principal, call, ask, clock)),
-        )
-        .await;
-        for ((id, call), outcome) in runnable.into_iter().zip(outcomes) {
-            let reply = match outcome? {
-                Outcome::PendingApproval {
-                    approval_id,
-                    reason,
-                } if pending.is_some() => ToWorker::Raise {
-                    exception: "PermissionError".into(),
-                    message: format!(
-                        "this call needs a person's approval ({reason}); approval id {approval_id}. \
-                         Another call of this program already waits for one, and a program pauses \
-                         for one call at a time: make this call after that one is answered"
-                    ),
-                },
-                Outcome::PendingApproval { .. }
-                    if segment.suspensions >= self.limits.max_suspensions =>
-                {
-                    segment.limit_hit = Some("max_suspensions");
-                    ToWorker::Abort {
-                        exception: "RuntimeError".into(),
-                        message: format!(
-                            "the program needed a person's approval more than the {} times it may pause{}",
-                            self.limits.max_suspensions,
-                            raise_hint("max_suspensions", &self.limits)
-                        ),
-                    }
-                }
-                Outcome::PendingApproval {
-                    approval_id,
-                    reason,
-                } => {
-                    segment.suspensions += 1;
-                    *pending = Some(Pending {
-                        tool: call.name,
-                        call_id: call.id,
-                        arguments: call.arguments,
-                        approval_id,
-                        reason,
-                    });
-                    ToWorker::Suspend
-                }
-                other => reply_for(other),
-            };
-            results.push((id, reply));
-        }
-        Ok(results)
-    }
-
-    /// One call through the gate; when it needs approval, `ask` is given the
-    /// chance to have it answered (not counted on `clock`), and an answered call
-    /// is submitted once more.
-    pub(super) async fn call_asking(
-        &self,
-        gate: &Gate,
-        session: &str,
-        principal: &Principal,
-        call: &ToolCall,
-        ask: &dyn AskApproval,
-        clock: &WallClock,
-    ) -> Result<Outcome, Stopped> {
-        let cancel = CancellationToken::new();
-        let outcome = clock
-            .call_within(
-                gate.call_with(
-                    session,
-                    call.clone(),
-                    principal,
-                    CallOptions {
-                        cancel: cancel.clone(),
-                        ..CallOptions::default()
-                    },
-                ),
-                &cancel,
-            )
-            .await?;
-        let Outcome::PendingApproval {
-            approval_id,
-            reason,
-        } = &outcome
-        else {
-            return Ok(outcome);
-        };
-        let asked = Instant::now();
-        let answered = ask.ask(approval_id, reason).await;
-        clock.extend(asked.elapsed());
-        if !answered {
-            return Ok(outcome);
-        }
-        let cancel = CancellationToken::new();
-        clock
-            .call_within(
-                gate.call_with(
-                    session,
-                    call.clone(),
-                    principal,
-                    CallOptions {
-                        cancel: cancel.clone(),
-                        ..CallOptions::default()
-                    },
-                ),
-                &cancel,
-            )
-            .await
-    }
 }
 
 /// One stretch of a program between its start or resume and its end or pause:
@@ -742,10 +573,10 @@ enum Driven {
 }
 
 /// The call a program paused at.
-struct Pending {
-    tool: String,
-    call_id: String,
-    arguments: Value,
-    approval_id: String,
-    reason: String,
+pub(super) struct Pending {
+    pub tool: String,
+    pub call_id: String,
+    pub arguments: Value,
+    pub approval_id: String,
+    pub reason: String,
 }

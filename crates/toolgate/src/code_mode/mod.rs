@@ -23,6 +23,7 @@
 mod ask;
 mod audit;
 mod call_args;
+mod calls;
 mod convert;
 mod hints;
 mod host;
@@ -36,6 +37,7 @@ mod rewrite;
 mod run_code;
 mod run_result;
 mod slots;
+mod snapshot;
 mod spin;
 mod stubs;
 mod wall_clock;

@@ -30,20 +30,13 @@ use super::protocol::{
     BatchCall, Finished, FromWorker, InterpreterLimits, Parameters, ToWorker, WorkerError,
     read_frame, write_frame,
 };
-use super::rewrite::{LineMap, Rewritten, rewrite};
+use super::rewrite::{LineMap, Rewritten, rewrite, uses_await};
+use super::snapshot::{self, OLD_SNAPSHOT};
 use super::spin::Watched;
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
 /// bounded by the address-space limit like everything else.
 const INTERPRETER_STACK: usize = 16 << 20;
-
-/// What opens a snapshot this worker wrote: the format (the interpreter's
-/// version), then the program's line map: its length and each line, 4
-/// big-endian bytes each, then the interpreter's dump.
-const SNAPSHOT_MAGIC: &[u8] = b"toolgate-monty-1.4\n";
-
-/// Why a snapshot without [`SNAPSHOT_MAGIC`] is not resumed.
-const OLD_SNAPSHOT: &str = "the program was paused by an older toolgate, whose interpreter state this version cannot read; nothing more of it ran. Run the program again (its calls before the pause are in the audit log)";
 
 /// The longest one `time.sleep` or `asyncio.sleep` waits.
 const MAX_SLEEP: Duration = Duration::from_secs(10);
@@ -302,16 +295,7 @@ fn resume(
             ..Finished::default()
         }))
     };
-    let Some((lines, dump)) = bytes
-        .strip_prefix(SNAPSHOT_MAGIC)
-        .and_then(|rest| rest.split_first_chunk::<4>())
-        .and_then(|(count, rest)| {
-            let len = usize::try_from(u32::from_be_bytes(*count))
-                .ok()?
-                .checked_mul(4)?;
-            (rest.len() >= len).then(|| (LineMap::from_bytes(&rest[..len]), &rest[len..]))
-        })
-    else {
+    let Some((lines, dump)) = snapshot::open(&bytes) else {
         return unreadable(OLD_SNAPSHOT.to_owned());
     };
     let program = Program { lines, ..program };
@@ -548,12 +532,7 @@ fn suspend(
 ) -> io::Result<()> {
     let dump = monty::dump(SCRIPT_NAME, None, &[], SessionRef::Running(&progress))
         .map_err(|e| io::Error::other(format!("the program's state cannot be saved ({e})")))?;
-    let mut bytes = Vec::with_capacity(SNAPSHOT_MAGIC.len() + 4 + 4 * lines.0.len() + dump.len());
-    bytes.extend_from_slice(SNAPSHOT_MAGIC);
-    let count = u32::try_from(lines.0.len()).unwrap_or(u32::MAX);
-    bytes.extend_from_slice(&count.to_be_bytes());
-    bytes.extend_from_slice(&lines.to_bytes());
-    bytes.extend_from_slice(&dump);
+    let bytes = snapshot::seal(&dump, lines);
     write_frame(
         output,
         &FromWorker::Suspended {
@@ -650,62 +629,6 @@ fn ask_gate_all(
 struct Resolved {
     results: Vec<(u32, ExtFunctionResult)>,
     suspended: bool,
-}
-
-/// Whether a program uses `await` (outside strings and comments): then its tool
-/// calls are coroutines, as Python's async functions are.
-fn uses_await(code: &str) -> bool {
-    let bytes = code.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            quote @ (b'\'' | b'"') => {
-                let triple = bytes.get(i..i + 3) == Some(&[quote, quote, quote][..]);
-                i += if triple { 3 } else { 1 };
-                while i < bytes.len() {
-                    if bytes[i] == b'\\' {
-                        i += 2;
-                        continue;
-                    }
-                    if triple {
-                        if bytes.get(i..i + 3) == Some(&[quote, quote, quote][..]) {
-                            i += 3;
-                            break;
-                        }
-                    } else if bytes[i] == quote || bytes[i] == b'\n' {
-                        i += 1;
-                        break;
-                    }
-                    i += 1;
-                }
-                continue;
-            }
-            b'a' if code[i..].starts_with("await")
-                && (i == 0 || !is_name_byte(bytes[i - 1]))
-                && !bytes.get(i + 5).is_some_and(|b| is_name_byte(*b)) =>
-            {
-                return true;
-            }
-            b if is_name_byte(b) => {
-                while i < bytes.len() && is_name_byte(bytes[i]) {
-                    i += 1;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    false
-}
-
-fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
 }
 
 /// The answer a frame from the gate gives to a call.
@@ -815,16 +738,5 @@ mod tests {
             error.message
         );
         assert_eq!(ended.printed, "before\n");
-    }
-
-    #[test]
-    fn a_program_is_asynchronous_when_it_uses_await_outside_strings_and_comments() {
-        assert!(uses_await("x = await lookup(id=1)"));
-        assert!(uses_await(
-            "import asyncio\na, b = await asyncio.gather(f(), g())"
-        ));
-        assert!(!uses_await("x = lookup(id=1)  # no await here"));
-        assert!(!uses_await("print('await me')\ns = \"\"\"await\"\"\""));
-        assert!(!uses_await("awaiting = 1\nnot_await = 2"));
     }
 }

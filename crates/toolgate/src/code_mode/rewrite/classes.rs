@@ -169,16 +169,26 @@ fn after_block(mask: &str, block: &Block, edits: &mut Edits, line: String) {
     edits.insert(end, format!("\n{line}"));
 }
 
-/// Whether the program assigns to an attribute called `name` anywhere.
+/// Whether the program gives some object an attribute called `name` other
+/// than through the property: assigns to it, or declares it as a class field
+/// (`name: int`, as a dataclass does).
 fn is_assigned(mask: &str, name: &str) -> bool {
     let attribute = format!(".{name}");
-    mask.match_indices(&attribute).any(|(at, _)| {
+    let assigned = mask.match_indices(&attribute).any(|(at, _)| {
         let rest = mask[at + attribute.len()..].trim_start_matches([' ', '\t']);
         (rest.starts_with('=') && !rest.starts_with("=="))
             || ["+=", "-=", "*=", "/=", "|="]
                 .iter()
                 .any(|op| rest.starts_with(op))
-    })
+    });
+    let declared = lines(mask).any(|(_, line)| {
+        indent(line) > 0
+            && line
+                .trim_start()
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+    });
+    assigned || declared
 }
 
 /// A class defined at the top level: its block and the text of its bases.

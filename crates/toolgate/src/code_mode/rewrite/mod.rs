@@ -60,6 +60,12 @@ fn is_served(module: &str) -> bool {
     SERVED.iter().any(|(name, _)| *name == module)
 }
 
+/// Whether a program uses `await` outside strings and comments: then its tool
+/// calls are coroutines, as Python's async functions are.
+pub(super) fn uses_await(code: &str) -> bool {
+    !source::word_positions(&mask(code), "await").is_empty()
+}
+
 /// A program ready for the interpreter.
 #[derive(Debug)]
 pub(super) struct Rewritten {
@@ -112,6 +118,8 @@ pub(super) fn rewrite(code: &str) -> Rewritten {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     /// The program part of a rewrite, without the prelude.
@@ -137,6 +145,17 @@ mod tests {
         assert!(rewritten.code.contains("class statistics:"));
         assert!(rewritten.code.contains("class heapq:"));
         assert!(!rewritten.code.contains("class pprint:"));
+    }
+
+    #[test]
+    fn a_program_is_asynchronous_when_it_uses_await_outside_strings_and_comments() {
+        assert!(uses_await("x = await lookup(id=1)"));
+        assert!(uses_await(
+            "import asyncio\na, b = await asyncio.gather(f(), g())"
+        ));
+        assert!(!uses_await("x = lookup(id=1)  # no await here"));
+        assert!(!uses_await("print('await me')\ns = \"\"\"await\"\"\""));
+        assert!(!uses_await("awaiting = 1\nnot_await = 2"));
     }
 
     #[test]
@@ -217,5 +236,41 @@ mod tests {
             rewritten.lines.traceback(&traceback, "program.py"),
             "  File \"program.py\", line 2, in <module>\n  File \"<served module>\", line ?, in _statistics_mean"
         );
+    }
+
+    /// Pieces of Python that the rewrites look for, and pieces that break
+    /// their assumptions (open brackets and quotes, odd indentation).
+    fn fragment() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "def f(x):\n", "    yield x\n", "    yield from xs\n", "        return\n",
+            "class A:\n", "class B(A):\n", "class C(Exception):\n", "    @property\n",
+            "    @staticmethod\n", "    def p(self):\n", "        return 1\n", "del d['a'], x\n",
+            "import statistics as s, json\n", "from heapq import nlargest\n", "async with s:\n",
+            "x = next(y for y in z)\n", "round(1.5, 2)\n", "'''", "\"", "#", "(", ")", "[", ":",
+            "super().f()\n", "raise E from e\n", "asyncio.gather(a, return_exceptions=True)\n",
+            "key=str.lower", "d.get", ".p", "  ", "\t", "\n", "é", "日本", "yield", "await ",
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_is_rewritten_without_a_panic_and_every_line_is_mapped(
+            code in "(?s).{0,300}"
+        ) {
+            let rewritten = rewrite(&code);
+            prop_assert_eq!(rewritten.lines.0.len(), rewritten.code.lines().count());
+        }
+
+        #[test]
+        fn python_shaped_text_is_rewritten_without_a_panic_and_every_line_is_mapped(
+            pieces in prop::collection::vec(fragment(), 0..40)
+        ) {
+            let code = pieces.concat();
+            let rewritten = rewrite(&code);
+            prop_assert_eq!(rewritten.lines.0.len(), rewritten.code.lines().count());
+            for line in &rewritten.lines.0 {
+                prop_assert!(*line as usize <= code.lines().count().max(1));
+            }
+        }
     }
 }

@@ -36,7 +36,7 @@ impl Edits {
             at = end;
         }
         out.push(&code[at..], true);
-        if out.text.ends_with('\n') {
+        if out.text.ends_with('\n') || out.text.is_empty() {
             out.lines.pop();
         }
         (out.text, out.lines)
