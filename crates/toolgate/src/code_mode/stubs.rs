@@ -31,14 +31,12 @@ const PREFACE: &str = "\
 # person's approval pauses the program until it is answered.
 # The result is the program's last expression (or final_answer(x)); print() is
 # shown too. With `await`, tools are coroutines: `await asyncio.gather(...)` runs
-# calls concurrently (return_exceptions=True keeps going past a failure).
-# The Python is a subset: your classes take no base classes (raise ValueError or
-# RuntimeError, not an exception class of your own) and no @property or
-# @staticmethod; no generators (yield). asyncio and json are imported already;
-# also importable:
-# collections, dataclasses, datetime, decimal, functools, itertools, math, re,
-# random, statistics, heapq, operator, csv, io, pprint, string, textwrap, typing.
-# No files, network or environment: use the tools. datetime.now() is the gate's.
+# calls concurrently. asyncio and json are imported already. The standard library
+# has collections, dataclasses, datetime, decimal, functools, itertools, math, re,
+# random, statistics, heapq, operator, csv, io, pprint, string, textwrap, typing;
+# no files, network or environment (use the tools). Not supported: exception
+# classes of your own (raise ValueError or RuntimeError with a message),
+# @classmethod.
 ";
 
 /// The stubs of the tools `principal` may call through `gate` in `session`.
