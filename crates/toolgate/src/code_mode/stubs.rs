@@ -24,7 +24,8 @@ use crate::{Gate, store::StoreError};
 /// How a program is written and what its Python has, for the model; it opens
 /// the stubs, so that a model's first program fits and its second need not.
 const PREFACE: &str = "\
-# Tools you can call from a program, as Python functions (signatures only).
+# Tools you can call from a program, as Python functions (signatures only); a
+# namespace's tools as its class's: `github.create_issue(...)`.
 # Pass arguments by position or keyword. Each call is checked and may be refused:
 # invalid arguments raise ValueError, a refusal (policy, flow) PermissionError, a
 # deadline TimeoutError, a failing tool RuntimeError. A call that needs a
@@ -40,7 +41,7 @@ const PREFACE: &str = "\
 ";
 
 /// The stubs of the tools `principal` may call through `gate` in `session`.
-/// With the spec file the tools came from, a mock's canned response gives the
+/// With the spec file the tools came from, a mock's canned `response` gives the
 /// returns shape of a tool that declares no `returns`.
 pub fn stubs(
     gate: &Gate,
@@ -70,8 +71,11 @@ pub fn stubs(
                 ToolStatus::Blocked { reason, .. } => Some(reason),
                 ToolStatus::Allowed { .. } => None,
             });
+        // A shape the tool declares, or its canned response's: never the
+        // default a mock answers when it has none, which says nothing.
         let returns = spec
             .and_then(|s| s.tools.iter().find(|t| t.name == descriptor.name))
+            .filter(|t| t.returns.is_some() || t.response.is_some())
             .map(returns_shape)
             .or_else(|| {
                 descriptor
@@ -108,12 +112,12 @@ pub fn stubs(
             None => out.push_str(&stubs.concat()),
             Some(namespace) => {
                 let _ = writeln!(out, "class {namespace}:");
-                let _ = writeln!(
-                    out,
-                    "    \"\"\"The tools of `{namespace}`: call them as `{namespace}.NAME(...)`.\"\"\""
-                );
-                for stub in stubs {
-                    out.push_str("\n    @staticmethod\n");
+                for (i, stub) in stubs.into_iter().enumerate() {
+                    out.push_str(if i == 0 {
+                        "    @staticmethod\n"
+                    } else {
+                        "\n    @staticmethod\n"
+                    });
                     for line in stub.lines() {
                         let _ = writeln!(out, "    {line}");
                     }
