@@ -163,7 +163,7 @@ fn bench(c: &mut Criterion) {
             )
             .unwrap();
             let tracker = ResourceTracker::new(
-                ResourceLimits::default().max_duration(Duration::from_secs(10)),
+                ResourceLimits::default().max_feed_duration(Duration::from_secs(10)),
             );
             let mut progress = runner
                 .start(Vec::new(), tracker, PrintWriter::Disabled)
@@ -174,10 +174,7 @@ fn bench(c: &mut Criterion) {
                         let name = lookup.name.clone();
                         lookup
                             .resume(
-                                NameLookupResult::Value(MontyObject::Function {
-                                    name,
-                                    docstring: None,
-                                }),
+                                NameLookupResult::Value(MontyObject::function(name, None)),
                                 PrintWriter::Disabled,
                             )
                             .unwrap()
