@@ -20,10 +20,6 @@ mod support;
 /// The programs toolgate does not yet run as CPython does, and why.
 const KNOWN_GAPS: &[(&str, &str)] = &[
     (
-        "037_email_urgent_customers",
-        "two calls that need approval in one asyncio.gather: the program pauses for one, the other raises PermissionError",
-    ),
-    (
         "048_main_refund_check",
         "an exception class of the program's own (class E(Exception)): the interpreter has no class inheritance",
     ),

@@ -21,9 +21,9 @@ impl CodeMode {
     /// [`Gate::call_all`] runs a model's parallel calls (at most
     /// `per_tool_concurrency` of one tool at a time). A call that needs
     /// approval is asked about like any other; if it stays pending, the program
-    /// pauses once the rest of it waits for that call alone (`pending`). One
-    /// call pauses a program at a time: a second one pending in the same batch
-    /// raises `PermissionError`.
+    /// pauses once the rest of it waits for that call (`pending`). One call
+    /// pauses a program at a time: another one pending in the same batch is
+    /// deferred, and asked again when the program goes on.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn call_batch(
         &self,
@@ -82,17 +82,9 @@ impl CodeMode {
         .await;
         for ((id, call), outcome) in runnable.into_iter().zip(outcomes) {
             let reply = match outcome? {
-                Outcome::PendingApproval {
-                    approval_id,
-                    reason,
-                } if pending.is_some() => ToWorker::Raise {
-                    exception: "PermissionError".into(),
-                    message: format!(
-                        "this call needs a person's approval ({reason}); approval id {approval_id}. \
-                         Another call of this program already waits for one, and a program pauses \
-                         for one call at a time: make this call after that one is answered"
-                    ),
-                },
+                // The program pauses for one call at a time; this one is asked
+                // again when it goes on.
+                Outcome::PendingApproval { .. } if pending.is_some() => ToWorker::Defer,
                 Outcome::PendingApproval { .. }
                     if segment.suspensions >= self.limits.max_suspensions =>
                 {

@@ -58,6 +58,10 @@ pub(crate) enum ToWorker {
     Return { value: Value },
     /// The call waits for a person: save the program's state and stop.
     Suspend,
+    /// A call of a batch that also waits for a person, while another call of
+    /// the program already does: leave it pending, and ask it of the gate again
+    /// once the program is resumed.
+    Defer,
     /// The answers to a batch of [`FromWorker::Calls`], each by its call id
     /// (`Return`, `Raise` or `Abort`).
     Results { results: Vec<(u32, ToWorker)> },
@@ -94,7 +98,7 @@ pub(crate) enum FromWorker {
 
 /// One awaited call of a batch: its id in the interpreter, the function and its
 /// (keyword) arguments.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BatchCall {
     pub id: u32,
     pub function: String,

@@ -31,7 +31,7 @@ use super::protocol::{
     read_frame, write_frame,
 };
 use super::rewrite::{LineMap, Rewritten, rewrite, uses_await};
-use super::snapshot::{self, OLD_SNAPSHOT};
+use super::snapshot::{self, Header, OLD_SNAPSHOT};
 use super::spin::Watched;
 
 /// The interpreter's thread stack: deep enough for the recursion limit, and still
@@ -249,7 +249,15 @@ fn run(
     resource_limits.max_memory = usize::try_from(limits.max_memory_bytes).ok();
     let tracker = ResourceTracker::new(resource_limits);
     let progress = runner.start(Vec::new(), tracker, PrintWriter::Callback(&mut printed));
-    drive(progress, &program, asynchronous, printed, input, output)
+    drive(
+        progress,
+        &program,
+        asynchronous,
+        Vec::new(),
+        printed,
+        input,
+        output,
+    )
 }
 
 /// The interpreter's clock, sleeps and randomness: the clock reads the gate's
@@ -295,10 +303,13 @@ fn resume(
             ..Finished::default()
         }))
     };
-    let Some((lines, dump)) = snapshot::open(&bytes) else {
+    let Some((header, dump)) = snapshot::open(&bytes) else {
         return unreadable(OLD_SNAPSHOT.to_owned());
     };
-    let program = Program { lines, ..program };
+    let program = Program {
+        lines: header.lines,
+        ..program
+    };
     let dump = match Dump::load(dump) {
         Ok(dump) => dump,
         Err(e) => return unreadable(format!("{OLD_SNAPSHOT} ({e:?})")),
@@ -318,14 +329,22 @@ fn resume(
         RunProgress::FunctionCall(call) => {
             let asynchronous = call.allow_eager_await;
             let progress = answer_call(call, answer, &mut printed);
-            drive(progress, &program, asynchronous, printed, input, output)
+            drive(
+                progress,
+                &program,
+                asynchronous,
+                Vec::new(),
+                printed,
+                input,
+                output,
+            )
         }
-        // A call awaited with others, the one the program still waits for.
+        // A call awaited with others, the one the program still waits for;
+        // the calls deferred behind it are asked of the gate again.
         RunProgress::ResolveFutures(futures) => {
-            let [id] = futures.pending_call_ids() else {
-                return Err(invalid("the snapshot waits for more than one call".into()));
+            let Some(id) = header.awaited else {
+                return Err(invalid("the snapshot names no call it waits for".into()));
             };
-            let id = *id;
             let progress = match answer {
                 Answer::Return(value) => futures.resume(
                     vec![(id, ExtFunctionResult::Return(to_python(&value)))],
@@ -336,9 +355,19 @@ fn resume(
                     PrintWriter::Callback(&mut printed),
                 ),
                 Answer::Abort(exc) => futures.abort(exc, PrintWriter::Callback(&mut printed)),
-                Answer::Suspend => return Err(invalid("a resumed call cannot pause again".into())),
+                Answer::Suspend | Answer::Defer => {
+                    return Err(invalid("a resumed call cannot pause again".into()));
+                }
             };
-            drive(progress, &program, true, printed, input, output)
+            drive(
+                progress,
+                &program,
+                true,
+                header.deferred,
+                printed,
+                input,
+                output,
+            )
         }
         _ => Err(invalid("the snapshot is not paused at a tool call".into())),
     }
@@ -355,13 +384,15 @@ fn drive(
     mut progress: Result<RunProgress, MontyException>,
     program: &Program,
     asynchronous: bool,
+    mut batch: Vec<BatchCall>,
     mut printed: Printed,
     input: &mut Input,
     output: &mut Output,
 ) -> io::Result<Option<Finished>> {
-    let mut batch: Vec<BatchCall> = Vec::new();
-    // A call awaited with others waits for a person's approval.
-    let mut waiting = false;
+    // A call awaited with others that waits for a person's approval, and the
+    // others of its kind deferred behind it.
+    let mut awaited: Option<u32> = None;
+    let mut deferred: Vec<BatchCall> = Vec::new();
     loop {
         let step = match progress {
             Err(exception) => {
@@ -436,12 +467,11 @@ fn drive(
                     Ok(arguments) => {
                         let answer = ask_gate(&call.function_name, arguments, input, output)?;
                         if let Answer::Suspend = answer {
-                            suspend(
-                                RunProgress::FunctionCall(call),
-                                &program.lines,
-                                printed,
-                                output,
-                            )?;
+                            let header = Header {
+                                lines: program.lines.clone(),
+                                ..Header::default()
+                            };
+                            suspend(RunProgress::FunctionCall(call), &header, printed, output)?;
                             return Ok(None);
                         }
                         answer_call(call, answer, &mut printed)
@@ -473,10 +503,15 @@ fn drive(
             },
             // Every task waits, and nothing more is asked of the gate: the one
             // call that waits for a person pauses the program here.
-            RunProgress::ResolveFutures(futures) if batch.is_empty() && waiting => {
+            RunProgress::ResolveFutures(futures) if batch.is_empty() && awaited.is_some() => {
+                let header = Header {
+                    lines: program.lines.clone(),
+                    awaited,
+                    deferred,
+                };
                 suspend(
                     RunProgress::ResolveFutures(futures),
-                    &program.lines,
+                    &header,
                     printed,
                     output,
                 )?;
@@ -492,8 +527,10 @@ fn drive(
             RunProgress::ResolveFutures(futures) => {
                 let calls = std::mem::take(&mut batch);
                 match ask_gate_all(calls, input, output)? {
-                    Ok(Resolved { results, suspended }) => {
-                        waiting |= suspended;
+                    Ok(resolved) => {
+                        awaited = awaited.or(resolved.suspended);
+                        deferred.extend(resolved.deferred);
+                        let results = resolved.results;
                         if results.is_empty() {
                             // Only the call that waits for a person was asked.
                             progress = Ok(RunProgress::ResolveFutures(futures));
@@ -526,13 +563,13 @@ fn finished(value: &MontyObject, printed: Printed) -> Finished {
 /// Sends the program's state at its pending call to the gate.
 fn suspend(
     progress: RunProgress,
-    lines: &LineMap,
+    header: &Header,
     printed: Printed,
     output: &mut Output,
 ) -> io::Result<()> {
     let dump = monty::dump(SCRIPT_NAME, None, &[], SessionRef::Running(&progress))
         .map_err(|e| io::Error::other(format!("the program's state cannot be saved ({e})")))?;
-    let bytes = snapshot::seal(&dump, lines);
+    let bytes = snapshot::seal(&dump, header);
     write_frame(
         output,
         &FromWorker::Suspended {
@@ -563,7 +600,7 @@ fn answer_call(
             PrintWriter::Callback(printed),
         ),
         Answer::Abort(exc) => call.abort(exc, PrintWriter::Callback(printed)),
-        Answer::Suspend => call.abort(
+        Answer::Suspend | Answer::Defer => call.abort(
             exception(ExcType::RuntimeError, "the program cannot pause here"),
             PrintWriter::Callback(printed),
         ),
@@ -575,6 +612,7 @@ enum Answer {
     Raise(MontyException),
     Abort(MontyException),
     Suspend,
+    Defer,
 }
 
 fn ask_gate(
@@ -600,7 +638,12 @@ fn ask_gate_all(
     input: &mut Input,
     output: &mut Output,
 ) -> io::Result<Result<Resolved, MontyException>> {
-    write_frame(output, &FromWorker::Calls { calls })?;
+    write_frame(
+        output,
+        &FromWorker::Calls {
+            calls: calls.clone(),
+        },
+    )?;
     let ToWorker::Results { results } = read_frame(input)? else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -609,7 +652,8 @@ fn ask_gate_all(
     };
     let mut resolved = Resolved {
         results: Vec::with_capacity(results.len()),
-        suspended: false,
+        suspended: None,
+        deferred: Vec::new(),
     };
     for (id, reply) in results {
         match answer_of(reply)? {
@@ -618,17 +662,22 @@ fn ask_gate_all(
                 .push((id, ExtFunctionResult::Return(to_python(&value)))),
             Answer::Raise(exc) => resolved.results.push((id, ExtFunctionResult::Error(exc))),
             Answer::Abort(exc) => return Ok(Err(exc)),
-            Answer::Suspend => resolved.suspended = true,
+            Answer::Suspend => resolved.suspended = Some(id),
+            Answer::Defer => resolved
+                .deferred
+                .extend(calls.iter().filter(|c| c.id == id).cloned()),
         }
     }
     Ok(Ok(resolved))
 }
 
-/// A batch's answers: the results, and whether one call waits for a person
-/// (its future stays pending until the program is resumed).
+/// A batch's answers: the results; the call that waits for a person, if one
+/// does; the calls deferred behind it (their futures stay pending until the
+/// program is resumed).
 struct Resolved {
     results: Vec<(u32, ExtFunctionResult)>,
-    suspended: bool,
+    suspended: Option<u32>,
+    deferred: Vec<BatchCall>,
 }
 
 /// The answer a frame from the gate gives to a call.
@@ -644,6 +693,7 @@ fn answer_of(reply: ToWorker) -> io::Result<Answer> {
             message,
         } => Answer::Abort(exception(exc_type(&kind), &message)),
         ToWorker::Suspend => Answer::Suspend,
+        ToWorker::Defer => Answer::Defer,
         ToWorker::Start { .. }
         | ToWorker::Resume { .. }
         | ToWorker::Results { .. }

@@ -71,7 +71,7 @@ fn count_lines(text: &str) -> u32 {
 
 /// For each line the interpreter runs, the program's own line (0 inside the
 /// prelude), so that every line number the model sees is its own.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct LineMap(pub(crate) Vec<u32>);
 
 impl LineMap {
@@ -107,21 +107,6 @@ impl LineMap {
         }
         out.push_str(rest);
         out
-    }
-
-    /// The map as bytes: each line's number, 4 bytes big-endian.
-    pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        self.0.iter().flat_map(|line| line.to_be_bytes()).collect()
-    }
-
-    /// A map read back from [`LineMap::to_bytes`].
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Self {
-        LineMap(
-            bytes
-                .chunks_exact(4)
-                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        )
     }
 }
 
