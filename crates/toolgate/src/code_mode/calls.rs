@@ -85,38 +85,47 @@ impl CodeMode {
                 // The program pauses for one call at a time; this one is asked
                 // again when it goes on.
                 Outcome::PendingApproval { .. } if pending.is_some() => ToWorker::Defer,
-                Outcome::PendingApproval { .. }
-                    if segment.suspensions >= self.limits.max_suspensions =>
-                {
-                    segment.limit_hit = Some("max_suspensions");
-                    ToWorker::Abort {
-                        exception: "RuntimeError".into(),
-                        message: format!(
-                            "the program needed a person's approval more than the {} times it may pause{}",
-                            self.limits.max_suspensions,
-                            raise_hint("max_suspensions", &self.limits)
-                        ),
-                    }
-                }
                 Outcome::PendingApproval {
                     approval_id,
                     reason,
-                } => {
-                    segment.suspensions += 1;
-                    *pending = Some(Pending {
-                        tool: call.name,
-                        call_id: call.id,
-                        arguments: call.arguments,
-                        approval_id,
-                        reason,
-                    });
-                    ToWorker::Suspend
-                }
+                } => self.pause_at(segment, pending, call, approval_id, reason),
                 other => reply_for(other),
             };
             results.push((id, reply));
         }
         Ok(results)
+    }
+
+    /// The reply to a call that waits for a person: pause the program there
+    /// (`pending`), or end it if it has paused as often as it may.
+    pub(super) fn pause_at(
+        &self,
+        segment: &mut Segment,
+        pending: &mut Option<Pending>,
+        call: ToolCall,
+        approval_id: String,
+        reason: String,
+    ) -> ToWorker {
+        if segment.suspensions >= self.limits.max_suspensions {
+            segment.limit_hit = Some("max_suspensions");
+            return ToWorker::Abort {
+                exception: "RuntimeError".into(),
+                message: format!(
+                    "the program needed a person's approval more than the {} times it may pause{}",
+                    self.limits.max_suspensions,
+                    raise_hint("max_suspensions", &self.limits)
+                ),
+            };
+        }
+        segment.suspensions += 1;
+        *pending = Some(Pending {
+            tool: call.name,
+            call_id: call.id,
+            arguments: call.arguments,
+            approval_id,
+            reason,
+        });
+        ToWorker::Suspend
     }
 
     /// One call through the gate; when it needs approval, `ask` is given the
@@ -131,21 +140,7 @@ impl CodeMode {
         ask: &dyn AskApproval,
         clock: &WallClock,
     ) -> Result<Outcome, Stopped> {
-        let cancel = CancellationToken::new();
-        let outcome = clock
-            .call_within(
-                gate.call_with(
-                    session,
-                    call.clone(),
-                    principal,
-                    CallOptions {
-                        cancel: cancel.clone(),
-                        ..CallOptions::default()
-                    },
-                ),
-                &cancel,
-            )
-            .await?;
+        let outcome = call_once(gate, session, principal, call, clock).await?;
         let Outcome::PendingApproval {
             approval_id,
             reason,
@@ -159,20 +154,31 @@ impl CodeMode {
         if !answered {
             return Ok(outcome);
         }
-        let cancel = CancellationToken::new();
-        clock
-            .call_within(
-                gate.call_with(
-                    session,
-                    call.clone(),
-                    principal,
-                    CallOptions {
-                        cancel: cancel.clone(),
-                        ..CallOptions::default()
-                    },
-                ),
-                &cancel,
-            )
-            .await
+        call_once(gate, session, principal, call, clock).await
     }
+}
+
+/// One submission of `call` to the gate, cancelled if the wall clock runs out.
+async fn call_once(
+    gate: &Gate,
+    session: &str,
+    principal: &Principal,
+    call: &ToolCall,
+    clock: &WallClock,
+) -> Result<Outcome, Stopped> {
+    let cancel = CancellationToken::new();
+    clock
+        .call_within(
+            gate.call_with(
+                session,
+                call.clone(),
+                principal,
+                CallOptions {
+                    cancel: cancel.clone(),
+                    ..CallOptions::default()
+                },
+            ),
+            &cancel,
+        )
+        .await
 }

@@ -507,29 +507,7 @@ impl CodeMode {
                     Outcome::PendingApproval {
                         approval_id,
                         reason,
-                    } => {
-                        if segment.suspensions >= self.limits.max_suspensions {
-                            segment.limit_hit = Some("max_suspensions");
-                            ToWorker::Abort {
-                                exception: "RuntimeError".into(),
-                                message: format!(
-                                    "the program needed a person's approval more than the {} times it may pause{}",
-                                    self.limits.max_suspensions,
-                                    raise_hint("max_suspensions", &self.limits)
-                                ),
-                            }
-                        } else {
-                            segment.suspensions += 1;
-                            pending = Some(Pending {
-                                tool: call.name,
-                                call_id: call.id,
-                                arguments: call.arguments,
-                                approval_id,
-                                reason,
-                            });
-                            ToWorker::Suspend
-                        }
-                    }
+                    } => self.pause_at(segment, &mut pending, call, approval_id, reason),
                     other => reply_for(other),
                 }
             } else {
