@@ -2,7 +2,8 @@
 //! with the constructs this Python lacks written as ones it has. A line map
 //! keeps every line number the model sees its own.
 //!
-//! - `asyncio` and `json` are there without an import, as in peers' runtimes.
+//! - `asyncio` and `json` are there without an import, as in peers' runtimes
+//!   (imported for a program that names them).
 //! - Modules the interpreter lacks (`statistics`, `operator`, `heapq`, `pprint`,
 //!   `string`, `textwrap`, `io`) are served in pure Python (`served/*.py`): the
 //!   prelude defines each one a program imports, and its `import` becomes an
@@ -48,8 +49,8 @@ const ROUND: &str = include_str!("served/round.py");
 /// `@staticmethod` as a callable class attribute, defined when a program uses it.
 const STATICMETHOD: &str = include_str!("served/staticmethod.py");
 
-/// Imported for every program, as peers' runtimes do.
-const ALWAYS: &str = "import asyncio\nimport json\n";
+/// Imported for every program that names them, as peers' runtimes import them.
+const ALWAYS: &[&str] = &["asyncio", "json"];
 
 /// The names of the modules served in pure Python.
 pub(super) fn served_modules() -> impl Iterator<Item = &'static str> {
@@ -91,7 +92,13 @@ pub(super) fn rewrite(code: &str) -> Rewritten {
     statements::rewrite(code, &mask, &mut edits, &mut needs);
     calls::rewrite(code, &mask, &mut edits, &mut needs);
     classes::rewrite(code, &mask, &mut edits, &mut needs);
-    let mut prelude = String::from(ALWAYS);
+    // Named anywhere, strings included: an f-string may call `json.dumps`.
+    let mut prelude = String::new();
+    for module in ALWAYS {
+        if !source::word_positions(code, module).is_empty() {
+            prelude.push_str(&format!("import {module}\n"));
+        }
+    }
     if needs.asyncio_extras {
         prelude.push_str(ASYNCIO_EXTRAS);
     }
