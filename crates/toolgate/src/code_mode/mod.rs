@@ -25,6 +25,7 @@ mod audit;
 mod call_args;
 mod calls;
 mod convert;
+mod drive;
 mod hints;
 mod host;
 mod limits;
