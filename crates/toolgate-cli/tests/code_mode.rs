@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use support::toolgate;
+use support::{json, toolgate};
 
 mod support;
 
@@ -60,16 +60,6 @@ fn desk() -> tempfile::TempDir {
 fn program(dir: &Path, code: &str) -> std::process::Output {
     std::fs::write(dir.join("program.py"), code).unwrap();
     toolgate(dir, &["code", "run", "program.py", "--json"])
-}
-
-fn json(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 #[test]

@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
-use support::toolgate;
+use support::{json, toolgate};
 
 mod support;
 
@@ -46,16 +44,6 @@ order = lookup(order_id="A-1")
 print("refunding", order["order_id"])
 refund(order_id=order["order_id"])["refunded"]
 "#;
-
-fn json(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

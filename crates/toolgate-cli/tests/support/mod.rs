@@ -25,6 +25,17 @@ pub fn toolgate(dir: &Path, args: &[&str]) -> Output {
         .expect("the toolgate binary runs")
 }
 
+/// A command's stdout as JSON; panics with what it printed when it is not.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// Reads `child`'s stderr until `found` picks a word out of a line; that word and
 /// everything read so far. Then keeps draining stderr on a thread, so the process
 /// never blocks on a full pipe. Panics, with what it said, if it stops first.

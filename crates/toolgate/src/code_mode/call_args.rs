@@ -26,7 +26,7 @@ pub(super) fn arguments(
         && dict.type_name() == "dict"
         && is_arguments_dict(*dict, parameters)
     {
-        return to_json(&dict.to_owned()).map_err(not_json);
+        return to_json(*dict).map_err(not_json);
     }
     if positional.len() > parameters.len() {
         return Err(exception(
@@ -42,7 +42,7 @@ pub(super) fn arguments(
     }
     let mut map = Map::new();
     for (name, value) in parameters.iter().zip(&positional) {
-        map.insert(name.clone(), to_json(&value.to_owned()).map_err(not_json)?);
+        map.insert(name.clone(), to_json(*value).map_err(not_json)?);
     }
     for (key, value) in args.kwargs() {
         let Some(key) = key.as_str() else {
@@ -54,10 +54,7 @@ pub(super) fn arguments(
                 &format!("{function}() got multiple values for argument '{key}'"),
             ));
         }
-        map.insert(
-            key.to_owned(),
-            to_json(&value.to_owned()).map_err(not_json)?,
-        );
+        map.insert(key.to_owned(), to_json(value).map_err(not_json)?);
     }
     Ok(Value::Object(map))
 }

@@ -39,20 +39,8 @@ impl CodeMode {
         let mut results = Vec::with_capacity(calls.len());
         let mut runnable = Vec::with_capacity(calls.len());
         for call in calls {
-            segment.calls += 1;
-            if segment.calls > self.limits.max_calls {
-                segment.limit_hit = Some("max_calls");
-                results.push((
-                    call.id,
-                    ToWorker::Abort {
-                        exception: "RuntimeError".into(),
-                        message: format!(
-                            "the program made more than the {} tool calls it may make{}",
-                            self.limits.max_calls,
-                            raise_hint("max_calls", &self.limits)
-                        ),
-                    },
-                ));
+            if let Some(abort) = self.count_call(segment) {
+                results.push((call.id, abort));
                 return Ok(results);
             }
             match names.tool(&call.function) {
@@ -94,6 +82,24 @@ impl CodeMode {
             results.push((id, reply));
         }
         Ok(results)
+    }
+
+    /// Counts one more call of the program; past `max_calls`, the reply that
+    /// ends it.
+    pub(super) fn count_call(&self, segment: &mut Segment) -> Option<ToWorker> {
+        segment.calls += 1;
+        if segment.calls <= self.limits.max_calls {
+            return None;
+        }
+        segment.limit_hit = Some("max_calls");
+        Some(ToWorker::Abort {
+            exception: "RuntimeError".into(),
+            message: format!(
+                "the program made more than the {} tool calls it may make{}",
+                self.limits.max_calls,
+                raise_hint("max_calls", &self.limits)
+            ),
+        })
     }
 
     /// The reply to a call that waits for a person: pause the program there

@@ -36,8 +36,8 @@ pub(crate) fn to_python(value: &Value) -> MontyObject {
 
 /// A Python value as JSON, or why it is not JSON (a `TypeError` or `ValueError`
 /// message for the program).
-pub(crate) fn to_json(object: &MontyObject) -> Result<Value, NotJson> {
-    to_json_at(object.as_ref(), 0)
+pub(crate) fn to_json(object: ObjectRef<'_>) -> Result<Value, NotJson> {
+    to_json_at(object, 0)
 }
 
 /// Why a Python value cannot cross as JSON; `type_error` picks `TypeError` over
@@ -167,21 +167,21 @@ mod tests {
             "unicode": "año 日本 🦀",
             "z_first_then_a": {"z": 1, "a": 2}
         });
-        assert_eq!(to_json(&to_python(&value)).unwrap(), value);
+        assert_eq!(to_json(to_python(&value).as_ref()).unwrap(), value);
     }
 
     #[test]
     fn an_integer_past_64_bits_is_refused_with_a_way_out() {
         let big = MontyObject::bigint(BigInt::from(u64::MAX) * 4);
-        let error = to_json(&big).unwrap_err();
+        let error = to_json(big.as_ref()).unwrap_err();
         assert_eq!(error.exception(), "ValueError");
         assert!(error.message.contains("str(n)"), "{}", error.message);
     }
 
     #[test]
     fn nan_and_sets_are_refused() {
-        assert!(to_json(&MontyObject::float(f64::NAN)).is_err());
-        let error = to_json(&MontyObject::set([MontyObject::int(1)])).unwrap_err();
+        assert!(to_json(MontyObject::float(f64::NAN).as_ref()).is_err());
+        let error = to_json(MontyObject::set([MontyObject::int(1)]).as_ref()).unwrap_err();
         assert_eq!(error.exception(), "TypeError");
     }
 
@@ -191,6 +191,9 @@ mod tests {
             (MontyObject::int(1), MontyObject::none()),
             (MontyObject::bool(true), MontyObject::none()),
         ]);
-        assert_eq!(to_json(&dict).unwrap(), json!({"1": null, "true": null}));
+        assert_eq!(
+            to_json(dict.as_ref()).unwrap(),
+            json!({"1": null, "true": null})
+        );
     }
 }

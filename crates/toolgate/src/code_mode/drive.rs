@@ -69,7 +69,7 @@ pub(super) fn drive(
             RunProgress::Complete(value) => return Ok(Some(finished(&value, printed))),
             RunProgress::NameLookup(lookup) => {
                 let found = lookup.object_id().is_none().then(|| {
-                    super::names::lookup(&program.functions, &lookup.name).or_else(|| {
+                    super::names::lookup(&program.tools.functions, &lookup.name).or_else(|| {
                         (lookup.name == FINAL_ANSWER)
                             .then(|| MontyObject::function(FINAL_ANSWER, None))
                     })
@@ -83,7 +83,7 @@ pub(super) fn drive(
             RunProgress::FunctionCall(call)
                 if call.object_id.is_none()
                     && call.function_name == FINAL_ANSWER
-                    && !program.is_tool(FINAL_ANSWER) =>
+                    && !program.tools.is_tool(FINAL_ANSWER) =>
             {
                 let answer = call.args.arg(0).or_else(|| call.args.kwarg("answer"));
                 let answer = answer.map_or_else(MontyObject::none, |a| a.to_owned());
@@ -98,7 +98,7 @@ pub(super) fn drive(
                             call.function_name
                         ),
                     ))
-                } else if !program.is_tool(&call.function_name) {
+                } else if !program.tools.is_tool(&call.function_name) {
                     Err(exception(
                         ExcType::NameError,
                         &format!("name '{}' is not defined", call.function_name),
@@ -106,7 +106,7 @@ pub(super) fn drive(
                 } else {
                     arguments(
                         &call.function_name,
-                        program.parameters(&call.function_name),
+                        program.tools.parameters(&call.function_name),
                         &call.args,
                     )
                 };
@@ -207,7 +207,7 @@ pub(super) fn drive(
 
 /// A program that ended with `value`.
 fn finished(value: &MontyObject, printed: Printed) -> Finished {
-    let (json, repr) = match to_json(value) {
+    let (json, repr) = match to_json(value.as_ref()) {
         Ok(json) => (Some(json), None),
         Err(_) => (None, Some(value.py_repr())),
     };
@@ -298,12 +298,12 @@ fn ask_gate_all(
     input: &mut Input,
     output: &mut Output,
 ) -> io::Result<Result<Resolved, MontyException>> {
-    write_frame(
-        output,
-        &FromWorker::Calls {
-            calls: calls.clone(),
-        },
-    )?;
+    // Sent, then taken back: a deferred call is asked again on resume.
+    let request = FromWorker::Calls { calls };
+    write_frame(output, &request)?;
+    let FromWorker::Calls { calls } = request else {
+        unreachable!("the request was built as a batch")
+    };
     let ToWorker::Results { results } = read_frame(input)? else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,

@@ -43,15 +43,10 @@ pub(super) fn hint(exception: &str, message: &str) -> Option<&'static str> {
             "classes cannot have base classes here; use a plain class or a dict, and raise ValueError or RuntimeError instead of your own exception class"
         }
         "NotImplementedError" if message.contains("yield") => {
-            "generators (yield) are not supported here; build a list and return it"
+            "yield is supported only as a statement of its own (`yield x`, `yield from xs`); build a list and return it"
         }
         "NotImplementedError" if message.contains("method decorators") => {
-            "@property, @staticmethod and @classmethod are not supported here; use plain methods or module-level functions"
-        }
-        "NotImplementedError"
-            if message.contains("keyword arguments") && message.contains("gather") =>
-        {
-            "asyncio.gather takes no keyword arguments here; to keep going past a failing call, catch its exception inside the coroutine you gather"
+            "@classmethod is not supported here; use a module-level function"
         }
         "NameError" if message.contains("'globals'") || message.contains("'locals'") => {
             "globals() and locals() are not available here; keep values in a dict of your own"

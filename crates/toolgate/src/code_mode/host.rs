@@ -483,17 +483,8 @@ impl CodeMode {
                     continue;
                 }
             };
-            segment.calls += 1;
-            let reply = if segment.calls > self.limits.max_calls {
-                segment.limit_hit = Some("max_calls");
-                ToWorker::Abort {
-                    exception: "RuntimeError".into(),
-                    message: format!(
-                        "the program made more than the {} tool calls it may make{}",
-                        self.limits.max_calls,
-                        raise_hint("max_calls", &self.limits)
-                    ),
-                }
+            let reply = if let Some(abort) = self.count_call(segment) {
+                abort
             } else if let Some(tool) = names.tool(&function) {
                 let call = ToolCall::new(
                     format!("{}-{}", segment.run_id, segment.calls),

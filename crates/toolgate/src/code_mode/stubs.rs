@@ -221,12 +221,16 @@ impl Param {
 /// A tool's parameter names in its stub's order, which positional arguments
 /// fill.
 pub(super) fn parameter_names(schema: &Value) -> Vec<String> {
-    parameters(schema).into_iter().map(|p| p.name).collect()
+    ordered_properties(schema)
+        .into_iter()
+        .map(|(name, _, _)| name.clone())
+        .collect()
 }
 
-/// The properties of an object schema, required ones first (keyword-only
-/// parameters may come in any order; this one reads best).
-fn parameters(schema: &Value) -> Vec<Param> {
+/// The properties of an object schema with whether each is required, required
+/// ones first (this reads best, and positional arguments fill them in this
+/// order).
+fn ordered_properties(schema: &Value) -> Vec<(&String, &Value, bool)> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -235,12 +239,22 @@ fn parameters(schema: &Value) -> Vec<Param> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };
-    let mut params: Vec<Param> = properties
+    let mut ordered: Vec<_> = properties
         .iter()
-        .map(|(name, property)| Param {
+        .map(|(name, property)| (name, property, required.contains(&name.as_str())))
+        .collect();
+    ordered.sort_by_key(|(_, _, required)| !required);
+    ordered
+}
+
+/// The stub's parameters of an object schema, in [`ordered_properties`] order.
+fn parameters(schema: &Value) -> Vec<Param> {
+    ordered_properties(schema)
+        .into_iter()
+        .map(|(name, property, required)| Param {
             name: name.clone(),
             hint: hint(property, schema, 0),
-            required: required.contains(&name.as_str()),
+            required,
             default: property.get("default").map(python_literal),
             description: property
                 .get("description")
@@ -248,9 +262,7 @@ fn parameters(schema: &Value) -> Vec<Param> {
                 .map(clean)
                 .unwrap_or_default(),
         })
-        .collect();
-    params.sort_by_key(|p| !p.required);
-    params
+        .collect()
 }
 
 /// A Python type hint for a JSON Schema.

@@ -117,12 +117,11 @@ fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
             now_micros,
             limits,
         } => {
-            let program = Program {
+            let tools = Tools {
                 functions,
                 parameters,
-                lines: LineMap::default(),
             };
-            run(&code, program, now_micros, &limits, input, output)?
+            run(&code, tools, now_micros, &limits, input, output)?
         }
         ToWorker::Resume {
             snapshot,
@@ -132,12 +131,11 @@ fn serve(input: &mut Input, output: &mut Output) -> io::Result<()> {
             limits,
             answer,
         } => {
-            let program = Program {
+            let tools = Tools {
                 functions,
                 parameters,
-                lines: LineMap::default(),
             };
-            resume(&snapshot, printed, program, &limits, *answer, input, output)?
+            resume(&snapshot, printed, tools, &limits, *answer, input, output)?
         }
         _ => {
             return Err(io::Error::new(
@@ -188,15 +186,20 @@ impl PrintWriterCallback for Printed {
     }
 }
 
-/// What a program may call (its tool functions and their parameters), and the
-/// map from the lines it runs to the lines the model wrote.
+/// A program as it runs: what it may call, and the map from the lines it runs
+/// to the lines the model wrote.
 pub(super) struct Program {
-    pub(super) functions: Vec<String>,
-    pub(super) parameters: Parameters,
+    pub(super) tools: Tools,
     pub(super) lines: LineMap,
 }
 
-impl Program {
+/// What a program may call: its tool functions and their parameters.
+pub(super) struct Tools {
+    pub(super) functions: Vec<String>,
+    pub(super) parameters: Parameters,
+}
+
+impl Tools {
     pub(super) fn is_tool(&self, name: &str) -> bool {
         self.functions.iter().any(|f| f == name)
     }
@@ -208,7 +211,7 @@ impl Program {
 
 fn run(
     code: &str,
-    program: Program,
+    tools: Tools,
     now_micros: i64,
     limits: &InterpreterLimits,
     input: &mut Input,
@@ -221,7 +224,7 @@ fn run(
     };
     let asynchronous = uses_await(code);
     let Rewritten { code, lines } = rewrite(code);
-    let program = Program { lines, ..program };
+    let program = Program { tools, lines };
     let runner = match MontyRun::new(code, SCRIPT_NAME, Vec::new(), CompileOptions::default()) {
         Ok(runner) => runner.with_os_policy(os_policy(now_micros)),
         Err(exception) => {
@@ -270,7 +273,7 @@ fn os_policy(now_micros: i64) -> OsPolicy {
 fn resume(
     snapshot: &str,
     printed: String,
-    program: Program,
+    tools: Tools,
     limits: &InterpreterLimits,
     answer: ToWorker,
     input: &mut Input,
@@ -298,8 +301,8 @@ fn resume(
         return unreadable(OLD_SNAPSHOT.to_owned());
     };
     let program = Program {
+        tools,
         lines: header.lines,
-        ..program
     };
     let dump = match Dump::load(dump) {
         Ok(dump) => dump,
@@ -372,10 +375,9 @@ mod tests {
     fn a_snapshot_of_an_older_interpreter_ends_the_program_with_a_clear_error() {
         let mut input = BufReader::new(Watched::new(File::open("/dev/null").unwrap()));
         let mut output = File::options().write(true).open("/dev/null").unwrap();
-        let program = Program {
+        let tools = Tools {
             functions: Vec::new(),
             parameters: Parameters::new(),
-            lines: LineMap::default(),
         };
         let limits = InterpreterLimits {
             interpreter_time_ms: 1000,
@@ -391,7 +393,7 @@ mod tests {
         let ended = resume(
             &old,
             "before\n".into(),
-            program,
+            tools,
             &limits,
             answer,
             &mut input,

@@ -147,7 +147,7 @@ impl Gate {
     }
 
     pub(crate) fn now(&self) -> String {
-        humantime::format_rfc3339_millis((self.clock)()).to_string()
+        humantime::format_rfc3339_millis(self.clock_time()).to_string()
     }
 
     /// The gate's clock (fixed in a test or a flow's scripted conversation).

@@ -57,10 +57,6 @@ pub(super) fn served_modules() -> impl Iterator<Item = &'static str> {
     SERVED.iter().map(|(name, _)| *name)
 }
 
-fn is_served(module: &str) -> bool {
-    SERVED.iter().any(|(name, _)| *name == module)
-}
-
 /// Whether a program uses `await` outside strings and comments: then its tool
 /// calls are coroutines, as Python's async functions are.
 pub(super) fn uses_await(code: &str) -> bool {

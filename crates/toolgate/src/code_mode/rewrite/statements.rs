@@ -2,7 +2,7 @@
 //! `raise ... from ...`.
 
 use super::source::{Edits, is_name, lines, split_top};
-use super::{Needs, SERVED, is_served};
+use super::{Needs, SERVED};
 
 pub(super) fn rewrite(code: &str, mask: &str, edits: &mut Edits, needs: &mut Needs) {
     for (start, line) in lines(mask) {
@@ -69,10 +69,7 @@ fn import(rest: &str, needs: &mut Needs) -> Option<String> {
 /// `from m import x, y as z` of a served module: assignments from its class.
 fn from_import(rest: &str, needs: &mut Needs) -> Option<String> {
     let (module, names) = rest.split_once(" import ")?;
-    let module = module.trim();
-    if !is_served(module) {
-        return None;
-    }
+    let (module, _) = SERVED.iter().find(|(name, _)| *name == module.trim())?;
     let names = names.trim().trim_start_matches('(').trim_end_matches(')');
     let mut out = Vec::new();
     for item in names.split(',').filter(|i| !i.trim().is_empty()) {
@@ -84,8 +81,7 @@ fn from_import(rest: &str, needs: &mut Needs) -> Option<String> {
         };
         out.push(format!("{alias} = {module}.{name}"));
     }
-    let (name, _) = SERVED.iter().find(|(name, _)| *name == module)?;
-    needs.modules.insert(name);
+    needs.modules.insert(module);
     Some(statement(out))
 }
 
