@@ -41,7 +41,7 @@ pub enum AuditAction {
     Pending,
     /// Record what became of a pending call, after checking by hand (its conversation's flow counts it, and goes on).
     Resolve {
-        /// The pending call's run id (from `toolgate audit pending`).
+        /// The pending call's run id (from `toolgate audit pending`), or one whose outcome was unknown.
         run_id: String,
         /// What happened: ok (it took effect), error (it failed), cancelled (it never ran).
         #[arg(long, value_parser = ["ok", "error", "cancelled"])]

@@ -162,15 +162,45 @@ pub fn describe(args: &SpecArgs, name: &str) -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How `toolgate call` makes its call, beyond the tool and its arguments.
+#[derive(clap::Args, Debug)]
+pub struct CallFlags {
+    /// Call as this principal (declared under `principals:`; default: the operator).
+    #[arg(long = "as", value_name = "PRINCIPAL")]
+    caller: Option<String>,
+    /// The largest arguments the call may carry, in bytes (instead of the spec
+    /// file's `limits.max_argument_bytes`; default 1 MiB).
+    #[arg(long, value_name = "BYTES", value_parser = crate::context::parse_max_argument_bytes)]
+    max_argument_bytes: Option<u64>,
+    /// When the call waits for approval, wait up to DURATION (`30s`, `5m`) for
+    /// the answer (from the console or `toolgate approvals`), then run it.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    wait: Option<Duration>,
+    /// Make the call under this idempotency key: the same call again with the
+    /// key (from any process sharing the store) prints the first one's outcome
+    /// and runs nothing; the key with other arguments is refused.
+    #[arg(long, value_name = "KEY", value_parser = parse_idempotency_key)]
+    idempotency_key: Option<String>,
+}
+
+/// An idempotency key (see [`toolgate::ToolCall::is_valid_key`]).
+fn parse_idempotency_key(text: &str) -> Result<String, String> {
+    if toolgate::ToolCall::is_valid_key(text) {
+        Ok(text.to_owned())
+    } else {
+        Err("an idempotency key is 1 to 255 printable ASCII characters without spaces, such as a UUID".into())
+    }
+}
+
 pub fn call(
     args: &SpecArgs,
     state: &StateArgs,
     name: &str,
     arguments: Option<&str>,
-    caller: Option<&str>,
-    max_argument_bytes: Option<u64>,
-    wait: Option<Duration>,
+    how: &CallFlags,
 ) -> CommandResult {
+    let (caller, max_argument_bytes, wait) =
+        (how.caller.as_deref(), how.max_argument_bytes, how.wait);
     let arguments: Value = match arguments {
         None => json!({}),
         Some(text) => serde_json::from_str(text)
@@ -190,7 +220,8 @@ pub fn call(
     }
     let gate = open_gate(&spec, &source, &upstream.catalog(), Some(store))?;
     let runtime = upstream.runtime();
-    let call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
+    let mut call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
+    call.idempotency_key = how.idempotency_key.clone();
     let mut outcome = runtime.block_on(gate.call(&state.session, call.clone(), &principal));
     if let (Some(wait), Outcome::PendingApproval { approval_id, .. }) = (wait, &outcome)
         && answered_within(&gate, approval_id, wait)
@@ -237,6 +268,9 @@ pub fn call(
                 "pending approval {approval_id}: {reason}\n  approve it with `toolgate approvals approve {approval_id}`, then run the same call again"
             ),
             Outcome::Denied { reason } => tellln!("denied: {reason}"),
+            Outcome::Unknown { message, run_id } => tellln!(
+                "outcome unknown: {message}; it may have happened, so do not repeat it. Check, then record what happened with `toolgate audit resolve {run_id} --outcome ok|error|cancelled`"
+            ),
             Outcome::Started { task_id } => tellln!("task {task_id} is still running"),
             limited @ Outcome::RateLimited { .. } => {
                 tellln!("rate limited: {}", limited.message_for_model())
@@ -250,6 +284,7 @@ pub fn call(
         Outcome::Denied { .. } => 4,
         Outcome::Started { .. } => 5,
         Outcome::RateLimited { .. } => 6,
+        Outcome::Unknown { .. } => 7,
     }))
 }
 

@@ -97,17 +97,8 @@ enum Command {
         tool: String,
         /// The arguments as a JSON object (default `{}`).
         args: Option<String>,
-        /// Call as this principal (declared under `principals:`; default: the operator).
-        #[arg(long = "as", value_name = "PRINCIPAL")]
-        caller: Option<String>,
-        /// The largest arguments the call may carry, in bytes (instead of the spec
-        /// file's `limits.max_argument_bytes`; default 1 MiB).
-        #[arg(long, value_name = "BYTES", value_parser = context::parse_max_argument_bytes)]
-        max_argument_bytes: Option<u64>,
-        /// When the call waits for approval, wait up to DURATION (`30s`, `5m`) for
-        /// the answer (from the console or `toolgate approvals`), then run it.
-        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-        wait: Option<std::time::Duration>,
+        #[command(flatten)]
+        how: commands::CallFlags,
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -382,20 +373,10 @@ fn main() -> ExitCode {
         Command::Call {
             tool,
             args,
-            caller,
-            max_argument_bytes,
-            wait,
+            how,
             spec,
             state,
-        } => commands::call(
-            &spec,
-            &state,
-            &tool,
-            args.as_deref(),
-            caller.as_deref(),
-            max_argument_bytes,
-            wait,
-        ),
+        } => commands::call(&spec, &state, &tool, args.as_deref(), &how),
         Command::Render { render, spec } if render.code_mode => code_commands::render(
             &spec,
             render.target,

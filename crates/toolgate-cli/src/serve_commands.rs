@@ -69,6 +69,11 @@ pub struct ServeArgs {
     /// How long to wait for a person to answer an approval asked in the client.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
     approval_timeout: Duration,
+    /// Leave out the draft structured authorization denials (SEP-2643 as of
+    /// 2026-08-21: `_meta["io.modelcontextprotocol/authorization"]` on a
+    /// refused call), which are on by default.
+    #[arg(long)]
+    no_authorization_denials: bool,
     /// HTTP sessions live at once, at most; a new one over the cap takes the
     /// place of the longest-idle session without a call in flight.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, requires = "http")]
@@ -189,6 +194,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 max_per_client: args.max_sessions_per_client,
                 idle_timeout: args.session_idle,
             },
+            authorization_denials: !args.no_authorization_denials,
         });
     if choice.is_shared() {
         // Behind a load balancer, a session's requests may reach any instance.

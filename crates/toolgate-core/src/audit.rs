@@ -104,6 +104,14 @@ pub struct AuditEntry {
     /// `sub` and `jti`. Never the credential itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credential: Option<String>,
+    /// The call's hash ([`call_hash`](crate::call_hash): its tool as defined
+    /// and its arguments), on the records of a call that passed validation:
+    /// what an approval answered, and what "the same call" means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_hash: Option<String>,
+    /// The caller's idempotency key, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// How the audit log writes U+0000: as the terminal escapes it.
@@ -159,6 +167,8 @@ impl AuditEntry {
             attempts: None,
             auth: None,
             credential: None,
+            call_hash: None,
+            idempotency_key: None,
         }
     }
 

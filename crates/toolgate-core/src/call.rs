@@ -14,6 +14,11 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments, as the caller gave them.
     pub arguments: Value,
+    /// The caller's idempotency key: a second call with the same key (same
+    /// principal, tool and arguments) gets the first one's outcome, and nothing
+    /// runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 impl ToolCall {
@@ -23,7 +28,21 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments,
+            idempotency_key: None,
         }
+    }
+
+    /// Whether `key` may be an idempotency key: 1 to 255 printable ASCII
+    /// characters without spaces, as HTTP's `Idempotency-Key` header carries
+    /// them (a UUID is a good one).
+    pub fn is_valid_key(key: &str) -> bool {
+        !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    }
+
+    /// The call with an idempotency key (see [`ToolCall::idempotency_key`]).
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
     }
 }
 
@@ -59,6 +78,16 @@ pub enum Outcome {
         approval_id: String,
         /// Why the call needs approval (the policy's reason).
         reason: String,
+    },
+    /// The call was sent but what became of it is not known (its deadline ran
+    /// out while it ran, the connection broke mid-response, the process running
+    /// it died): it may have happened. Repeating it could do it twice; the same
+    /// call in its conversation is refused until an operator resolves this one.
+    Unknown {
+        /// What was lost, in words the model can act on.
+        message: String,
+        /// The run in the audit log an operator resolves (`toolgate audit resolve`).
+        run_id: String,
     },
     /// The call may not run.
     Denied {
@@ -100,6 +129,7 @@ impl Outcome {
             Outcome::Denied { .. } => "denied",
             Outcome::Started { .. } => "started",
             Outcome::RateLimited { .. } => "rate_limited",
+            Outcome::Unknown { .. } => "unknown",
         }
     }
 
@@ -129,6 +159,10 @@ impl Outcome {
                  Tell the user, and call again once it is approved."
             ),
             Outcome::Denied { reason } => format!("this call is not allowed: {reason}"),
+            Outcome::Unknown { message, run_id } => format!(
+                "this call may have happened: {message}. Do not repeat it: ask the user, or \
+                 check whether it took effect (run {run_id})."
+            ),
             Outcome::RateLimited {
                 limit,
                 retry_after_ms,

@@ -65,6 +65,15 @@ pub fn content_hash(value: &Value) -> String {
     sha256_hex(canonical_json(value))
 }
 
+/// What "the same call" means to approvals, idempotency keys and calls in
+/// doubt: the SHA-256 of the tool's name, the hash of its definition as the
+/// gate holds it (`definition`: so an answer given for one definition of an
+/// upstream tool does not cover a changed one) and the arguments, canonical.
+pub fn call_hash(tool: &str, definition: &str, arguments: &Value) -> String {
+    let call = serde_json::json!({"tool": tool, "definition": definition, "arguments": arguments});
+    content_hash(&call)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

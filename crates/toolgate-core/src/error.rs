@@ -20,6 +20,14 @@ pub enum ToolError {
         /// What failed, in words for the model.
         message: String,
     },
+    /// The request may have reached whatever the tool acts on, but its answer
+    /// was lost (the connection broke after it was sent, the server died
+    /// mid-call): the effect may have happened. Never retried blindly.
+    #[error("{message}")]
+    Unknown {
+        /// What was lost, in words for the model.
+        message: String,
+    },
     /// The model's input was wrong; the message tells it what to change.
     #[error("invalid input: {message}")]
     InvalidInput {
@@ -40,6 +48,13 @@ impl ToolError {
     /// A failure that will recur.
     pub fn permanent(message: impl Into<String>) -> Self {
         ToolError::Permanent {
+            message: message.into(),
+        }
+    }
+
+    /// A request whose outcome is lost.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        ToolError::Unknown {
             message: message.into(),
         }
     }

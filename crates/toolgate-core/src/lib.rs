@@ -39,7 +39,7 @@ pub mod wire;
 pub use anchor::{Anchor, AnchorError};
 pub use audit::{AuditEntry, AuditRecord, GENESIS_HASH, RecordKind, chain_hash};
 pub use call::{Outcome, ToolCall};
-pub use canonical::{canonical_json, content_hash, lower_hex, sha256_hex};
+pub use canonical::{call_hash, canonical_json, content_hash, lower_hex, sha256_hex};
 pub use catalog::{Catalog, CatalogError};
 pub use chain::{ChainBreak, ChainVerifier, VerifyReport, verify_chain, verify_chain_anchored};
 pub use clip::{

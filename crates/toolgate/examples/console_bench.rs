@@ -50,6 +50,8 @@ fn entry(i: usize, kind: RecordKind) -> AuditEntry {
         attempts: done.then_some(1),
         auth: None,
         credential: None,
+        call_hash: None,
+        idempotency_key: None,
     }
 }
 

@@ -70,6 +70,11 @@ pub enum ResolveError {
 /// note; the completion record it appended. It also frees the conversation's
 /// turn the run held, and counts the call in its history unless it never ran,
 /// so that a flow's `once` counts it.
+///
+/// A call whose outcome was recorded as unknown is resolved the same way: the
+/// record is appended, the identical call in its conversation is no longer
+/// refused, and its idempotency key (if any) answers a repeat with what the
+/// operator found (or is freed, if it never ran).
 pub fn resolve_pending(
     store: &dyn GateStore,
     run_id: &str,
@@ -77,19 +82,67 @@ pub fn resolve_pending(
     resolved_by: &str,
     note: Option<&str>,
 ) -> Result<AuditRecord, ResolveError> {
-    let Some(intent) = store
-        .pending()?
-        .into_iter()
-        .find(|r| r.entry.run_id == run_id)
-    else {
-        return Err(ResolveError::NotPending {
-            run_id: run_id.to_owned(),
-        });
-    };
     let message = match note {
         Some(note) => format!("resolved by {resolved_by}: {note}"),
         None => format!("resolved by {resolved_by}"),
     };
+    let held = store.ledger_of_run(run_id)?;
+    let pending = store
+        .pending()?
+        .into_iter()
+        .find(|r| r.entry.run_id == run_id);
+    let record = match (pending, held.first()) {
+        (Some(intent), _) => resolve_intent(store, &intent, outcome, message.clone())?,
+        (None, Some((_, entry))) => {
+            let mut completion = AuditEntry::new(
+                humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                RecordKind::Completion,
+                run_id,
+                "",
+                entry.session.clone(),
+                entry.principal.clone(),
+                entry.tool.clone(),
+            );
+            completion.outcome = Some(outcome.as_str().to_owned());
+            completion.message = Some(message.clone());
+            completion.call_hash = Some(entry.call_hash.clone());
+            store.append(completion)?
+        }
+        (None, None) => {
+            return Err(ResolveError::NotPending {
+                run_id: run_id.to_owned(),
+            });
+        }
+    };
+    for (name, entry) in held {
+        let found = match outcome {
+            _ if !name.is_key() => None,
+            PendingOutcome::Cancelled => None,
+            PendingOutcome::Ok => Some(toolgate_core::Outcome::Ok {
+                value: serde_json::Value::Null,
+                structured: None,
+                text: format!(
+                    "an operator found that this call took effect ({message}; run {run_id})"
+                ),
+                notes: Vec::new(),
+            }),
+            PendingOutcome::Error => Some(toolgate_core::Outcome::error(
+                format!("an operator found that this call failed ({message}; run {run_id})"),
+                false,
+            )),
+        };
+        store.settle_ledger(&name, run_id, found.as_ref(), entry.expires_ms)?;
+    }
+    Ok(record)
+}
+
+/// The completion of a pending intent, as an operator found it.
+fn resolve_intent(
+    store: &dyn GateStore,
+    intent: &AuditRecord,
+    outcome: PendingOutcome,
+    message: String,
+) -> Result<AuditRecord, ResolveError> {
     let entry = AuditEntry {
         time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         kind: RecordKind::Completion,
@@ -101,5 +154,5 @@ pub fn resolve_pending(
         credential: None,
         ..intent.entry.clone()
     };
-    Ok(store.resolve_run(&intent, entry)?)
+    Ok(store.resolve_run(intent, entry)?)
 }

@@ -33,6 +33,8 @@ fn entry(kind: RecordKind, run: &str) -> AuditEntry {
         attempts: done.then_some(1),
         auth: None,
         credential: None,
+        call_hash: None,
+        idempotency_key: None,
     }
 }
 

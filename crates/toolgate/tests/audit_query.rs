@@ -28,6 +28,8 @@ fn entry(i: usize, kind: RecordKind) -> AuditEntry {
         attempts: None,
         auth: None,
         credential: None,
+        call_hash: None,
+        idempotency_key: None,
     }
 }
 

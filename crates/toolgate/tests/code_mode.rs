@@ -96,9 +96,10 @@ impl ToolHandler for Broken {
     }
 }
 
-/// Takes longer than the gate's deadline.
+/// Takes longer than the gate's deadline (a read: one past its deadline is a
+/// plain timeout, which may be tried again).
 #[derive(Tool)]
-#[tool(effect = "write")]
+#[tool(effect = "read")]
 struct Slow;
 
 impl ToolHandler for Slow {

@@ -135,7 +135,7 @@ async fn call(gate: &Gate, tool: &str, arguments: Value) -> Outcome {
 
 fn error_message(outcome: &Outcome) -> &str {
     match outcome {
-        Outcome::Error { message, .. } => message,
+        Outcome::Error { message, .. } | Outcome::Unknown { message, .. } => message,
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -424,18 +424,14 @@ async fn a_crash_mid_call_is_reported_and_the_server_is_restarted() {
     let crashed = call(&gate, "fx.crash", json!({})).await;
     let message = error_message(&crashed);
     assert!(
-        message.starts_with("`fx.crash` failed: the connection was lost during the call: MCP server `fx` exited with status 3")
-            && message.contains("crashing on purpose")
+        message.starts_with(
+            "the connection was lost during the call: MCP server `fx` exited with status 3"
+        ) && message.contains("crashing on purpose")
             && message.contains("toolgate is restarting it"),
         "{message}"
     );
-    assert!(matches!(
-        crashed,
-        Outcome::Error {
-            retryable: true,
-            ..
-        }
-    ));
+    // It may have taken effect: unknown, not an error to retry.
+    assert!(matches!(crashed, Outcome::Unknown { .. }), "{crashed:?}");
 
     // The next call waits for the restart and is served by a new process.
     let echo = call(&gate, "fx.echo", json!({"text": "again"})).await;
@@ -464,7 +460,9 @@ async fn repeated_crashes_open_the_circuit_and_its_tools_are_reported_unavailabl
     let gate = gate(&spec, &upstreams);
     call(&gate, "fx.crash", json!({})).await;
     assert!(upstreams.wait_ready("fx", Duration::from_secs(5)).await);
-    call(&gate, "fx.crash", json!({})).await;
+    // In another conversation: in this one, the crashed call is in doubt.
+    let again = ToolCall::new("c2", "fx.crash", json!({}));
+    gate.call("t", again, &Principal::operator()).await;
 
     let status = &upstreams.status()[0];
     assert!(
@@ -506,7 +504,7 @@ async fn a_hanging_call_times_out_and_the_server_keeps_serving() {
     let hung = call(&gate, "fx.hang", json!({})).await;
     assert_eq!(
         error_message(&hung),
-        "`fx.hang` failed: MCP server `fx` did not answer within 300ms; the call was cancelled on the server"
+        "MCP server `fx` did not answer within 300ms; the call was cancelled on the server, but it may have taken effect first"
     );
     assert!(started.elapsed() < Duration::from_secs(3));
     let echo = call(&gate, "fx.echo", json!({"text": "still here"})).await;

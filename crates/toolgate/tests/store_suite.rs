@@ -226,5 +226,7 @@ fn entry(kind: RecordKind, run: &str, session: &str, tool: &str) -> AuditEntry {
         attempts: None,
         auth: None,
         credential: None,
+        call_hash: None,
+        idempotency_key: None,
     }
 }

@@ -29,6 +29,10 @@ pub(super) fn reply_for(outcome: Outcome) -> ToWorker {
                  A program cannot wait for it: end the program, tell the user, and run it again once approved"
             ),
         },
+        unknown @ Outcome::Unknown { .. } => ToWorker::Raise {
+            exception: "RuntimeError".into(),
+            message: unknown.message_for_model(),
+        },
         limited @ Outcome::RateLimited { .. } => ToWorker::Raise {
             exception: "RuntimeError".into(),
             message: limited.message_for_model(),

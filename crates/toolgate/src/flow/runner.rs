@@ -440,6 +440,7 @@ fn outcome_words(outcome: &Outcome, status: &str) -> String {
         Outcome::Denied { reason } => format!("{status}: {reason}"),
         Outcome::Started { task_id } => format!("started: task {task_id}"),
         Outcome::RateLimited { limit, .. } => format!("rate_limited: {limit}"),
+        Outcome::Unknown { message, .. } => format!("unknown: {message}"),
     }
 }
 

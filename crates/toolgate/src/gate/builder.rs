@@ -41,6 +41,9 @@ pub struct GateOptions {
     /// The largest outcome a finished task keeps, as JSON (default 256 KiB): a
     /// larger result is kept as its size, hash and start, with a note.
     pub max_task_result_bytes: usize,
+    /// How long a call made under an idempotency key keeps its outcome for a
+    /// repeat with the same key (default 24 hours).
+    pub idempotency_retention: Duration,
 }
 
 /// The default of [`GateOptions::max_argument_bytes`]: 1 MiB.
@@ -58,6 +61,7 @@ impl Default for GateOptions {
             task_ttl: DEFAULT_TASK_TTL,
             max_tasks_per_principal: 32,
             max_task_result_bytes: 256 << 10,
+            idempotency_retention: Duration::from_secs(24 * 60 * 60),
         }
     }
 }
@@ -139,6 +143,9 @@ impl GateBuilder {
             .map(|tool| {
                 let declared = declared.get(tool.name());
                 let entry = Entry {
+                    definition: serde_json::to_value(tool.descriptor())
+                        .map(|d| toolgate_core::content_hash(&d))
+                        .unwrap_or_default(),
                     arguments: ArgumentChecker::new(tool.input_schema()),
                     output: tool
                         .output_schema()

@@ -17,7 +17,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{
     AuditEntry, Decision, DynTool, Effect, MAX_NAME_LEN, Principal, RecordKind, ToolCtx,
-    audit_arguments, clip_text, content_hash, json_len,
+    audit_arguments, call_hash, clip_text, json_len,
 };
 use tracing::Instrument;
 
@@ -25,6 +25,7 @@ use super::arguments::invalid_arguments_message;
 use super::call_span::{call_span, trace_end};
 use super::execution::Execution;
 use super::limiter::{Limited, RatePermit};
+use super::once::Keyed;
 use super::run::RunLimits;
 use super::store_failure::store_failure;
 use super::task::{TaskPlace, TaskScope};
@@ -76,7 +77,7 @@ struct Request<'a> {
 }
 
 /// Why a call stopped before its tool ran.
-enum Stop {
+pub(super) enum Stop {
     /// A stage refused it: recorded in the audit log with this status (the
     /// audit entry says what decided), and the caller told `outcome`.
     Refused(&'static str, Box<Outcome>),
@@ -87,12 +88,12 @@ enum Stop {
 
 impl Stop {
     /// A refusal, recorded with `status`.
-    fn refused(status: &'static str, outcome: Outcome) -> Self {
+    pub(super) fn refused(status: &'static str, outcome: Outcome) -> Self {
         Stop::Refused(status, Box::new(outcome))
     }
 
     /// A failure to go on, recorded nowhere.
-    fn failed(outcome: Outcome) -> Self {
+    pub(super) fn failed(outcome: Outcome) -> Self {
         Stop::Failed(Box::new(outcome))
     }
 }
@@ -116,6 +117,8 @@ struct Cleared {
     ctx: ToolCtx,
     /// What cancels the run.
     run_cancel: CancellationToken,
+    /// The idempotency key it holds, if it has one.
+    keyed: Option<Keyed>,
 }
 
 impl Gate {
@@ -222,6 +225,7 @@ impl Gate {
             started,
             limited: cleared.limited,
             slot: cleared.slot,
+            keyed: cleared.keyed,
         };
         // Launch (a background call) or execute.
         match cleared.place {
@@ -247,6 +251,8 @@ impl Gate {
         self.bound(call)?;
         let (tool, entry) = self.resolve(call, principal, audit)?;
         let arguments = self.validate(call, &tool, &entry, audit)?;
+        let key = call.idempotency_key.as_deref();
+        self.recall(request.session, key, tool.as_ref(), audit)?;
         let admitted = self.admit(request, &arguments, audit).await?;
         self.authorize(request, &tool, &arguments, &admitted, audit)?;
         let limited = self.rate_limit(call, principal)?;
@@ -261,9 +267,30 @@ impl Gate {
         };
         let slot = self.slot(call, &entry, cancel).await?;
         let timeout = entry.timeout.unwrap_or(self.options.default_timeout);
-        let (intent, state) = self
+        audit.run_id = format!(
+            "{}-{}",
+            self.run_prefix,
+            self.runs.fetch_add(1, Ordering::Relaxed)
+        );
+        let keyed = self.claim_key(key, audit, timeout)?;
+        let recorded = self
             .record_intent(request, &tool, &arguments, &admitted, timeout, audit)
-            .await?;
+            .await;
+        let (intent, state) = match recorded {
+            Ok(recorded) => recorded,
+            Err(stop) => {
+                // Nothing ran: the key is free for the next try.
+                if let Some(keyed) = &keyed
+                    && let Err(e) = self
+                        .store
+                        .settle_ledger(&keyed.name, &audit.run_id, None, 0)
+                {
+                    tracing::warn!(error = %e, "an idempotency key could not be released");
+                }
+                audit.run_id = String::new();
+                return Err(stop);
+            }
+        };
         // What cancels the run: the caller's token, or a child of it for a
         // background call (whose task may be cancelled alone).
         let run_cancel = if background {
@@ -291,11 +318,25 @@ impl Gate {
             limits,
             ctx,
             run_cancel,
+            keyed,
         })
     }
 
-    /// Bound: arguments past the limit are refused before anything reads them.
+    /// Bound: arguments past the limit, and an idempotency key that is not one,
+    /// are refused before anything reads them.
     fn bound(&self, call: &ToolCall) -> Result<(), Stop> {
+        if let Some(key) = &call.idempotency_key
+            && !toolgate_core::ToolCall::is_valid_key(key)
+        {
+            let outcome = Outcome::error(
+                format!(
+                    "the idempotency key `{}` is not one: a key is 1 to 255 printable ASCII characters without spaces, such as a UUID; nothing ran",
+                    clip_text(key, 64).escape_debug()
+                ),
+                false,
+            );
+            return Err(Stop::refused("invalid", outcome));
+        }
         let size = json_len(&call.arguments);
         let max = self.options.max_argument_bytes;
         if size <= max {
@@ -375,6 +416,8 @@ impl Gate {
             }
         };
         audit.arguments = audit_arguments(&arguments, tool.input_schema());
+        audit.call_hash = Some(call_hash(&call.name, &entry.definition, &arguments));
+        audit.idempotency_key = call.idempotency_key.clone();
         if let Some(names) = &entry.span_arguments {
             let span = tracing::Span::current();
             if !span.is_disabled()
@@ -447,7 +490,7 @@ impl Gate {
                     session: session.to_owned(),
                     tool: call.name.clone(),
                     arguments: audit.arguments.clone(),
-                    args_hash: content_hash(arguments),
+                    args_hash: audit.call_hash.clone().unwrap_or_default(),
                     principal: principal.id.clone(),
                     reason: verdict.reason.clone(),
                     answered_by: verdict.answered_by,
@@ -548,11 +591,6 @@ impl Gate {
     ) -> Result<(Option<AuditEntry>, Map<String, Value>), Stop> {
         let cancel = &request.options.cancel;
         audit.kind = RecordKind::Intent;
-        audit.run_id = format!(
-            "{}-{}",
-            self.run_prefix,
-            self.runs.fetch_add(1, Ordering::Relaxed)
-        );
         if admitted.governed() {
             let claim = self
                 .flow
@@ -561,7 +599,6 @@ impl Gate {
                 Ok(state) => Ok((None, state)),
                 Err(refusal) => {
                     audit.kind = RecordKind::Refusal;
-                    audit.run_id = String::new();
                     if refusal.reason.is_some() {
                         audit.reason = refusal.reason;
                     }
@@ -600,7 +637,12 @@ impl Gate {
             .with_state(Arc::new(state.clone()))
             .with_deadline(limits.deadline)
             .with_cancellation(run_cancel.child_token());
-        if let Some(key) = tool.idempotency_key(arguments) {
+        // The caller's key, else one the tool derives from its arguments.
+        if let Some(key) = call
+            .idempotency_key
+            .clone()
+            .or_else(|| tool.idempotency_key(arguments))
+        {
             ctx = ctx.with_idempotency_key(key);
         }
         if tool.reads_flow() {

@@ -13,10 +13,12 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::spec::template;
 use toolgate_core::{
-    AuditEntry, DynTool, RecordKind, SanitizeOptions, ToolCtx, sanitize_output, sanitize_value,
+    AuditEntry, DynTool, RecordKind, SanitizeOptions, ToolCtx, ToolError, sanitize_output,
+    sanitize_value,
 };
 use tracing::Instrument;
 
+use super::once::{Keyed, may_repeat, millis, settle};
 use super::run::{RunEnd, RunLimits, run};
 use super::{Clock, Entry, Outcome, audit_message, tool_error};
 use crate::flow::Admitted;
@@ -49,6 +51,8 @@ pub(super) struct Execution {
     /// Its places among the calls in flight the rate limits count, given back
     /// when the execution ends or is dropped.
     pub limited: super::limiter::RatePermit,
+    /// The idempotency key it holds, which keeps its outcome.
+    pub keyed: Option<Keyed>,
 }
 
 impl Execution {
@@ -73,6 +77,22 @@ impl Execution {
         )
         .instrument(executing)
         .await;
+        // A call with effects whose answer was lost may have happened. (One its
+        // caller cancelled stays `cancelled`: the caller chose to stop it.)
+        if !may_repeat(self.tool.as_ref(), &self.ctx) {
+            let lost = match &end {
+                RunEnd::Done(Err(ToolError::Unknown { message })) => Some(message.clone()),
+                RunEnd::TimedOut => Some(format!(
+                    "`{name}` did not finish within {}",
+                    humantime::format_duration(self.timeout)
+                )),
+                _ => None,
+            };
+            if let Some(message) = lost {
+                let run_id = self.run_id().to_owned();
+                return self.record("unknown", Outcome::Unknown { message, run_id }, attempts);
+            }
+        }
         let (status, outcome) = match end {
             RunEnd::Done(Ok(value)) => ("ok", self.finish_ok(value)),
             RunEnd::Done(Err(error)) => ("error", tool_error(&name, error)),
@@ -131,6 +151,16 @@ impl Execution {
         // A read's intent goes with its completion; kept aside, it can still be
         // written alone if they cannot, so the read is seen pending, not lost.
         let read_intent = self.intent.clone();
+        let now = millis((self.clock)());
+        if let Err(e) = settle(
+            self.store.as_ref(),
+            self.keyed.as_ref(),
+            &entry,
+            &outcome,
+            now,
+        ) {
+            tracing::warn!(tool = %name, error = %e, "the call ledger could not record an outcome");
+        }
         let recorded = if self.admitted.governed() {
             self.store.complete_turn(&self.session, &writes, entry)
         } else {

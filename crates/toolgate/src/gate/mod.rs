@@ -5,9 +5,10 @@
 //! this order:
 //!
 //! bound (the arguments' size) ▶ resolve (known to the caller, not denied it,
-//! ready) ▶ validate ▶ admit (flow) ▶ authorize (policy, approvals) ▶ rate limit
-//! ▶ task place (a background call) ▶ slot (the tool's concurrency, or
-//! cancellation while waiting) ▶ record intent ▶ launch (a background call, on a
+//! ready) ▶ validate ▶ recall (an idempotency key's earlier outcome, a call in
+//! doubt) ▶ admit (flow) ▶ authorize (policy, approvals) ▶ rate limit ▶ task
+//! place (a background call) ▶ slot (the tool's concurrency, or cancellation
+//! while waiting) ▶ claim (the idempotency key) ▶ record intent ▶ launch (a background call, on a
 //! task of its own) or execute (deadline, retries, cancellation) ▶ apply state ▶
 //! check output ▶ sanitize ▶ record completion.
 //!
@@ -20,7 +21,7 @@
 //!
 //! This file holds the gate and what it answers about itself; the call path is
 //! in `call`, the run after the intent in `execution`, background tasks in
-//! `task`.
+//! `task`, what must not run twice in `once`.
 
 mod arguments;
 mod authenticated;
@@ -29,6 +30,7 @@ mod call;
 mod call_span;
 mod execution;
 mod limiter;
+mod once;
 mod policy_call;
 mod run;
 mod store_failure;
@@ -60,6 +62,9 @@ const AUDIT_MESSAGE_CHARS: usize = 4096;
 
 /// What the gate knows about one tool beyond its descriptor.
 struct Entry {
+    /// The hash of the tool's definition as this gate holds it (an upstream
+    /// tool's as pinned): part of every call's hash.
+    definition: String,
     arguments: ArgumentChecker,
     output: Option<jsonschema::Validator>,
     set_state: Vec<(String, Value)>,
@@ -171,6 +176,10 @@ fn tool_error(tool: &str, error: ToolError) -> Outcome {
         }
         ToolError::InvalidInput { message } => {
             Outcome::error(format!("`{tool}` refused its input: {message}"), false)
+        }
+        // Where repeating is safe (a read, a keyed idempotent call): retryable.
+        ToolError::Unknown { message } => {
+            Outcome::error(format!("`{tool}` failed: {message}"), true)
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Running a tool: under a deadline and the caller's cancellation, retried only as
-//! its effect permits, with panics caught.
+//! its effect permits (a lost answer too, where repeating is safe), with panics
+//! caught.
 
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
@@ -65,9 +66,13 @@ pub(super) async fn run(
             _ = tokio::time::sleep_until(deadline.into()) => RunEnd::TimedOut,
         };
         let wait = match &end {
-            RunEnd::Done(Err(ToolError::Retryable { retry_after, .. }))
-                if may_retry && attempt < limits.max_attempts =>
-            {
+            RunEnd::Done(Err(
+                error @ (ToolError::Retryable { .. } | ToolError::Unknown { .. }),
+            )) if may_retry && attempt < limits.max_attempts => {
+                let retry_after = match error {
+                    ToolError::Retryable { retry_after, .. } => *retry_after,
+                    _ => None,
+                };
                 retry_after.unwrap_or(limits.backoff * 2u32.saturating_pow(attempt - 1))
             }
             _ => return (end, attempt),

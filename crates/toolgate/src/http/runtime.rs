@@ -305,8 +305,8 @@ impl HttpRuntime {
                     )));
                 }
                 let body = read_limited(&mut response, limit).await.map_err(|e| {
-                    ToolError::retryable(format!(
-                        "the response from {host} broke off: {}",
+                    ToolError::unknown(format!(
+                        "{host} answered {status} but its response broke off ({}), so what it did is not known",
                         root_cause(&e)
                     ))
                 })?;
@@ -395,7 +395,8 @@ fn root_cause(error: &(dyn StdError + 'static)) -> String {
 }
 
 /// A failed send as a tool error: a policy refusal from the resolver is permanent;
-/// timeouts and connection failures may pass.
+/// a connect timeout or failure (nothing was sent) may pass; a failure once
+/// connected leaves the outcome unknown.
 fn send_error(error: &reqwest::Error, host: &str, connect_timeout: Duration) -> ToolError {
     if let Some(refusal) = refusal_in(error) {
         return refusal_error(UrlRefusal::Policy(refusal));
@@ -409,7 +410,10 @@ fn send_error(error: &reqwest::Error, host: &str, connect_timeout: Duration) -> 
     } else if error.is_connect() {
         ToolError::retryable(format!("could not connect to {host}: {root}"))
     } else {
-        ToolError::retryable(format!("the request to {host} failed: {root}"))
+        // Connected, so the request may have been received before it failed.
+        ToolError::unknown(format!(
+            "the connection to {host} failed before it answered ({root}); the request may have been received"
+        ))
     }
 }
 
@@ -430,6 +434,9 @@ fn mask_error(error: ToolError, secrets: &Secrets) -> ToolError {
             message: secrets.mask(&message),
         },
         ToolError::InvalidInput { message } => ToolError::InvalidInput {
+            message: secrets.mask(&message),
+        },
+        ToolError::Unknown { message } => ToolError::Unknown {
             message: secrets.mask(&message),
         },
     }

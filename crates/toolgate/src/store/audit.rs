@@ -41,6 +41,8 @@ use super::StoreError;
 ///     attempts: None,
 ///     auth: None,
 ///     credential: None,
+///     call_hash: None,
+///     idempotency_key: None,
 /// };
 /// let record = log.append(intent.clone()).unwrap();
 /// assert_eq!(record.seq, 1);

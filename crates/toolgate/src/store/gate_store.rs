@@ -9,13 +9,13 @@ use toolgate_core::{AuditEntry, AuditRecord};
 
 use super::calls::completed_call;
 use super::{
-    Admission, AdmissionCheck, ApprovalStore, AuditLog, CallHistory, CodeRunStore, RateCounters,
-    StateStore, StoreError, TaskStore,
+    Admission, AdmissionCheck, ApprovalStore, AuditLog, CallHistory, CallLedger, CodeRunStore,
+    RateCounters, StateStore, StoreError, TaskStore,
 };
 
 /// The gate's persistence.
 pub trait GateStore:
-    StateStore + ApprovalStore + AuditLog + CallHistory + TaskStore + CodeRunStore
+    StateStore + ApprovalStore + AuditLog + CallHistory + TaskStore + CodeRunStore + CallLedger
 {
     /// Applies a call's state writes, adds it to the session's call history and
     /// appends its completion record — after its intent record, when that was not

@@ -20,7 +20,7 @@
 //!
 //! The contracts sit at the top of `store/`, one file per concern: conversation
 //! state (`state`), the audit log (`audit`), approvals, call histories (`calls`),
-//! paused programs (`code_runs`), pins, rate counters, client sessions, background
+//! paused programs (`code_runs`), calls that must not run twice (`call_ledger`), pins, rate counters, client sessions, background
 //! tasks, a conversation's turn (`turns`), and [`GateStore`], which puts them
 //! together. Each backend is a folder that implements them in files of the same
 //! names: `memory/`, `sqlite/` and (with the `postgres` feature) `postgres/`.
@@ -29,6 +29,7 @@
 
 mod approvals;
 mod audit;
+mod call_ledger;
 mod calls;
 mod code_runs;
 mod error;
@@ -56,6 +57,7 @@ pub use approvals::{
     Resolution,
 };
 pub use audit::{AuditFilter, AuditLog};
+pub use call_ledger::{CallLedger, LedgerEntry, LedgerName};
 pub use calls::{CallHistory, RecordedCall};
 pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, PausedRun};
 pub use error::StoreError;
@@ -64,8 +66,8 @@ pub use files::ALLOW_SYMLINK_ENV;
 pub(crate) use files::create_private_dir;
 pub use gate_store::GateStore;
 pub use memory::{
-    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCodeRuns, MemoryGateStore,
-    MemoryPins, MemorySessions, MemoryStore, MemoryTasks,
+    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCallLedger, MemoryCodeRuns,
+    MemoryGateStore, MemoryPins, MemorySessions, MemoryStore, MemoryTasks,
 };
 pub use pin_diff::pin_diff;
 pub use pins::{

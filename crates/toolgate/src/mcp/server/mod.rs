@@ -25,6 +25,7 @@ mod capacity;
 #[cfg(feature = "code-mode")]
 mod code_offer;
 mod conversations;
+mod denial;
 mod forward;
 mod http;
 mod inflight;
@@ -53,6 +54,7 @@ pub use super::Downstream;
 pub use capacity::{
     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, SessionLimits,
 };
+pub use denial::AUTHORIZATION_DENIALS_DRAFT;
 pub use forward::PeerLookup;
 pub use http::{DEFAULT_HTTP_PATH, check_path};
 pub use inflight::DrainReport;
@@ -98,6 +100,9 @@ pub struct ServeOptions {
     pub approval_timeout: Duration,
     /// How many streamable HTTP sessions live at once, and how long one may idle.
     pub sessions: SessionLimits,
+    /// Put the draft structured authorization denial
+    /// ([`AUTHORIZATION_DENIALS_DRAFT`]) on refused calls (default: on).
+    pub authorization_denials: bool,
 }
 
 impl Default for ServeOptions {
@@ -106,6 +111,7 @@ impl Default for ServeOptions {
             grace: DEFAULT_GRACE,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             sessions: SessionLimits::default(),
+            authorization_denials: true,
         }
     }
 }

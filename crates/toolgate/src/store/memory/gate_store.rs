@@ -8,13 +8,14 @@ use toolgate_core::{Anchor, AuditEntry, AuditRecord, Outcome, VerifyReport};
 
 use super::turns::{MemoryTurns, memory_turn, release_in_memory, standing_in_memory};
 use super::{
-    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCodeRuns, MemoryStore, MemoryTasks,
+    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCallLedger, MemoryCodeRuns,
+    MemoryStore, MemoryTasks,
 };
 use crate::store::calls::ran;
 use crate::store::{
     Admission, AdmissionCheck, Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory,
-    CodeRunStore, GateStore, Grant, PausedRun, RecordedCall, Resolution, StateStore, StoreError,
-    TaskRecord, TaskStatus, TaskStore,
+    CallLedger, CodeRunStore, GateStore, Grant, LedgerEntry, LedgerName, PausedRun, RecordedCall,
+    Resolution, StateStore, StoreError, TaskRecord, TaskStatus, TaskStore,
 };
 
 /// A gate store in memory, for tests and throwaway runs.
@@ -27,6 +28,7 @@ pub struct MemoryGateStore {
     turns: MemoryTurns,
     tasks: MemoryTasks,
     code_runs: MemoryCodeRuns,
+    ledger: MemoryCallLedger,
 }
 
 impl GateStore for MemoryGateStore {
@@ -211,5 +213,35 @@ impl CodeRunStore for MemoryGateStore {
     }
     fn paused_runs(&self) -> Result<Vec<PausedRun>, StoreError> {
         self.code_runs.paused_runs()
+    }
+}
+
+impl CallLedger for MemoryGateStore {
+    fn ledger_entry(
+        &self,
+        name: &LedgerName,
+        now_ms: u64,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        self.ledger.ledger_entry(name, now_ms)
+    }
+    fn claim_ledger(
+        &self,
+        name: &LedgerName,
+        entry: &LedgerEntry,
+        now_ms: u64,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        self.ledger.claim_ledger(name, entry, now_ms)
+    }
+    fn settle_ledger(
+        &self,
+        name: &LedgerName,
+        run_id: &str,
+        outcome: Option<&Outcome>,
+        expires_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.ledger.settle_ledger(name, run_id, outcome, expires_ms)
+    }
+    fn ledger_of_run(&self, run_id: &str) -> Result<Vec<(LedgerName, LedgerEntry)>, StoreError> {
+        self.ledger.ledger_of_run(run_id)
     }
 }

@@ -6,6 +6,7 @@
 
 mod approvals;
 mod audit;
+mod call_ledger;
 mod calls;
 mod code_runs;
 mod gate_store;
@@ -17,6 +18,7 @@ mod turns;
 
 pub use approvals::MemoryApprovals;
 pub use audit::MemoryAuditLog;
+pub use call_ledger::MemoryCallLedger;
 pub use calls::MemoryCallHistory;
 pub use code_runs::MemoryCodeRuns;
 pub use gate_store::MemoryGateStore;

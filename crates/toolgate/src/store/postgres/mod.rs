@@ -25,6 +25,7 @@
 
 mod approvals;
 mod audit;
+mod call_ledger;
 mod calls;
 mod code_runs;
 mod gate_store;

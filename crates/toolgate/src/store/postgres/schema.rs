@@ -8,8 +8,9 @@
 //! the columns of the audit log that a command reads are generated from the hashed
 //! record, as in SQLite since schema 5. Version 2 adds the rate-limit counters the
 //! instances share, which SQLite does not keep. Version 3 sweeps expired counters
-//! (see `rate`). Version 4 adds the client sessions (SQLite's schema 11), and
-//! version 5 binds grants to a principal (SQLite's 12).
+//! (see `rate`). Version 4 adds the client sessions (SQLite's schema 11),
+//! version 5 binds grants to a principal (SQLite's 12), and version 6 adds the
+//! call ledger (SQLite's 13).
 
 use super::{Inner, StoreError};
 
@@ -221,6 +222,8 @@ const MIGRATIONS: &[&str] = &[
         expires_at  TEXT NOT NULL
     );
     CREATE INDEX grants_caller ON grants (tool, principal);",
+    // Version 6: calls that must not run twice (SQLite's 13).
+    super::call_ledger::MIGRATION,
 ];
 
 /// The schema version this toolgate writes and understands.

@@ -11,6 +11,7 @@
 
 mod approvals;
 mod audit;
+mod call_ledger;
 mod calls;
 mod checkpoint;
 mod code_runs;

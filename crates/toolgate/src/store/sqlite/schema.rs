@@ -129,6 +129,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::sessions::MIGRATION),
     // Version 12: grants bound to the principal (and conversation) they answered.
     Migration::Sql(super::approvals::GRANT_SCOPES),
+    // Version 13: calls that must not run twice (idempotency keys, calls in doubt).
+    Migration::Sql(super::call_ledger::MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.

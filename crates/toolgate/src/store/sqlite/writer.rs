@@ -126,6 +126,8 @@ mod tests {
             attempts: None,
             auth: None,
             credential: None,
+            call_hash: None,
+            idempotency_key: None,
         }
     }
 

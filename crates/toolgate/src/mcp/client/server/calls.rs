@@ -87,8 +87,8 @@ impl Server {
         };
         let label = &self.label;
         let result = match answer {
-            Err(_) => Err(ToolError::retryable(format!(
-                "{label} did not answer within {}; the call was cancelled on the server",
+            Err(_) => Err(ToolError::unknown(format!(
+                "{label} did not answer within {}; the call was cancelled on the server, but it may have taken effect first",
                 humantime::format_duration(limit)
             ))),
             Ok(Ok(Answer::Result(result))) => {
@@ -123,7 +123,7 @@ impl Server {
                     self.reconnect.notify_one();
                 }
                 let detail = self.lost_connection_reason().await;
-                Err(ToolError::retryable(format!(
+                Err(ToolError::unknown(format!(
                     "{detail}; toolgate is restarting it. The call may have taken effect before the connection was lost"
                 )))
             }

@@ -3,7 +3,7 @@
 //! elicitation, or on the stateless revision by an `input_required` result) and
 //! the call run again once it is answered.
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use tokio_util::sync::CancellationToken;
@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::Session;
 use super::caller::Caller;
 use crate::mcp::server::approval::{self, Answer};
+use crate::mcp::server::denial;
 use crate::mcp::server::input_required;
 use crate::mcp::server::result::{call_result, error_result};
 use crate::mcp::server::stateless;
@@ -157,16 +158,17 @@ impl Session {
                         let reason = pending_reason(gate, &retry.approval_id);
                         let message =
                             approval::pending_message(&retry.approval_id, &reason, Some(why));
-                        return Ok(error_result(message).into());
+                        return Ok(self.awaiting(error_result(message), &retry.approval_id));
                     }
                 }
             }
         }
-        let call = ToolCall::new(
+        let mut call = ToolCall::new(
             format!("mcp-{}", context.id),
             name.clone(),
             arguments(request.arguments),
         );
+        call.idempotency_key = idempotency_key(&context)?;
         let is_stateless = stateless::is_stateless(&context);
         let log_level = if is_stateless {
             LogLevel::fixed(stateless::log_level(&context))
@@ -201,7 +203,7 @@ impl Session {
             if is_stateless {
                 if let Some(why) = approval::client_may_not_answer(gate, approval_id) {
                     let message = approval::pending_message(approval_id, reason, Some(&why));
-                    return Ok(error_result(message).into());
+                    return Ok(self.awaiting(error_result(message), approval_id));
                 }
                 if stateless::can_elicit_form(&context) {
                     return Ok(shared
@@ -211,7 +213,7 @@ impl Session {
                 }
                 let why = "the MCP client cannot ask its user";
                 let message = approval::pending_message(approval_id, reason, Some(why));
-                return Ok(error_result(message).into());
+                return Ok(self.awaiting(error_result(message), approval_id));
             }
             match self
                 .ask(
@@ -226,7 +228,7 @@ impl Session {
             {
                 Some(why) => {
                     let message = approval::pending_message(approval_id, reason, Some(&why));
-                    return Ok(error_result(message).into());
+                    return Ok(self.awaiting(error_result(message), approval_id));
                 }
                 None => {
                     outcome = self
@@ -242,7 +244,56 @@ impl Session {
         self.tell_if_tools_changed(&caller, &session, &context)
             .await;
         let tool = gate.catalog().get(&name).ok().map(|t| t.as_ref());
-        Ok(call_result(&outcome, tool).into())
+        let result = call_result(&outcome, tool);
+        if shared.options.authorization_denials {
+            return Ok(denial::with_denial(result, &outcome).into());
+        }
+        Ok(result.into())
+    }
+
+    /// A result for a call waiting for a person, with the draft structured
+    /// denial when the server puts it on.
+    fn awaiting(&self, result: CallToolResult, approval_id: &str) -> CallToolResponse {
+        if self.shared.options.authorization_denials {
+            return denial::awaiting(result, approval_id).into();
+        }
+        result.into()
+    }
+}
+
+/// The `_meta` key a client puts a call's idempotency key under.
+pub(crate) const IDEMPOTENCY_META: &str = "toolgate/idempotency_key";
+
+/// The call's idempotency key: `_meta["toolgate/idempotency_key"]`, else the
+/// HTTP request's `Idempotency-Key` header. A key that is not one is refused,
+/// saying so.
+pub(crate) fn idempotency_key(
+    context: &RequestContext<RoleServer>,
+) -> Result<Option<String>, McpError> {
+    let from_header = || {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("idempotency-key"))
+            .map(|value| value.to_str().unwrap_or("\u{0}").to_owned())
+    };
+    let key = match context.meta.get(IDEMPOTENCY_META) {
+        Some(serde_json::Value::String(key)) => Some(key.clone()),
+        Some(_) => Some(String::new()),
+        None => from_header(),
+    };
+    let Some(key) = key else {
+        return Ok(None);
+    };
+    if toolgate_core::ToolCall::is_valid_key(&key) {
+        Ok(Some(key))
+    } else {
+        Err(McpError::invalid_params(
+            format!(
+                "an idempotency key (`_meta[\"{IDEMPOTENCY_META}\"]` or the `Idempotency-Key` header) is a string of 1 to 255 printable ASCII characters without spaces, such as a UUID; nothing ran"
+            ),
+            None,
+        ))
     }
 }
 

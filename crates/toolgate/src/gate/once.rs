@@ -1,0 +1,190 @@
+//! One execution per intended call: the stages that read and claim the call
+//! ledger (see `crate::store::call_ledger`), and what a run records there when
+//! it ends.
+//!
+//! - **recall** (after validation): a call under an idempotency key that already
+//!   ran gets that run's outcome, and nothing runs (audited as `replayed`); the
+//!   key used for another call is refused (`key_reused`); the key's run still
+//!   going is refused with a retry hint (`in_flight`). A call with effects whose
+//!   identical predecessor in the conversation has an unknown outcome is refused,
+//!   naming that run (`in_doubt`), until an operator resolves it.
+//! - **claim** (just before the intent is recorded): the key is taken for this
+//!   run, atomically across every process sharing the store, so two callers
+//!   racing one key run it once.
+//! - **settle** (with the completion): the key keeps the outcome for the
+//!   retention; an unknown outcome of a call with effects puts the call in doubt.
+
+use toolgate_core::{AuditEntry, DynTool, Effect, Outcome, Retry, ToolCtx};
+
+use super::Gate;
+use super::call::Stop;
+use super::store_failure::store_failure;
+use crate::store::{GateStore, LedgerEntry, LedgerName};
+
+/// How long past its deadline a keyed run holds its key before it is taken
+/// for lost.
+const LEASE_GRACE_MS: u64 = 60_000;
+
+/// The ledger side of a call that will run: its key's name, if it has one.
+pub(super) struct Keyed {
+    pub name: LedgerName,
+    pub retention_ms: u64,
+}
+
+/// Milliseconds since the Unix epoch of `time`.
+pub(super) fn millis(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Gate {
+    /// Recall: what the ledger already knows of this call (see the module).
+    pub(super) fn recall(
+        &self,
+        session: &str,
+        key: Option<&str>,
+        tool: &dyn DynTool,
+        audit: &AuditEntry,
+    ) -> Result<(), Stop> {
+        let call_hash = audit.call_hash.as_deref().unwrap_or_default();
+        let now = millis(self.clock_time());
+        if let Some(key) = key {
+            let name = LedgerName::key(&audit.principal, key);
+            match self.store.ledger_entry(&name, now) {
+                Ok(Some(held)) => return Err(held_by(&held, key, call_hash, now)),
+                Ok(None) => {}
+                Err(e) => return Err(Stop::failed(store_failure("the call ledger", e))),
+            }
+        }
+        if tool.effect() == Effect::Read {
+            return Ok(());
+        }
+        match self
+            .store
+            .ledger_entry(&LedgerName::in_doubt(session, call_hash), now)
+        {
+            Ok(Some(doubt)) => Err(Stop::refused(
+                "in_doubt",
+                Outcome::Denied {
+                    reason: format!(
+                        "an identical call (run {}) may already have happened: its outcome was lost, and no operator has resolved it yet. Do not repeat it: ask the user, or ask the operator to check and run `toolgate audit resolve {}`",
+                        doubt.run_id, doubt.run_id
+                    ),
+                },
+            )),
+            Ok(None) => Ok(()),
+            Err(e) => Err(Stop::failed(store_failure("the call ledger", e))),
+        }
+    }
+
+    /// Claim: takes the call's key for its run, or stops it when another run
+    /// took the key first.
+    pub(super) fn claim_key(
+        &self,
+        key: Option<&str>,
+        audit: &AuditEntry,
+        timeout: std::time::Duration,
+    ) -> Result<Option<Keyed>, Stop> {
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        let now = millis(self.clock_time());
+        let retention_ms =
+            u64::try_from(self.options.idempotency_retention.as_millis()).unwrap_or(u64::MAX);
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let call_hash = audit.call_hash.clone().unwrap_or_default();
+        let entry = LedgerEntry {
+            tool: audit.tool.clone(),
+            call_hash: call_hash.clone(),
+            run_id: audit.run_id.clone(),
+            session: audit.session.clone(),
+            principal: audit.principal.clone(),
+            outcome: None,
+            lease_ms: now
+                .saturating_add(timeout_ms)
+                .saturating_add(LEASE_GRACE_MS),
+            expires_ms: now.saturating_add(retention_ms.max(timeout_ms + LEASE_GRACE_MS)),
+        };
+        let name = LedgerName::key(&audit.principal, key);
+        match self.store.claim_ledger(&name, &entry, now) {
+            Ok(None) => Ok(Some(Keyed { name, retention_ms })),
+            Ok(Some(held)) => Err(held_by(&held, key, &call_hash, now)),
+            Err(e) => Err(Stop::failed(store_failure("the call ledger", e))),
+        }
+    }
+}
+
+/// Why a call whose key `held` holds does not run: a replay of its outcome,
+/// another call under the key, or its run still going.
+fn held_by(held: &LedgerEntry, key: &str, call_hash: &str, now: u64) -> Stop {
+    if held.call_hash != call_hash {
+        return Stop::refused(
+            "key_reused",
+            Outcome::error(
+                format!(
+                    "the idempotency key `{key}` was already used for another call (`{}` with other arguments, run {}); nothing ran. Use a new key for a new call, or repeat that call exactly",
+                    held.tool, held.run_id
+                ),
+                false,
+            ),
+        );
+    }
+    match held.outcome_at(now) {
+        Some(outcome) => Stop::refused("replayed", outcome),
+        None => Stop::refused(
+            "in_flight",
+            Outcome::error(
+                format!(
+                    "the call with idempotency key `{key}` is running now (run {}); nothing new ran. Call again with the same key in a moment to get its outcome",
+                    held.run_id
+                ),
+                true,
+            ),
+        ),
+    }
+}
+
+/// Whether a run of `tool` whose outcome was lost may simply be reported as a
+/// failure: a read, or an idempotent call that carries its key. Anything else
+/// may have happened, and its outcome is unknown.
+pub(super) fn may_repeat(tool: &dyn DynTool, ctx: &ToolCtx) -> bool {
+    match tool.effect().retry() {
+        Retry::Freely => true,
+        Retry::WithSameKey => ctx.idempotency_key().is_some(),
+        Retry::Never => false,
+    }
+}
+
+/// Records in the ledger what a run came to: its key keeps the outcome; an
+/// unknown outcome puts the call in doubt in its conversation.
+pub(super) fn settle(
+    store: &dyn GateStore,
+    keyed: Option<&Keyed>,
+    audit: &AuditEntry,
+    outcome: &Outcome,
+    now: u64,
+) -> Result<(), crate::store::StoreError> {
+    if let Some(keyed) = keyed {
+        let expires = now.saturating_add(keyed.retention_ms);
+        store.settle_ledger(&keyed.name, &audit.run_id, Some(outcome), expires)?;
+    }
+    if let Outcome::Unknown { .. } = outcome {
+        let call_hash = audit.call_hash.clone().unwrap_or_default();
+        let doubt = LedgerEntry {
+            tool: audit.tool.clone(),
+            call_hash: call_hash.clone(),
+            run_id: audit.run_id.clone(),
+            session: audit.session.clone(),
+            principal: audit.principal.clone(),
+            outcome: Some(outcome.clone()),
+            lease_ms: now,
+            expires_ms: u64::MAX,
+        };
+        store.claim_ledger(
+            &LedgerName::in_doubt(&audit.session, &call_hash),
+            &doubt,
+            now,
+        )?;
+    }
+    Ok(())
+}
