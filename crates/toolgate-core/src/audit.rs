@@ -105,8 +105,9 @@ pub struct AuditEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credential: Option<String>,
     /// The call's hash ([`call_hash`](crate::call_hash): its tool as defined
-    /// and its arguments), on the records of a call that passed validation:
-    /// what an approval answered, and what "the same call" means.
+    /// and its arguments), on the records of a validated call with effects,
+    /// under an idempotency key or asked about: what an approval answered, and
+    /// what "the same call" means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_hash: Option<String>,
     /// The caller's idempotency key, when it gave one.

@@ -1,11 +1,16 @@
 //! The gate's own cost per call, on a mock tool with a small schema.
 //!
-//! Three measurements in one run, so they share the machine's noise:
+//! Measurements in one run, so they share the machine's noise:
 //! - `direct`: the tool's own call, no gate (the baseline);
 //! - `gate/memory`: the whole gate with the in-memory store;
-//! - `gate/sqlite`: the whole gate with the durable SQLite store (WAL) in a temp dir.
+//! - `gate/sqlite`: the whole gate with the durable SQLite store (WAL) in a temp dir;
+//! - `gate/sqlite/write`: a call with effects on SQLite (its intent committed
+//!   before it runs, then its completion);
+//! - `gate/sqlite/write+key`: the same call under a new idempotency key each time
+//!   (the key looked up, claimed, and settled with the outcome).
 //!
-//! Overhead is `gate/* − direct`. Run: `cargo bench -p toolgate --bench gate_overhead`.
+//! Overhead is `gate/* − direct`; a key costs `write+key − write`. Run:
+//! `cargo bench -p toolgate --bench gate_overhead`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,6 +32,18 @@ tools:
       required: [order_id]
       additionalProperties: false
     response: {order_id: "{args.order_id}", status: shipped}
+  - name: tag_order
+    description: Tag an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        order_id: {type: string, pattern: "^A-[0-9]+$"}
+      required: [order_id]
+      additionalProperties: false
+    response: {order_id: "{args.order_id}", tagged: true}
+policy:
+  effects: {write: allow}
 "#;
 
 fn gate(store: Arc<dyn toolgate::GateStore>) -> Gate {
@@ -56,28 +73,43 @@ fn bench(c: &mut Criterion) {
 
     // Each sample gets a fresh gate and store, so the audit log of one sample does
     // not grow across the whole run.
-    let mut timed = |name: &str, store: &dyn Fn() -> Arc<dyn toolgate::GateStore>| {
+    let keys = std::sync::atomic::AtomicU64::new(0);
+    let mut timed = |name: &str,
+                     store: &dyn Fn() -> Arc<dyn toolgate::GateStore>,
+                     call: &dyn Fn() -> ToolCall| {
         c.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let gate = gate(store());
                 runtime.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
-                        let call = ToolCall::new("c1", "lookup_order", args.clone());
-                        std::hint::black_box(gate.call("s", call, &principal).await);
+                        std::hint::black_box(gate.call("s", call(), &principal).await);
                     }
                     start.elapsed()
                 })
             })
         });
     };
-    timed("gate/memory", &|| Arc::new(MemoryGateStore::default()));
+    let lookup = || ToolCall::new("c1", "lookup_order", args.clone());
+    let tag = || ToolCall::new("c1", "tag_order", args.clone());
+    let keyed_tag = || {
+        let n = keys.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tag().with_idempotency_key(format!("key-{n}"))
+    };
+    timed(
+        "gate/memory",
+        &|| Arc::new(MemoryGateStore::default()),
+        &lookup,
+    );
     let dir = tempfile::tempdir().unwrap();
     let counter = std::sync::atomic::AtomicUsize::new(0);
-    timed("gate/sqlite", &|| {
+    let sqlite = || -> Arc<dyn toolgate::GateStore> {
         let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Arc::new(SqliteStore::open_in_dir(dir.path().join(n.to_string())).unwrap())
-    });
+    };
+    timed("gate/sqlite", &sqlite, &lookup);
+    timed("gate/sqlite/write", &sqlite, &tag);
+    timed("gate/sqlite/write+key", &sqlite, &keyed_tag);
 }
 
 criterion_group!(benches, bench);

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    ElicitationAction, LoggingLevel, LoggingMessageNotificationParam, NumberOrString,
-    ProgressNotificationParam, ProgressToken, SetLevelRequestParams,
+    CallToolResult, ElicitationAction, LoggingLevel, LoggingMessageNotificationParam,
+    NumberOrString, ProgressNotificationParam, ProgressToken, SetLevelRequestParams,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -728,6 +728,36 @@ async fn a_declined_approval_is_a_refusal_the_model_reads() {
         text(&result)
     );
     assert!(audit(&store).iter().all(|r| r["kind"] != "completion"));
+    assert_eq!(
+        authorization(&result),
+        Some(json!({"reason": "insufficient_authorization", "remediation": "unavailable"})),
+        "a denial carries the draft structured envelope (SEP-2643)"
+    );
+}
+
+/// The draft structured authorization denial (SEP-2643) on a result.
+fn authorization(result: &CallToolResult) -> Option<Value> {
+    let meta = result.meta.as_ref()?;
+    meta.0.get("io.modelcontextprotocol/authorization").cloned()
+}
+
+#[tokio::test]
+async fn a_server_may_leave_out_the_draft_authorization_envelope() {
+    let server = McpServer::builder(client_answers(Arc::default()))
+        .options(ServeOptions {
+            authorization_denials: false,
+            ..ServeOptions::default()
+        })
+        .build();
+    let client = Client::answering(ElicitationAction::Decline, None);
+    let session = over_pipe(server, client).await;
+    let result = session
+        .client
+        .call_tool(call("delete_account", json!({"account_id": "X-9"})))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(authorization(&result), None);
 }
 
 #[tokio::test]
@@ -762,6 +792,15 @@ async fn without_elicitation_a_pending_call_says_how_to_approve_it() {
         message.contains(&format!("`toolgate approvals approve {}`", pending[0].id)),
         "{message}"
     );
+    assert_eq!(
+        authorization(&result),
+        Some(json!({
+            "reason": "insufficient_authorization",
+            "remediation": "undisclosed",
+            "authorizationContextId": pending[0].id,
+        })),
+        "a remedy exists out of band, which this client cannot drive"
+    );
     // Approved out of band, the same call runs.
     store
         .approve(&pending[0].id, None, std::time::SystemTime::now())
@@ -772,6 +811,7 @@ async fn without_elicitation_a_pending_call_says_how_to_approve_it() {
         .await
         .unwrap();
     assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(authorization(&result), None, "a call that ran carries none");
 }
 
 #[tokio::test]

@@ -157,6 +157,8 @@ fn admin_strings(url: &str, sql: &str) -> Vec<String> {
 mod approvals;
 #[path = "store_suite/audit.rs"]
 mod audit;
+#[path = "store_suite/call_ledger.rs"]
+mod call_ledger;
 #[path = "store_suite/code_runs.rs"]
 mod code_runs;
 #[path = "store_suite/pins.rs"]
@@ -204,6 +206,7 @@ suite!(
     rate_limits::a_shared_rate_bucket_admits_exactly_its_limit_across_handles,
     rate_limits::expired_rate_buckets_are_swept_and_live_ones_stay_counted,
     sessions::a_session_written_on_one_handle_is_renewed_and_ended_on_another,
+    call_ledger::a_key_is_claimed_by_one_of_many_handles_and_keeps_its_outcome,
 );
 
 /// An audit record of `kind` for run `run` of `tool` in `session`.

@@ -254,7 +254,7 @@ impl Gate {
         let key = call.idempotency_key.as_deref();
         self.recall(request.session, key, tool.as_ref(), audit)?;
         let admitted = self.admit(request, &arguments, audit).await?;
-        self.authorize(request, &tool, &arguments, &admitted, audit)?;
+        self.authorize(request, &tool, &entry, &arguments, &admitted, audit)?;
         let limited = self.rate_limit(call, principal)?;
         let background = request.options.as_task || tool.descriptor().background.is_some();
         let place = if background {
@@ -416,7 +416,11 @@ impl Gate {
             }
         };
         audit.arguments = audit_arguments(&arguments, tool.input_schema());
-        audit.call_hash = Some(call_hash(&call.name, &entry.definition, &arguments));
+        // What "the same call" means, where something reads it: a key, a call
+        // in doubt, an approval (an unkeyed read is spared the hashing).
+        if call.idempotency_key.is_some() || tool.effect() != Effect::Read {
+            audit.call_hash = Some(call_hash(&call.name, &entry.definition, &arguments));
+        }
         audit.idempotency_key = call.idempotency_key.clone();
         if let Some(names) = &entry.span_arguments {
             let span = tracing::Span::current();
@@ -461,6 +465,7 @@ impl Gate {
         &self,
         request: &Request<'_>,
         tool: &Arc<dyn DynTool>,
+        entry: &Entry,
         arguments: &Value,
         admitted: &Admitted,
         audit: &mut AuditEntry,
@@ -486,11 +491,14 @@ impl Gate {
                 },
             )),
             Decision::Ask => {
+                let hash = audit
+                    .call_hash
+                    .get_or_insert_with(|| call_hash(&call.name, &entry.definition, arguments));
                 let request = ApprovalRequest {
                     session: session.to_owned(),
                     tool: call.name.clone(),
                     arguments: audit.arguments.clone(),
-                    args_hash: audit.call_hash.clone().unwrap_or_default(),
+                    args_hash: hash.clone(),
                     principal: principal.id.clone(),
                     reason: verdict.reason.clone(),
                     answered_by: verdict.answered_by,
