@@ -1376,3 +1376,102 @@ fn an_argument_in_a_secret_header_must_be_marked_secret() {
     assert_eq!(found[0].3, "{args.credential_value}");
     assert!(diagnostics(&spec("credential_value: {type: string, writeOnly: true}")).is_empty());
 }
+
+// ---------------------------------------------------------------------------
+// Effects that must not run twice.
+
+/// A port on 127.0.0.1 that reads each request whole, counts it, and closes the
+/// connection without answering: the request arrived, its answer is lost.
+async fn answer_losing_listener() -> (u16, Arc<AtomicUsize>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&chunk[..n]),
+                }
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (port, count)
+}
+
+#[tokio::test]
+async fn a_keyed_call_sends_its_key_in_the_header_the_binding_names() {
+    let server = server().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1"]}}
+policy: {{effects: {{external: allow}}}}
+tools:
+  - name: charge
+    description: Charge a card.
+    effect: external
+    parameters: {{type: object, properties: {{cents: {{type: integer}}}}}}
+    http:
+      method: POST
+      url: "http://127.0.0.1:{port}/echo/charges"
+      idempotency_header: Idempotency-Key
+"#,
+        port = server.port()
+    ));
+    let h = gate(&spec);
+    let call = ToolCall::new("c1", "charge", json!({"cents": 500}))
+        .with_idempotency_key("8e0c6f1a-charge-1");
+    let outcome = h.gate.call("s", call, &Principal::operator()).await;
+    assert_eq!(
+        ok_value(&outcome)["headers"]["idempotency-key"],
+        "8e0c6f1a-charge-1"
+    );
+    // Without a key, no header.
+    let seen = ok_value(&h.call("charge", json!({"cents": 600})).await).clone();
+    assert!(seen["headers"].get("idempotency-key").is_none(), "{seen}");
+}
+
+#[tokio::test]
+async fn a_write_whose_connection_closes_after_the_request_is_unknown_and_not_repeated() {
+    let (port, count) = answer_losing_listener().await;
+    let spec = spec_file(&format!(
+        r#"
+network: {{allow: ["127.0.0.1"]}}
+policy: {{effects: {{external: allow, read: allow}}}}
+tools:
+  - name: transfer
+    description: Send a transfer.
+    effect: external
+    parameters: {{type: object, properties: {{cents: {{type: integer}}}}}}
+    http: {{method: POST, url: "http://127.0.0.1:{port}/transfers"}}
+  - name: balance
+    description: Read the balance.
+    effect: read
+    http: {{url: "http://127.0.0.1:{port}/balance"}}
+"#
+    ));
+    let h = gate(&spec);
+    let outcome = h.call("transfer", json!({"cents": 500})).await;
+    let Outcome::Unknown { message, .. } = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        message.contains("the request may have been received"),
+        "{message}"
+    );
+    assert_eq!(count.load(Ordering::SeqCst), 1, "not retried");
+    let again = h.call("transfer", json!({"cents": 500})).await;
+    assert!(matches!(again, Outcome::Denied { .. }), "{again:?}");
+    assert_eq!(count.load(Ordering::SeqCst), 1, "not repeated");
+
+    // A read whose answer is lost is an error that may be retried.
+    let read = h.call("balance", json!({})).await;
+    let (_, retryable) = error_of(&read);
+    assert!(retryable);
+}

@@ -129,6 +129,7 @@ pub(super) fn binding(
         no_body,
         max_response_bytes: None,
         max_redirects: None,
+        idempotency_header: None,
     };
     (binding, notes)
 }

@@ -263,6 +263,12 @@ pub struct HttpBinding {
     /// Redirects followed at most (default 5; 0 follows none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_redirects: Option<u32>,
+    /// The header that carries the call's idempotency key, when it has one
+    /// (the caller's, or one the tool derives): `Idempotency-Key` for the
+    /// services that take the IETF draft's header, as Stripe and PayPal do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
+    pub idempotency_header: Option<String>,
 }
 
 /// The method of an HTTP binding's request; `GET` when not given.

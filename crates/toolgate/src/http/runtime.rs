@@ -120,7 +120,15 @@ impl HttpRuntime {
                 tool.name
             )));
         };
-        let prepared = prepare(binding, arguments, ctx.state_map(), &*self.env)?;
+        let mut prepared = prepare(binding, arguments, ctx.state_map(), &*self.env)?;
+        if let (Some(header), Some(key)) = (&binding.idempotency_header, ctx.idempotency_key()) {
+            prepared
+                .headers
+                .retain(|(name, _, _)| !name.eq_ignore_ascii_case(header));
+            prepared
+                .headers
+                .push((header.clone(), key.to_owned(), false));
+        }
         let timeout = tool
             .timeout
             .as_deref()
