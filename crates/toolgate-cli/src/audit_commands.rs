@@ -134,13 +134,17 @@ pub fn verify(args: &SpecArgs, state: &StateArgs, anchors: &[String]) -> Command
 
 /// `toolgate audit pending`.
 pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
-    let records = match open_existing_store(args, state)? {
-        Some(store) => store.pending().map_err(|e| e.to_string())?,
-        None => Vec::new(),
+    let (records, unknown) = match open_existing_store(args, state)? {
+        Some(store) => (
+            store.pending().map_err(|e| e.to_string())?,
+            toolgate::audit::unresolved_unknowns(store.as_ref()).map_err(|e| e.to_string())?,
+        ),
+        None => (Vec::new(), Vec::new()),
     };
     if args.json {
         let rows: Vec<Value> = records
             .iter()
+            .chain(&unknown)
             .map(|r| {
                 let mut row = serde_json::to_value(r).unwrap_or(Value::Null);
                 row["safe_to_rerun"] = json!(r.safe_to_rerun());
@@ -149,6 +153,32 @@ pub fn pending(args: &SpecArgs, state: &StateArgs) -> CommandResult {
             .collect();
         print_json(&rows);
         return Ok(ExitCode::SUCCESS);
+    }
+    if !unknown.is_empty() {
+        sayln!(
+            "{} call{} whose outcome is unknown (sent, but the answer was lost); the same call is refused in its conversation until resolved:",
+            unknown.len(),
+            if unknown.len() == 1 { "" } else { "s" }
+        );
+        for record in &unknown {
+            let e = &record.entry;
+            sayln!(
+                "! {}  {}  {}  run {}  session {}  principal {}: {}",
+                record.seq,
+                e.time,
+                e.tool,
+                e.run_id,
+                e.session,
+                e.principal,
+                first_line(e.message.as_deref().unwrap_or_default(), 100)
+            );
+        }
+        if records.is_empty() {
+            sayln!(
+                "Check whether each took effect, then record it with `toolgate audit resolve RUN_ID --outcome ok|error|cancelled`."
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     if records.is_empty() {
         sayln!("no pending calls: every intent in the audit log has a completion");

@@ -313,6 +313,9 @@ impl AuditRecord {
         if let Some(auth) = &e.auth {
             w.string("auth", auth);
         }
+        if let Some(call_hash) = &e.call_hash {
+            w.string("call_hash", call_hash);
+        }
         w.string("call_id", &e.call_id);
         if let Some(credential) = &e.credential {
             w.string("credential", credential);
@@ -328,6 +331,9 @@ impl AuditRecord {
         }
         if with_hash {
             w.string("hash", &self.hash);
+        }
+        if let Some(key) = &e.idempotency_key {
+            w.string("idempotency_key", key);
         }
         w.string("kind", e.kind.as_str());
         if let Some(message) = &e.message {
@@ -500,11 +506,14 @@ pub(crate) mod tests {
         full.entry.arguments = json!({"z": [1, 2.5, null, {"b": true, "a": "\u{7f}"}], "a": -3});
         full.entry.auth = Some("api_key".into());
         full.entry.credential = Some("key 3f9a0c1d (laptop)".into());
+        full.entry.call_hash = Some("9b1f".repeat(16));
+        full.entry.idempotency_key = Some("pay-\"7\"".into());
         let mut sparse = full.clone();
         let e = &mut sparse.entry;
         (e.effect, e.decision, e.reason, e.outcome, e.message) = (None, None, None, None, None);
         (e.duration_ms, e.attempts, e.arguments) = (None, None, Value::Null);
         (e.auth, e.credential) = (None, None);
+        (e.call_hash, e.idempotency_key) = (None, None);
         for record in [&full, &sparse] {
             assert_eq!(record.to_canonical_json(), generic_canonical(record, true));
             assert_eq!(

@@ -136,6 +136,27 @@ pub fn resolve_pending(
     Ok(record)
 }
 
+/// Calls whose outcome was recorded as unknown and that no operator has
+/// resolved yet, newest first (among the latest 1,000 unknown outcomes): each
+/// holds back the same call in its conversation until resolved.
+pub fn unresolved_unknowns(store: &dyn GateStore) -> Result<Vec<AuditRecord>, StoreError> {
+    let filter = crate::store::AuditFilter {
+        outcome: Some("unknown".into()),
+        ..Default::default()
+    };
+    let mut found = Vec::new();
+    for record in store.query(&filter, None, 1000)? {
+        let held = store.ledger_of_run(&record.entry.run_id)?;
+        let unresolved = held.iter().any(|(_, entry)| {
+            matches!(entry.outcome, Some(toolgate_core::Outcome::Unknown { .. }))
+        });
+        if unresolved {
+            found.push(record);
+        }
+    }
+    Ok(found)
+}
+
 /// The completion of a pending intent, as an operator found it.
 fn resolve_intent(
     store: &dyn GateStore,
