@@ -422,6 +422,56 @@ async fn an_approval_answers_the_tool_as_defined_when_it_was_asked() {
     );
 }
 
+#[tokio::test]
+async fn an_approval_used_by_a_call_that_then_did_not_run_still_stands() {
+    let spec = serde_json::from_value(json!({
+        "policy": {"effects": {"external": "ask", "read": "allow"}},
+        "limits": {"rate": [{"principal": "*", "calls": 1, "per": "1h"}]},
+        "tools": [
+            {"name": "pay", "description": "Pay an amount.", "effect": "external",
+             "parameters": {"type": "object", "properties": {"cents": {"type": "integer"}}},
+             "response": {"ok": true}},
+            {"name": "look", "description": "Look.", "effect": "read", "response": {}}
+        ]
+    }))
+    .unwrap();
+    let store: Arc<dyn GateStore> = Arc::new(MemoryGateStore::default());
+    let gate = Gate::from_spec(&spec, "t.yaml", &Catalog::new(), store.clone()).unwrap();
+    let operator = Principal::operator();
+    let Outcome::PendingApproval { approval_id, .. } = gate.call("s", pay(5), &operator).await
+    else {
+        panic!("asks first");
+    };
+    store
+        .approve(&approval_id, None, std::time::SystemTime::now())
+        .unwrap();
+    // The one call the rate limit allows goes elsewhere; the approved call
+    // is then refused by the limit, after its approval was taken.
+    assert!(
+        gate.call("s", ToolCall::new("c", "look", json!({})), &operator)
+            .await
+            .is_ok()
+    );
+    let limited = gate.call("s", pay(5), &operator).await;
+    assert!(
+        matches!(limited, Outcome::RateLimited { .. }),
+        "{limited:?}"
+    );
+    let record = &store.tail(1).unwrap()[0].entry;
+    assert!(
+        record
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains(&format!("{approval_id} given back")),
+        "{record:?}"
+    );
+    let approval = toolgate::store::ApprovalStore::get(store.as_ref(), &approval_id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(approval.status, toolgate::store::ApprovalStatus::Approved);
+}
+
 #[test]
 fn gate_options_keep_a_key_for_a_day_by_default() {
     assert_eq!(

@@ -254,72 +254,81 @@ impl Gate {
         let key = call.idempotency_key.as_deref();
         self.recall(request.session, key, tool.as_ref(), audit)?;
         let admitted = self.admit(request, &arguments, audit).await?;
-        self.authorize(request, &tool, &entry, &arguments, &admitted, audit)?;
-        let limited = self.rate_limit(call, principal)?;
-        let background = request.options.as_task || tool.descriptor().background.is_some();
-        let place = if background {
-            Some(
-                self.task_place(principal)
-                    .map_err(|o| Stop::Refused("rate_limited", o))?,
-            )
-        } else {
-            None
-        };
-        let slot = self.slot(call, &entry, cancel).await?;
-        let timeout = entry.timeout.unwrap_or(self.options.default_timeout);
-        audit.run_id = format!(
-            "{}-{}",
-            self.run_prefix,
-            self.runs.fetch_add(1, Ordering::Relaxed)
-        );
-        let keyed = self.claim_key(key, audit, timeout)?;
-        let recorded = self
-            .record_intent(request, &tool, &arguments, &admitted, timeout, audit)
-            .await;
-        let (intent, state) = match recorded {
-            Ok(recorded) => recorded,
-            Err(stop) => {
-                // Nothing ran: the key is free for the next try.
-                if let Some(keyed) = &keyed
-                    && let Err(e) = self
-                        .store
-                        .settle_ledger(&keyed.name, &audit.run_id, None, 0)
-                {
-                    tracing::warn!(error = %e, "an idempotency key could not be released");
+        let consumed = self.authorize(request, &tool, &entry, &arguments, &admitted, audit)?;
+        // From here to the intent, a stop gives back an approval the call
+        // consumed: it did not run, so the answer still stands.
+        let cleared = async {
+            let limited = self.rate_limit(call, principal)?;
+            let background = request.options.as_task || tool.descriptor().background.is_some();
+            let place = if background {
+                Some(
+                    self.task_place(principal)
+                        .map_err(|o| Stop::Refused("rate_limited", o))?,
+                )
+            } else {
+                None
+            };
+            let slot = self.slot(call, &entry, cancel).await?;
+            let timeout = entry.timeout.unwrap_or(self.options.default_timeout);
+            audit.run_id = format!(
+                "{}-{}",
+                self.run_prefix,
+                self.runs.fetch_add(1, Ordering::Relaxed)
+            );
+            let keyed = self.claim_key(key, audit, timeout)?;
+            let recorded = self
+                .record_intent(request, &tool, &arguments, &admitted, timeout, audit)
+                .await;
+            let (intent, state) = match recorded {
+                Ok(recorded) => recorded,
+                Err(stop) => {
+                    // Nothing ran: the key is free for the next try.
+                    if let Some(keyed) = &keyed
+                        && let Err(e) =
+                            self.store
+                                .settle_ledger(&keyed.name, &audit.run_id, None, 0)
+                    {
+                        tracing::warn!(error = %e, "an idempotency key could not be released");
+                    }
+                    audit.run_id = String::new();
+                    return Err(stop);
                 }
-                audit.run_id = String::new();
-                return Err(stop);
-            }
-        };
-        // What cancels the run: the caller's token, or a child of it for a
-        // background call (whose task may be cancelled alone).
-        let run_cancel = if background {
-            cancel.child_token()
-        } else {
-            cancel.clone()
-        };
-        let limits = RunLimits {
-            deadline: Instant::now() + timeout,
-            max_attempts: self.options.max_attempts.max(1),
-            backoff: self.options.backoff,
-        };
-        let ctx = self.tool_ctx(request, &tool, &arguments, &state, limits, &run_cancel)?;
-        Ok(Cleared {
-            tool,
-            entry,
-            arguments,
-            admitted,
-            limited,
-            place,
-            slot,
-            intent,
-            state,
-            timeout,
-            limits,
-            ctx,
-            run_cancel,
-            keyed,
-        })
+            };
+            // What cancels the run: the caller's token, or a child of it for a
+            // background call (whose task may be cancelled alone).
+            let run_cancel = if background {
+                cancel.child_token()
+            } else {
+                cancel.clone()
+            };
+            let limits = RunLimits {
+                deadline: Instant::now() + timeout,
+                max_attempts: self.options.max_attempts.max(1),
+                backoff: self.options.backoff,
+            };
+            let ctx = self.tool_ctx(request, &tool, &arguments, &state, limits, &run_cancel)?;
+            Ok::<_, Stop>(Cleared {
+                tool,
+                entry,
+                arguments,
+                admitted,
+                limited,
+                place,
+                slot,
+                intent,
+                state,
+                timeout,
+                limits,
+                ctx,
+                run_cancel,
+                keyed,
+            })
+        }
+        .await;
+        if let (Err(_), Some(id)) = (&cleared, &consumed) {
+            self.give_back(id, audit);
+        }
+        cleared
     }
 
     /// Bound: arguments past the limit, and an idempotency key that is not one,
@@ -460,7 +469,8 @@ impl Gate {
     /// Authorize: the policy decides this call (its rules' `when:` may read the
     /// arguments, the conversation and the caller's claims), then the flow's
     /// confirmations; a call to ask about waits for, or takes, a human's
-    /// answer. The audit records what decided.
+    /// answer. The audit records what decided. Returns the approval the call
+    /// consumed, if one let it through (a grant is not consumed).
     fn authorize(
         &self,
         request: &Request<'_>,
@@ -469,7 +479,7 @@ impl Gate {
         arguments: &Value,
         admitted: &Admitted,
         audit: &mut AuditEntry,
-    ) -> Result<(), Stop> {
+    ) -> Result<Option<String>, Stop> {
         let Request {
             session,
             call,
@@ -483,7 +493,7 @@ impl Gate {
         audit.decision = Some(verdict.decision);
         audit.reason = Some(verdict.audit_reason());
         match verdict.decision {
-            Decision::Allow => Ok(()),
+            Decision::Allow => Ok(None),
             Decision::Deny => Err(Stop::refused(
                 "denied",
                 Outcome::Denied {
@@ -510,7 +520,7 @@ impl Gate {
                             verdict.audit_reason(),
                             self.answered(&by)
                         ));
-                        Ok(())
+                        Ok(by.starts_with("ap-").then_some(by))
                     }
                     Ok(Resolution::Pending { id, .. }) => {
                         let outcome = Outcome::PendingApproval {
@@ -534,6 +544,23 @@ impl Gate {
                 }
             }
         }
+    }
+
+    /// Gives back approval `id`, consumed by a call that then stopped before it
+    /// ran, and says so in the call's audit record.
+    fn give_back(&self, id: &str, audit: &mut AuditEntry) {
+        let note = match self.store.give_back(id) {
+            Ok(()) => format!("{id} given back: the call did not run"),
+            Err(e) => {
+                tracing::warn!(approval = id, error = %e, "an approval could not be given back");
+                format!(
+                    "{id} used up, though the call did not run ({})",
+                    e.reported()
+                )
+            }
+        };
+        let reason = audit.reason.take().unwrap_or_default();
+        audit.reason = Some(format!("{reason}; {note}"));
     }
 
     /// Rate limit: checked once the call is known to be allowed, so that a call

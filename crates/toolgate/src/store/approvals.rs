@@ -352,6 +352,13 @@ pub trait ApprovalStore: Send + Sync {
         now: SystemTime,
     ) -> Result<Approval, StoreError>;
 
+    /// Approves again the approved request `id` that [`ApprovalStore::resolve`]
+    /// consumed (it answered [`Resolution::Granted`] with `by` its id) for a
+    /// call that then stopped before it ran (a rate limit, a cancellation, the
+    /// flow), so the next submission of the call runs it. Nothing changes
+    /// unless the request is consumed.
+    fn give_back(&self, id: &str) -> Result<(), StoreError>;
+
     /// [`ApprovalStore::approve_by`] from a program using this library (`api`).
     fn approve(
         &self,

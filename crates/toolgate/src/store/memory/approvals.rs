@@ -223,6 +223,18 @@ impl ApprovalStore for MemoryApprovals {
         Ok(approval)
     }
 
+    fn give_back(&self, id: &str) -> Result<(), StoreError> {
+        let mut inner = self.inner();
+        let consumed = inner
+            .approvals
+            .iter_mut()
+            .find(|a| a.id == id && a.status == ApprovalStatus::Consumed);
+        if let Some(approval) = consumed {
+            approval.status = ApprovalStatus::Approved;
+        }
+        Ok(())
+    }
+
     fn deny_by(
         &self,
         id: &str,

@@ -133,6 +133,9 @@ impl ApprovalStore for MemoryGateStore {
     ) -> Result<Approval, StoreError> {
         self.approvals.deny_by(id, reason, by, now)
     }
+    fn give_back(&self, id: &str) -> Result<(), StoreError> {
+        self.approvals.give_back(id)
+    }
 }
 
 impl AuditLog for MemoryGateStore {

@@ -313,6 +313,20 @@ impl ApprovalStore for PostgresStore {
         })
     }
 
+    fn give_back(&self, id: &str) -> Result<(), StoreError> {
+        let (inner, id) = (self.inner.clone(), id.to_owned());
+        self.run(async move {
+            let conn = inner.conn().await?;
+            conn.execute(
+                "UPDATE approvals SET status = 'approved' WHERE id = $1 AND status = 'consumed'",
+                &[&id],
+            )
+            .await
+            .map_err(inner.error("giving back an approval"))?;
+            Ok(())
+        })
+    }
+
     fn deny_by(
         &self,
         id: &str,

@@ -267,6 +267,16 @@ impl ApprovalStore for SqliteStore {
         Ok(approval)
     }
 
+    fn give_back(&self, id: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE approvals SET status = 'approved' WHERE id = ?1 AND status = 'consumed'",
+                [id],
+            )
+            .map_err(self.error("giving back an approval"))?;
+        Ok(())
+    }
+
     fn deny_by(
         &self,
         id: &str,
