@@ -28,6 +28,15 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether a call's idempotency key reaches what the tool acts on, so that
+    /// repeating the call under its key changes nothing more: true by default
+    /// (a Rust tool reads [`ToolCtx::idempotency_key`]); an HTTP binding says
+    /// so only when it names an `idempotency_header`, an upstream MCP tool never.
+    /// Only then does the gate retry an `idempotent` tool's call.
+    fn passes_idempotency_key(&self) -> bool {
+        true
+    }
+
     /// Whether the tool can run now. A tool that cannot (an upstream tool quarantined
     /// by its pin, or behind an open circuit) says why; the gate refuses the call
     /// before validating or authorizing it, so nobody is asked to approve a call that

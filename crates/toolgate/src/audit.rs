@@ -86,7 +86,15 @@ pub fn resolve_pending(
         Some(note) => format!("resolved by {resolved_by}: {note}"),
         None => format!("resolved by {resolved_by}"),
     };
-    let held = store.ledger_of_run(run_id)?;
+    // The run's entries still waiting for what became of it: a key whose run
+    // was lost or ended unknown, a call in doubt. A settled key is not.
+    let mut held = store.ledger_of_run(run_id)?;
+    held.retain(|(_, entry)| {
+        matches!(
+            entry.outcome,
+            None | Some(toolgate_core::Outcome::Unknown { .. })
+        )
+    });
     let pending = store
         .pending()?
         .into_iter()
@@ -140,6 +148,7 @@ pub fn resolve_pending(
 /// resolved yet, newest first (among the latest 1,000 unknown outcomes): each
 /// holds back the same call in its conversation until resolved.
 pub fn unresolved_unknowns(store: &dyn GateStore) -> Result<Vec<AuditRecord>, StoreError> {
+    // (A key still running is not here: its run may be going on.)
     let filter = crate::store::AuditFilter {
         outcome: Some("unknown".into()),
         ..Default::default()

@@ -166,6 +166,14 @@ impl DynTool for SpecTool {
             .as_ref()
             .and_then(|native| native.idempotency_key(input))
     }
+
+    fn passes_idempotency_key(&self) -> bool {
+        match (&self.native, &self.spec.http) {
+            (Some(native), _) => native.passes_idempotency_key(),
+            (None, Some(http)) => http.idempotency_header.is_some(),
+            (None, None) => true,
+        }
+    }
 }
 
 /// The runtime of a [`SpecTool`] built without one: the default network policy.

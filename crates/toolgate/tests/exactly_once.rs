@@ -218,6 +218,7 @@ async fn a_call_whose_key_is_still_running_elsewhere_is_told_to_retry() {
         outcome: None,
         lease_ms: now + 60_000,
         expires_ms: now + 3_600_000,
+        call: None,
     };
     let name = LedgerName::key(&operator.id, "busy");
     assert!(store.claim_ledger(&name, &held, now).unwrap().is_none());

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod console;
+pub mod effect_server;
 pub mod postgres;
 pub mod slow_server;
 pub mod stateless;

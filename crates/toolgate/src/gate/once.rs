@@ -92,23 +92,15 @@ impl Gate {
         let retention_ms =
             u64::try_from(self.options.idempotency_retention.as_millis()).unwrap_or(u64::MAX);
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        let call_hash = audit.call_hash.clone().unwrap_or_default();
-        let entry = LedgerEntry {
-            tool: audit.tool.clone(),
-            call_hash: call_hash.clone(),
-            run_id: audit.run_id.clone(),
-            session: audit.session.clone(),
-            principal: audit.principal.clone(),
-            outcome: None,
-            lease_ms: now
-                .saturating_add(timeout_ms)
-                .saturating_add(LEASE_GRACE_MS),
-            expires_ms: now.saturating_add(retention_ms.max(timeout_ms + LEASE_GRACE_MS)),
-        };
+        let lease = now
+            .saturating_add(timeout_ms)
+            .saturating_add(LEASE_GRACE_MS);
+        let expires = now.saturating_add(retention_ms.max(timeout_ms + LEASE_GRACE_MS));
+        let entry = entry_of(audit, None, lease, expires);
         let name = LedgerName::key(&audit.principal, key);
         match self.store.claim_ledger(&name, &entry, now) {
             Ok(None) => Ok(Some(Keyed { name, retention_ms })),
-            Ok(Some(held)) => Err(held_by(&held, key, &call_hash, now)),
+            Ok(Some(held)) => Err(held_by(&held, key, &entry.call_hash, now)),
             Err(e) => Err(Stop::failed(store_failure("the call ledger", e))),
         }
     }
@@ -150,7 +142,7 @@ fn held_by(held: &LedgerEntry, key: &str, call_hash: &str, now: u64) -> Stop {
 pub(super) fn may_repeat(tool: &dyn DynTool, ctx: &ToolCtx) -> bool {
     match tool.effect().retry() {
         Retry::Freely => true,
-        Retry::WithSameKey => ctx.idempotency_key().is_some(),
+        Retry::WithSameKey => ctx.idempotency_key().is_some() && tool.passes_idempotency_key(),
         Retry::Never => false,
     }
 }
@@ -169,22 +161,30 @@ pub(super) fn settle(
         store.settle_ledger(&keyed.name, &audit.run_id, Some(outcome), expires)?;
     }
     if let Outcome::Unknown { .. } = outcome {
-        let call_hash = audit.call_hash.clone().unwrap_or_default();
-        let doubt = LedgerEntry {
-            tool: audit.tool.clone(),
-            call_hash: call_hash.clone(),
-            run_id: audit.run_id.clone(),
-            session: audit.session.clone(),
-            principal: audit.principal.clone(),
-            outcome: Some(outcome.clone()),
-            lease_ms: now,
-            expires_ms: u64::MAX,
-        };
-        store.claim_ledger(
-            &LedgerName::in_doubt(&audit.session, &call_hash),
-            &doubt,
-            now,
-        )?;
+        // A doubt lasts until an operator resolves it.
+        let doubt = entry_of(audit, Some(outcome.clone()), now, u64::MAX);
+        let name = LedgerName::in_doubt(&audit.session, &doubt.call_hash);
+        store.claim_ledger(&name, &doubt, now)?;
     }
     Ok(())
+}
+
+/// The ledger entry of the call `audit` records.
+fn entry_of(
+    audit: &AuditEntry,
+    outcome: Option<Outcome>,
+    lease_ms: u64,
+    expires_ms: u64,
+) -> LedgerEntry {
+    LedgerEntry {
+        tool: audit.tool.clone(),
+        call_hash: audit.call_hash.clone().unwrap_or_default(),
+        run_id: audit.run_id.clone(),
+        session: audit.session.clone(),
+        principal: audit.principal.clone(),
+        outcome,
+        lease_ms,
+        expires_ms,
+        call: None,
+    }
 }

@@ -43,7 +43,7 @@ pub(super) async fn run(
     let deadline = limits.deadline;
     let may_retry = match tool.effect().retry() {
         Retry::Freely => true,
-        Retry::WithSameKey => ctx.idempotency_key().is_some(),
+        Retry::WithSameKey => ctx.idempotency_key().is_some() && tool.passes_idempotency_key(),
         Retry::Never => false,
     };
     let mut attempt = 0;

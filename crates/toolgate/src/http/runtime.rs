@@ -152,8 +152,9 @@ impl HttpRuntime {
             ))),
             result = tokio::time::timeout_at(deadline.into(), exchange) => match result {
                 Ok(result) => result,
-                Err(_) => Err(ToolError::retryable(format!(
-                    "{host} did not answer within {} (the tool's timeout)",
+                // The request may have gone out: what it did is not known.
+                Err(_) => Err(ToolError::unknown(format!(
+                    "{host} did not answer within {} (the tool's timeout); the request may have been received",
                     humantime::format_duration(timeout)
                 ))),
             },

@@ -14,6 +14,9 @@
 //!   call's hash): a call with effects whose outcome was lost. The same call in
 //!   that conversation is refused until an operator resolves the run.
 //!
+//! A third kind holds a call waiting for a person's approval as an MCP task
+//! ([`LedgerName::awaiting`]): the call, to run once approved, then its outcome.
+//!
 //! Resolving a run (`toolgate audit resolve`) settles every entry it holds: a
 //! key keeps what the operator found (and is forgotten if the call never ran),
 //! a doubt is lifted.
@@ -37,6 +40,18 @@ impl LedgerName {
     /// The entry of a call in doubt: `call_hash` in conversation `session`.
     pub fn in_doubt(session: &str, call_hash: &str) -> Self {
         Self(serde_json::json!(["doubt", session, call_hash]).to_string())
+    }
+
+    /// The entry of a call waiting for approval `approval_id` as a task (the
+    /// call itself, and then its outcome).
+    pub fn awaiting(approval_id: &str) -> Self {
+        Self(serde_json::json!(["awaiting", approval_id]).to_string())
+    }
+
+    /// The entry held while one process runs the approved call of
+    /// [`LedgerName::awaiting`], so that no other runs it too.
+    pub fn running(approval_id: &str) -> Self {
+        Self(serde_json::json!(["running", approval_id]).to_string())
     }
 
     /// The name as stored.
@@ -77,6 +92,10 @@ pub struct LedgerEntry {
     /// When the entry is forgotten (a key's retention; a doubt lasts until
     /// resolved).
     pub expires_ms: u64,
+    /// The call itself, for an entry that runs it later (a call waiting for
+    /// approval as a task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<toolgate_core::ToolCall>,
 }
 
 impl LedgerEntry {
@@ -157,6 +176,7 @@ mod tests {
             outcome: None,
             lease_ms: 100,
             expires_ms: 1000,
+            call: None,
         };
         assert_eq!(entry.outcome_at(99), None);
         assert_eq!(entry.outcome_at(100).map(|o| o.status()), Some("unknown"));

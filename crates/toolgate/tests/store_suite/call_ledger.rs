@@ -16,6 +16,7 @@ fn running(run: &str, now: u64) -> LedgerEntry {
         outcome: None,
         lease_ms: now + 1_000,
         expires_ms: now + 10_000,
+        call: None,
     }
 }
 

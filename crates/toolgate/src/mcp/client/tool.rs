@@ -56,6 +56,10 @@ impl DynTool for UpstreamTool {
         self.server.check_circuit()
     }
 
+    fn passes_idempotency_key(&self) -> bool {
+        false
+    }
+
     fn trusted(&self) -> bool {
         false
     }
