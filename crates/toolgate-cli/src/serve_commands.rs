@@ -74,6 +74,12 @@ pub struct ServeArgs {
     /// refused call), which are on by default.
     #[arg(long)]
     no_authorization_denials: bool,
+    /// Answer a call that waits for an approver with a task, polled with
+    /// `tasks/get` until a person answers (the draft asynchronous approval,
+    /// SEP-2848 as of 2026-09-25), to clients that declare the tasks extension;
+    /// on by default, this leaves it out.
+    #[arg(long)]
+    no_async_approvals: bool,
     /// HTTP sessions live at once, at most; a new one over the cap takes the
     /// place of the longest-idle session without a call in flight.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, requires = "http")]
@@ -195,6 +201,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 idle_timeout: args.session_idle,
             },
             authorization_denials: !args.no_authorization_denials,
+            async_approvals: !args.no_async_approvals,
         });
     if choice.is_shared() {
         // Behind a load balancer, a session's requests may reach any instance.

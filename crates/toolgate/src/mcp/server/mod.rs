@@ -21,6 +21,7 @@
 //! each outcome.
 
 mod approval;
+mod approval_task;
 mod capacity;
 #[cfg(feature = "code-mode")]
 mod code_offer;
@@ -51,6 +52,7 @@ use toolgate_core::Principal;
 use toolgate_core::search::ListedTools;
 
 pub use super::Downstream;
+pub use approval_task::ASYNC_APPROVAL_DRAFT;
 pub use capacity::{
     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, SessionLimits,
 };
@@ -103,6 +105,10 @@ pub struct ServeOptions {
     /// Put the draft structured authorization denial
     /// ([`AUTHORIZATION_DENIALS_DRAFT`]) on refused calls (default: on).
     pub authorization_denials: bool,
+    /// Answer a call that waits for an approver with a task, to a client that
+    /// declared the tasks extension: the draft asynchronous approval
+    /// ([`ASYNC_APPROVAL_DRAFT`]; default: on).
+    pub async_approvals: bool,
 }
 
 impl Default for ServeOptions {
@@ -112,6 +118,7 @@ impl Default for ServeOptions {
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             sessions: SessionLimits::default(),
             authorization_denials: true,
+            async_approvals: true,
         }
     }
 }

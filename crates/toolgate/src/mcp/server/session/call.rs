@@ -12,12 +12,12 @@ use tracing::Instrument;
 use super::Session;
 use super::caller::Caller;
 use crate::mcp::server::approval::{self, Answer};
-use crate::mcp::server::denial;
 use crate::mcp::server::input_required;
 use crate::mcp::server::result::{call_result, error_result};
 use crate::mcp::server::stateless;
 use crate::mcp::server::tasks;
 use crate::mcp::server::tools::arguments;
+use crate::mcp::server::{approval_task, denial};
 use crate::mcp::{Downstream, LogLevel};
 use crate::store::ApprovalStore;
 use crate::{Gate, Outcome, ToolCall};
@@ -200,6 +200,28 @@ impl Session {
             reason,
         } = &outcome
         {
+            // Only an approver may answer, and the client can take a task: the
+            // call waits as a task (SEP-2848) instead of failing now.
+            let tasks = context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+            if shared.options.async_approvals
+                && tasks
+                && approval::client_may_not_answer(gate, approval_id).is_some()
+            {
+                let envelope = shared.options.authorization_denials;
+                let principal = &caller.principal;
+                let task = approval_task::open(
+                    gate,
+                    &session,
+                    principal,
+                    call,
+                    approval_id,
+                    reason,
+                    envelope,
+                )?;
+                return Ok(CallToolResponse::Task(task));
+            }
             if is_stateless {
                 if let Some(why) = approval::client_may_not_answer(gate, approval_id) {
                     let message = approval::pending_message(approval_id, reason, Some(&why));

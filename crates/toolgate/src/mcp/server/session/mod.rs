@@ -224,6 +224,15 @@ impl ServerHandler for Session {
             .enable_logging()
             .build();
         super::tasks::advertise(&mut capabilities);
+        if self.shared.options.async_approvals {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    super::approval_task::TOOL_APPROVAL_EXTENSION.to_owned(),
+                    Default::default(),
+                );
+        }
         if self.shared.offers.prompts {
             capabilities.prompts = Some(Default::default());
         }
@@ -485,7 +494,17 @@ impl ServerHandler for Session {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        super::tasks::get(&self.caller(&context)?, &request)
+        let caller = self.caller(&context)?;
+        let options = &self.shared.options;
+        if options.async_approvals {
+            let (gate, principal) = (&caller.offering.gate, &caller.principal);
+            let id = &request.task_id;
+            let envelope = options.authorization_denials;
+            if let Some(found) = super::approval_task::get(gate, principal, id, envelope).await {
+                return found;
+            }
+        }
+        super::tasks::get(&caller, &request)
     }
 
     async fn update_task(
@@ -501,7 +520,14 @@ impl ServerHandler for Session {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        super::tasks::cancel(&self.caller(&context)?, &request)
+        let caller = self.caller(&context)?;
+        if self.shared.options.async_approvals {
+            let (gate, principal) = (&caller.offering.gate, &caller.principal);
+            if let Some(done) = super::approval_task::cancel(gate, principal, &request.task_id) {
+                return done;
+            }
+        }
+        super::tasks::cancel(&caller, &request)
     }
 
     async fn set_level(
