@@ -275,7 +275,14 @@ impl Gate {
                 self.run_prefix,
                 self.runs.fetch_add(1, Ordering::Relaxed)
             );
-            let keyed = self.claim_key(key, audit, timeout)?;
+            let keyed = match self.claim_key(key, audit, timeout) {
+                Ok(keyed) => keyed,
+                Err(stop) => {
+                    // A refusal: no run of its own.
+                    audit.run_id = String::new();
+                    return Err(stop);
+                }
+            };
             let recorded = self
                 .record_intent(request, &tool, &arguments, &admitted, timeout, audit)
                 .await;

@@ -54,7 +54,10 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The call's (validated) arguments.
     pub arguments: Value,
-    /// [`content_hash`](toolgate_core::content_hash) of `arguments`: what "the same call" means.
+    /// What "the same call" means: the gate gives the call's
+    /// [`call_hash`](toolgate_core::call_hash) (the tool as defined, and the
+    /// arguments), so an answer never covers a changed definition;
+    /// [`ApprovalRequest::new`] hashes the arguments alone.
     pub args_hash: String,
     /// Who made the call.
     pub principal: String,
