@@ -154,12 +154,20 @@ pub fn unresolved_unknowns(store: &dyn GateStore) -> Result<Vec<AuditRecord>, St
         ..Default::default()
     };
     let mut found = Vec::new();
+    let now = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     for record in store.query(&filter, None, 1000)? {
-        let held = store.ledger_of_run(&record.entry.run_id)?;
-        let unresolved = held.iter().any(|(_, entry)| {
-            matches!(entry.outcome, Some(toolgate_core::Outcome::Unknown { .. }))
-        });
-        if unresolved {
+        let e = &record.entry;
+        let name = crate::store::LedgerName::in_doubt(
+            &e.session,
+            e.call_hash.as_deref().unwrap_or_default(),
+        );
+        // Still in doubt, and by this run (not a later identical one).
+        if store
+            .ledger_entry(&name, now)?
+            .is_some_and(|doubt| doubt.run_id == e.run_id)
+        {
             found.push(record);
         }
     }

@@ -275,7 +275,14 @@ impl Gate {
                 self.run_prefix,
                 self.runs.fetch_add(1, Ordering::Relaxed)
             );
-            let keyed = match self.claim_key(key, audit, timeout) {
+            // A call with effects outside a flow claims its key with its intent.
+            let apart = admitted.governed() || tool.effect() == Effect::Read;
+            let claimed = if apart {
+                self.claim_key(key, audit, timeout)
+            } else {
+                Ok(None)
+            };
+            let keyed = match claimed {
                 Ok(keyed) => keyed,
                 Err(stop) => {
                     // A refusal: no run of its own.
@@ -286,8 +293,8 @@ impl Gate {
             let recorded = self
                 .record_intent(request, &tool, &arguments, &admitted, timeout, audit)
                 .await;
-            let (intent, state) = match recorded {
-                Ok(recorded) => recorded,
+            let (intent, state, keyed) = match recorded {
+                Ok((intent, state, with_intent)) => (intent, state, keyed.or(with_intent)),
                 Err(stop) => {
                     // Nothing ran: the key is free for the next try.
                     if let Some(keyed) = &keyed
@@ -621,7 +628,8 @@ impl Gate {
     /// state the call runs with. A call the flow governs is admitted for good,
     /// its intent recorded and its turn taken, in one step; a read's intent is
     /// kept to be committed with its completion (it leaves nothing to reconcile
-    /// if the process dies while it runs); any other call's is committed now.
+    /// if the process dies while it runs); any other call's is committed now,
+    /// with its idempotency key claimed in the same step (which it returns).
     async fn record_intent(
         &self,
         request: &Request<'_>,
@@ -630,7 +638,7 @@ impl Gate {
         admitted: &Admitted,
         timeout: Duration,
         audit: &mut AuditEntry,
-    ) -> Result<(Option<AuditEntry>, Map<String, Value>), Stop> {
+    ) -> Result<(Option<AuditEntry>, Map<String, Value>, Option<Keyed>), Stop> {
         let cancel = &request.options.cancel;
         audit.kind = RecordKind::Intent;
         if admitted.governed() {
@@ -638,7 +646,7 @@ impl Gate {
                 .flow
                 .claim(self, admitted, audit.clone(), arguments, timeout, cancel);
             return match claim.await {
-                Ok(state) => Ok((None, state)),
+                Ok(state) => Ok((None, state, None)),
                 Err(refusal) => {
                     audit.kind = RecordKind::Refusal;
                     if refusal.reason.is_some() {
@@ -648,16 +656,14 @@ impl Gate {
                 }
             };
         }
-        let intent = if tool.effect() == Effect::Read {
-            Some(audit.clone())
+        let (intent, keyed) = if tool.effect() == Effect::Read {
+            (Some(audit.clone()), None)
         } else {
-            if let Err(e) = self.store.append(audit.clone()) {
-                return Err(Stop::failed(store_failure("the audit log", e)));
-            }
-            None
+            let key = request.call.idempotency_key.as_deref();
+            (None, self.append_intent(key, audit, timeout)?)
         };
         match self.state(request.session) {
-            Ok(state) => Ok((intent, state)),
+            Ok(state) => Ok((intent, state, keyed)),
             Err(e) => Err(Stop::failed(store_failure("the state store", e))),
         }
     }

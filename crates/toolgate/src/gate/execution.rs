@@ -18,7 +18,7 @@ use toolgate_core::{
 };
 use tracing::Instrument;
 
-use super::once::{Keyed, may_repeat, millis, settle};
+use super::once::{Keyed, may_repeat, millis, settle, settled};
 use super::run::{RunEnd, RunLimits, run};
 use super::{Clock, Entry, Outcome, audit_message, tool_error};
 use crate::flow::Admitted;
@@ -152,20 +152,25 @@ impl Execution {
         // written alone if they cannot, so the read is seen pending, not lost.
         let read_intent = self.intent.clone();
         let now = millis((self.clock)());
-        if let Err(e) = settle(
-            self.store.as_ref(),
-            self.keyed.as_ref(),
-            &entry,
-            &outcome,
-            now,
-        ) {
+        // A call outside a flow settles its key with its completion; a governed
+        // one's turn is released with it, and its key settled apart.
+        let governed = self.admitted.governed();
+        let apart = if governed { self.keyed.as_ref() } else { None };
+        if let Err(e) = settle(self.store.as_ref(), apart, &entry, &outcome, now) {
             tracing::warn!(tool = %name, error = %e, "the call ledger could not record an outcome");
         }
-        let recorded = if self.admitted.governed() {
-            self.store.complete_turn(&self.session, &writes, entry)
-        } else {
-            self.store
-                .complete(&self.session, &writes, self.intent.take(), entry)
+        let recorded = match (&self.keyed, governed) {
+            (_, true) => self.store.complete_turn(&self.session, &writes, entry),
+            (Some(keyed), false) => self.store.complete_settling(
+                &self.session,
+                &writes,
+                self.intent.take(),
+                entry,
+                &settled(keyed, &outcome, now),
+            ),
+            (None, false) => self
+                .store
+                .complete(&self.session, &writes, self.intent.take(), entry),
         };
         let recorded = recorded.map_err(|e| {
             let pending = read_intent.is_none_or(|intent| self.store.append(intent).is_ok());

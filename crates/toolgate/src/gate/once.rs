@@ -14,12 +14,14 @@
 //! - **settle** (with the completion): the key keeps the outcome for the
 //!   retention; an unknown outcome of a call with effects puts the call in doubt.
 
+use std::time::Duration;
+
 use toolgate_core::{AuditEntry, DynTool, Effect, Outcome, Retry, ToolCtx};
 
 use super::Gate;
 use super::call::Stop;
 use super::store_failure::store_failure;
-use crate::store::{GateStore, LedgerEntry, LedgerName};
+use crate::store::{GateStore, LedgerEntry, LedgerName, Settle};
 
 /// How long past its deadline a keyed run holds its key before it is taken
 /// for lost.
@@ -78,16 +80,58 @@ impl Gate {
     }
 
     /// Claim: takes the call's key for its run, or stops it when another run
-    /// took the key first.
+    /// took the key first (a read, or a call the flow governs: their intents
+    /// are recorded apart).
     pub(super) fn claim_key(
         &self,
         key: Option<&str>,
         audit: &AuditEntry,
-        timeout: std::time::Duration,
+        timeout: Duration,
     ) -> Result<Option<Keyed>, Stop> {
         let Some(key) = key else {
             return Ok(None);
         };
+        let (keyed, entry, now) = self.key_entry(key, audit, timeout);
+        match self.store.claim_ledger(&keyed.name, &entry, now) {
+            Ok(None) => Ok(Some(keyed)),
+            Ok(Some(held)) => Err(held_by(&held, key, &entry.call_hash, now)),
+            Err(e) => Err(Stop::failed(store_failure("the call ledger", e))),
+        }
+    }
+
+    /// Records the intent of a call with effects, claiming its key with it in
+    /// one step of the store.
+    pub(super) fn append_intent(
+        &self,
+        key: Option<&str>,
+        audit: &AuditEntry,
+        timeout: Duration,
+    ) -> Result<Option<Keyed>, Stop> {
+        let Some(key) = key else {
+            return match self.store.append(audit.clone()) {
+                Ok(_) => Ok(None),
+                Err(e) => Err(Stop::failed(store_failure("the audit log", e))),
+            };
+        };
+        let (keyed, entry, now) = self.key_entry(key, audit, timeout);
+        match self
+            .store
+            .append_claiming(audit.clone(), &keyed.name, &entry, now)
+        {
+            Ok(None) => Ok(Some(keyed)),
+            Ok(Some(held)) => Err(held_by(&held, key, &entry.call_hash, now)),
+            Err(e) => Err(Stop::failed(store_failure("the audit log", e))),
+        }
+    }
+
+    /// The key's name and the entry that holds it for this run (until its
+    /// deadline and a grace, kept for the retention), as of now.
+    fn key_entry(
+        &self,
+        key: &str,
+        audit: &AuditEntry,
+        timeout: Duration,
+    ) -> (Keyed, LedgerEntry, u64) {
         let now = millis(self.clock_time());
         let retention_ms =
             u64::try_from(self.options.idempotency_retention.as_millis()).unwrap_or(u64::MAX);
@@ -96,13 +140,11 @@ impl Gate {
             .saturating_add(timeout_ms)
             .saturating_add(LEASE_GRACE_MS);
         let expires = now.saturating_add(retention_ms.max(timeout_ms + LEASE_GRACE_MS));
-        let entry = entry_of(audit, None, lease, expires);
-        let name = LedgerName::key(&audit.principal, key);
-        match self.store.claim_ledger(&name, &entry, now) {
-            Ok(None) => Ok(Some(Keyed { name, retention_ms })),
-            Ok(Some(held)) => Err(held_by(&held, key, &entry.call_hash, now)),
-            Err(e) => Err(Stop::failed(store_failure("the call ledger", e))),
-        }
+        let keyed = Keyed {
+            name: LedgerName::key(&audit.principal, key),
+            retention_ms,
+        };
+        (keyed, entry_of(audit, None, lease, expires), now)
     }
 }
 
@@ -147,8 +189,18 @@ pub(super) fn may_repeat(tool: &dyn DynTool, ctx: &ToolCtx) -> bool {
     }
 }
 
-/// Records in the ledger what a run came to: its key keeps the outcome; an
-/// unknown outcome puts the call in doubt in its conversation.
+/// What a run's key keeps when it ends with `outcome` at `now`.
+pub(super) fn settled(keyed: &Keyed, outcome: &Outcome, now: u64) -> Settle {
+    Settle {
+        name: keyed.name.clone(),
+        outcome: outcome.clone(),
+        expires_ms: now.saturating_add(keyed.retention_ms),
+    }
+}
+
+/// Records in the ledger what a run came to, where its completion did not:
+/// `keyed`, the key it holds, keeps the outcome; an unknown outcome puts the
+/// call in doubt in its conversation.
 pub(super) fn settle(
     store: &dyn GateStore,
     keyed: Option<&Keyed>,
@@ -157,8 +209,8 @@ pub(super) fn settle(
     now: u64,
 ) -> Result<(), crate::store::StoreError> {
     if let Some(keyed) = keyed {
-        let expires = now.saturating_add(keyed.retention_ms);
-        store.settle_ledger(&keyed.name, &audit.run_id, Some(outcome), expires)?;
+        let key = settled(keyed, outcome, now);
+        store.settle_ledger(&key.name, &audit.run_id, Some(outcome), key.expires_ms)?;
     }
     if let Outcome::Unknown { .. } = outcome {
         // A doubt lasts until an operator resolves it.

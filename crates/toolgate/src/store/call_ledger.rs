@@ -116,6 +116,17 @@ impl LedgerEntry {
     }
 }
 
+/// What a run's claim on a name came to, settled with its completion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settle {
+    /// The name the run holds.
+    pub name: LedgerName,
+    /// What the run came to.
+    pub outcome: Outcome,
+    /// When the entry is forgotten.
+    pub expires_ms: u64,
+}
+
 /// Where the ledger lives. Every method is one atomic step of the store.
 pub trait CallLedger: Send + Sync {
     /// The entry named `name`, unless there is none or it expired by `now_ms`.
@@ -146,7 +157,9 @@ pub trait CallLedger: Send + Sync {
         expires_ms: u64,
     ) -> Result<(), StoreError>;
 
-    /// The names `run_id` holds, with their entries.
+    /// The names `run_id` holds, with their entries: for an operator resolving
+    /// the run, so it reads the whole ledger (an index on runs would cost every
+    /// keyed call a page of writes).
     fn ledger_of_run(&self, run_id: &str) -> Result<Vec<(LedgerName, LedgerEntry)>, StoreError>;
 }
 

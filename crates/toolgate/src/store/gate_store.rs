@@ -10,7 +10,7 @@ use toolgate_core::{AuditEntry, AuditRecord};
 use super::calls::completed_call;
 use super::{
     Admission, AdmissionCheck, ApprovalStore, AuditLog, CallHistory, CallLedger, CodeRunStore,
-    RateCounters, StateStore, StoreError, TaskStore,
+    LedgerEntry, LedgerName, RateCounters, Settle, StateStore, StoreError, TaskStore,
 };
 
 /// The gate's persistence.
@@ -37,6 +37,51 @@ pub trait GateStore:
             self.append(intent)?;
         }
         self.append(completion)
+    }
+
+    /// Appends `intent` and claims `name` for its run (`entry`), in one
+    /// transaction where the store has them, unless an entry that has not
+    /// expired by `now_ms` holds the name: then that entry, and nothing is
+    /// written.
+    fn append_claiming(
+        &self,
+        intent: AuditEntry,
+        name: &LedgerName,
+        entry: &LedgerEntry,
+        now_ms: u64,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        if let Some(held) = self.claim_ledger(name, entry, now_ms)? {
+            return Ok(Some(held));
+        }
+        match self.append(intent) {
+            Ok(_) => Ok(None),
+            Err(e) => {
+                // Nothing ran: the name is free again.
+                let _ = self.settle_ledger(name, &entry.run_id, None, 0);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`GateStore::complete`], settling the run's claim (`settle`) with its
+    /// outcome in the same transaction where the store has them.
+    fn complete_settling(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
+        settle: &Settle,
+    ) -> Result<AuditRecord, StoreError> {
+        let run_id = completion.run_id.clone();
+        let record = self.complete(session, writes, intent, completion)?;
+        self.settle_ledger(
+            &settle.name,
+            &run_id,
+            Some(&settle.outcome),
+            settle.expires_ms,
+        )?;
+        Ok(record)
     }
 
     /// Admits a call of a conversation a flow governs, atomically across every

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use toolgate_core::{AuditEntry, AuditRecord};
 
-use super::StoreError;
 use super::calls::ran;
+use super::{Settle, StoreError};
 
 /// A write that ends with an audit record.
 // A write waits in the queue for microseconds; boxing the larger variant would add
@@ -45,6 +45,8 @@ pub(super) struct Completion {
     pub(super) release_turn: bool,
     /// Whether the call goes into its session's history (it ran).
     pub(super) in_history: bool,
+    /// The run's claim in the call ledger, settled with the completion.
+    pub(super) settle: Option<Settle>,
 }
 
 impl Write {
@@ -63,6 +65,7 @@ impl Write {
             completion,
             release_turn: false,
             in_history: true,
+            settle: None,
         })
     }
 
@@ -79,6 +82,7 @@ impl Write {
             completion,
             release_turn: true,
             in_history: true,
+            settle: None,
         })
     }
 
@@ -94,6 +98,7 @@ impl Write {
             completion,
             release_turn: true,
             in_history,
+            settle: None,
         })
     }
 

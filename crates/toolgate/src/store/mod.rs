@@ -57,7 +57,7 @@ pub use approvals::{
     Resolution,
 };
 pub use audit::{AuditFilter, AuditLog};
-pub use call_ledger::{CallLedger, LedgerEntry, LedgerName};
+pub use call_ledger::{CallLedger, LedgerEntry, LedgerName, Settle};
 pub use calls::{CallHistory, RecordedCall};
 pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, PausedRun};
 pub use error::StoreError;

@@ -11,8 +11,7 @@ pub(super) const MIGRATION: &str = "CREATE TABLE IF NOT EXISTS ledger (
     run_id     TEXT NOT NULL,
     entry      TEXT NOT NULL,
     expires_ms BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ledger_run ON ledger (run_id);";
+);";
 
 fn millis(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)

@@ -3,17 +3,18 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use toolgate_core::{AuditEntry, Outcome};
+
 use super::SqliteStore;
+use super::audit::append_in;
 use crate::store::{CallLedger, LedgerEntry, LedgerName, StoreError};
-use toolgate_core::Outcome;
 
 pub(super) const MIGRATION: &str = "CREATE TABLE IF NOT EXISTS ledger (
     name       TEXT PRIMARY KEY,
     run_id     TEXT NOT NULL,
     entry      TEXT NOT NULL CHECK (json_valid(entry)),
     expires_ms INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS ledger_run ON ledger (run_id);";
+) WITHOUT ROWID;";
 
 /// The entry under `name` as `conn` sees it, expired or not.
 fn entry_in(conn: &Connection, name: &LedgerName) -> rusqlite::Result<Option<(LedgerEntry, u64)>> {
@@ -43,6 +44,62 @@ fn put_in(conn: &Connection, name: &LedgerName, entry: &LedgerEntry) -> rusqlite
     )?
     .execute(params![name.as_str(), entry.run_id, text, expires])?;
     Ok(())
+}
+
+/// Records what `run_id`'s entry under `name` came to, inside an open
+/// transaction (`None` forgets it); nothing when another run holds the name.
+pub(super) fn settle_in(
+    tx: &Connection,
+    name: &LedgerName,
+    run_id: &str,
+    outcome: Option<&Outcome>,
+    expires_ms: u64,
+) -> rusqlite::Result<()> {
+    let Some((mut entry, _)) = entry_in(tx, name)? else {
+        return Ok(());
+    };
+    if entry.run_id != run_id {
+        return Ok(());
+    }
+    match outcome {
+        None => {
+            tx.prepare_cached("DELETE FROM ledger WHERE name = ?1")?
+                .execute([name.as_str()])?;
+        }
+        Some(outcome) => {
+            entry.outcome = Some(outcome.clone());
+            entry.expires_ms = expires_ms;
+            put_in(tx, name, &entry)?;
+        }
+    }
+    Ok(())
+}
+
+impl SqliteStore {
+    /// [`GateStore::append_claiming`](crate::store::GateStore::append_claiming)
+    /// in one IMMEDIATE transaction.
+    pub(super) fn append_claiming_in(
+        &self,
+        intent: AuditEntry,
+        name: &LedgerName,
+        entry: &LedgerEntry,
+        now_ms: u64,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        let error = self.error("recording an intent under its idempotency key");
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&error)?;
+        if let Some((held, expires)) = entry_in(&tx, name).map_err(&error)?
+            && expires > now_ms
+        {
+            return Ok(Some(held));
+        }
+        put_in(&tx, name, entry).map_err(&error)?;
+        append_in(&tx, intent).map_err(&error)?;
+        tx.commit().map_err(&error)?;
+        Ok(None)
+    }
 }
 
 impl CallLedger for SqliteStore {
@@ -89,23 +146,7 @@ impl CallLedger for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&error)?;
-        let Some((mut entry, _)) = entry_in(&tx, name).map_err(&error)? else {
-            return Ok(());
-        };
-        if entry.run_id != run_id {
-            return Ok(());
-        }
-        match outcome {
-            None => {
-                tx.execute("DELETE FROM ledger WHERE name = ?1", [name.as_str()])
-                    .map_err(&error)?;
-            }
-            Some(outcome) => {
-                entry.outcome = Some(outcome.clone());
-                entry.expires_ms = expires_ms;
-                put_in(&tx, name, &entry).map_err(&error)?;
-            }
-        }
+        settle_in(&tx, name, run_id, outcome, expires_ms).map_err(&error)?;
         tx.commit().map_err(&error)
     }
 

@@ -8,7 +8,9 @@ use toolgate_core::{AuditEntry, AuditRecord};
 
 use super::SqliteStore;
 use crate::store::group_commit::Write;
-use crate::store::{Admission, AdmissionCheck, GateStore, StoreError};
+use crate::store::{
+    Admission, AdmissionCheck, GateStore, LedgerEntry, LedgerName, Settle, StoreError,
+};
 
 impl GateStore for SqliteStore {
     fn complete(
@@ -19,6 +21,31 @@ impl GateStore for SqliteStore {
         completion: AuditEntry,
     ) -> Result<AuditRecord, StoreError> {
         self.commit_write(Write::complete(session, writes, intent, completion))
+    }
+
+    fn append_claiming(
+        &self,
+        intent: AuditEntry,
+        name: &LedgerName,
+        entry: &LedgerEntry,
+        now_ms: u64,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        self.append_claiming_in(intent, name, entry, now_ms)
+    }
+
+    fn complete_settling(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
+        settle: &Settle,
+    ) -> Result<AuditRecord, StoreError> {
+        let mut write = Write::complete(session, writes, intent, completion);
+        if let Write::Complete(completion) = &mut write {
+            completion.settle = Some(settle.clone());
+        }
+        self.commit_write(write)
     }
 
     fn admit(

@@ -9,6 +9,7 @@ use toolgate_core::AuditRecord;
 
 use super::SqliteStore;
 use super::audit::append_in;
+use super::call_ledger::settle_in;
 use super::calls::record_call_in;
 use super::state::write_state;
 use super::turns::release_in;
@@ -65,8 +66,14 @@ fn apply(write: Write, tx: &Connection) -> rusqlite::Result<AuditRecord> {
             completion,
             release_turn,
             in_history,
+            settle,
         }) => {
             write_state(tx, &session, &writes)?;
+            if let Some(settle) = &settle {
+                let run_id = &completion.run_id;
+                let (name, expires) = (&settle.name, settle.expires_ms);
+                settle_in(tx, name, run_id, Some(&settle.outcome), expires)?;
+            }
             if release_turn {
                 release_in(tx, &session, &completion.run_id)?;
             }
