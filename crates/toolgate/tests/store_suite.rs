@@ -207,6 +207,7 @@ suite!(
     rate_limits::expired_rate_buckets_are_swept_and_live_ones_stay_counted,
     sessions::a_session_written_on_one_handle_is_renewed_and_ended_on_another,
     call_ledger::a_key_is_claimed_by_one_of_many_handles_and_keeps_its_outcome,
+    call_ledger::an_intent_and_its_key_are_written_together_and_settled_with_the_completion,
 );
 
 /// An audit record of `kind` for run `run` of `tool` in `session`.

@@ -69,6 +69,21 @@ impl Write {
         })
     }
 
+    /// [`Write::complete`], settling the run's claim in the call ledger too.
+    pub(super) fn complete_settling(
+        session: &str,
+        writes: &[(String, Value)],
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
+        settle: &Settle,
+    ) -> Write {
+        let mut write = Write::complete(session, writes, intent, completion);
+        if let Write::Complete(completion) = &mut write {
+            completion.settle = Some(settle.clone());
+        }
+        write
+    }
+
     /// A governed call's completion, which also releases its session's turn.
     pub(super) fn complete_turn(
         session: &str,

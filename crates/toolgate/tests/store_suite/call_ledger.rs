@@ -80,3 +80,46 @@ pub(super) fn a_key_is_claimed_by_one_of_many_handles_and_keeps_its_outcome(back
     store.settle_ledger(&name, "run-late", None, 0).unwrap();
     assert!(store.ledger_entry(&name, now + 6_000).unwrap().is_none());
 }
+
+pub(super) fn an_intent_and_its_key_are_written_together_and_settled_with_the_completion(
+    backend: &dyn Backend,
+) {
+    let store = backend.open().unwrap();
+    let name = LedgerName::key("agent", "pay-2");
+    let now = 2_000_000;
+    let intent = entry(RecordKind::Intent, "r-k", "s", "pay");
+    let held = store
+        .append_claiming(intent, &name, &running("r-k", now), now)
+        .unwrap();
+    assert_eq!(held, None);
+    // Another run under the key is refused, and its intent is not written.
+    let other = entry(RecordKind::Intent, "r-other", "s", "pay");
+    let held = backend
+        .open()
+        .unwrap()
+        .append_claiming(other, &name, &running("r-other", now), now)
+        .unwrap();
+    assert_eq!(held.map(|h| h.run_id).as_deref(), Some("r-k"));
+    let pending: Vec<String> = store
+        .pending()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.entry.run_id)
+        .collect();
+    assert_eq!(pending, ["r-k"]);
+
+    let declined = Outcome::error("declined", false);
+    let settle = toolgate::store::Settle {
+        name: name.clone(),
+        outcome: declined.clone(),
+        expires_ms: now + 5_000,
+    };
+    let completion = entry(RecordKind::Completion, "r-k", "s", "pay");
+    store
+        .complete_settling("s", &[], None, completion, &settle)
+        .unwrap();
+    assert!(store.pending().unwrap().is_empty());
+    let settled = store.ledger_entry(&name, now).unwrap().unwrap();
+    assert_eq!(settled.outcome, Some(declined));
+    assert_eq!(settled.expires_ms, now + 5_000);
+}

@@ -19,7 +19,10 @@ use super::state::load_in;
 use super::writer::{Chain, lock_and_head};
 use super::{Inner, PostgresStore};
 use crate::store::group_commit::Write;
-use crate::store::{Admission, AdmissionCheck, GateStore, RateCounters, RecordedCall, StoreError};
+use crate::store::{
+    Admission, AdmissionCheck, GateStore, LedgerEntry, LedgerName, RateCounters, RecordedCall,
+    Settle, StoreError,
+};
 
 /// Milliseconds since the Unix epoch, the unit a lease is kept in.
 fn now_ms() -> i64 {
@@ -38,6 +41,28 @@ enum Step {
 }
 
 impl GateStore for PostgresStore {
+    fn append_claiming(
+        &self,
+        intent: AuditEntry,
+        name: &LedgerName,
+        entry: &LedgerEntry,
+        now_ms: u64,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        self.append_claiming_in(intent, name, entry, now_ms)
+    }
+
+    fn complete_settling(
+        &self,
+        session: &str,
+        writes: &[(String, Value)],
+        intent: Option<AuditEntry>,
+        completion: AuditEntry,
+        settle: &Settle,
+    ) -> Result<AuditRecord, StoreError> {
+        let write = Write::complete_settling(session, writes, intent, completion, settle);
+        self.commit_write(write)
+    }
+
     fn rate_counters(&self) -> Option<&dyn RateCounters> {
         Some(self)
     }

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::GenericClient;
 use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH};
 
+use super::call_ledger::settle_in;
 use super::{Inner, StoreError, WRITE_LOCK};
 use crate::store::calls::completed_call;
 use crate::store::group_commit::Write;
@@ -177,6 +178,11 @@ async fn apply(
         Write::Append(entry) => Ok(chain.push(entry)),
         Write::Complete(c) => {
             write_state(tx, inner, &c.session, &c.writes).await?;
+            if let Some(settle) = &c.settle {
+                let (name, run_id) = (settle.name.as_str(), &c.completion.run_id);
+                let (outcome, expires) = (Some(&settle.outcome), settle.expires_ms);
+                settle_in(tx, inner, name, run_id, outcome, expires).await?;
+            }
             if c.release_turn {
                 release_turn(tx, inner, &c.session, &c.completion.run_id).await?;
             }

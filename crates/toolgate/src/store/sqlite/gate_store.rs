@@ -41,10 +41,7 @@ impl GateStore for SqliteStore {
         completion: AuditEntry,
         settle: &Settle,
     ) -> Result<AuditRecord, StoreError> {
-        let mut write = Write::complete(session, writes, intent, completion);
-        if let Write::Complete(completion) = &mut write {
-            completion.settle = Some(settle.clone());
-        }
+        let write = Write::complete_settling(session, writes, intent, completion, settle);
         self.commit_write(write)
     }
 
