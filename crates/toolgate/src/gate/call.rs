@@ -5,8 +5,10 @@
 //! Each stage is a method that either lets the call on (with what it found) or
 //! stops it with a `Stop`; the spine, `Gate::through_stages`, is the list of
 //! stages. A stage that refuses fills the audit entry with what decided, and the
-//! spine records the refusal. What comes after the intent is recorded (running
-//! the tool, the state writes, the completion) is `Execution`'s.
+//! spine records the refusal. Most stages are here; authorize is in
+//! `authorize`, and recall and the key's claim in `once`. What comes after the
+//! intent is recorded (running the tool, the state writes, the completion) is
+//! `Execution`'s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -31,7 +33,6 @@ use super::store_failure::store_failure;
 use super::task::{TaskPlace, TaskScope};
 use super::{Entry, Gate, Outcome, ToolCall, audit_message, tool_error};
 use crate::flow::Admitted;
-use crate::store::{ApprovalRequest, Resolution};
 
 /// How [`Gate::call_with`] runs a call, beyond what the call is. The default is
 /// a plain call: never cancelled, run where it is made unless its tool runs in
@@ -69,11 +70,11 @@ impl std::fmt::Debug for CallOptions {
 
 /// A call as it was asked of the gate: what, in which conversation, by whom
 /// and how; what every stage reads.
-struct Request<'a> {
-    session: &'a str,
-    call: &'a ToolCall,
-    principal: &'a Principal,
-    options: &'a CallOptions,
+pub(super) struct Request<'a> {
+    pub(super) session: &'a str,
+    pub(super) call: &'a ToolCall,
+    pub(super) principal: &'a Principal,
+    pub(super) options: &'a CallOptions,
 }
 
 /// Why a call stopped before its tool ran.
@@ -478,103 +479,6 @@ impl Gate {
                 audit.reason = refusal.reason;
                 Stop::refused(refusal.status, refusal.outcome)
             })
-    }
-
-    /// Authorize: the policy decides this call (its rules' `when:` may read the
-    /// arguments, the conversation and the caller's claims), then the flow's
-    /// confirmations; a call to ask about waits for, or takes, a human's
-    /// answer. The audit records what decided. Returns the approval the call
-    /// consumed, if one let it through (a grant is not consumed).
-    fn authorize(
-        &self,
-        request: &Request<'_>,
-        tool: &Arc<dyn DynTool>,
-        entry: &Entry,
-        arguments: &Value,
-        admitted: &Admitted,
-        audit: &mut AuditEntry,
-    ) -> Result<Option<String>, Stop> {
-        let Request {
-            session,
-            call,
-            principal,
-            ..
-        } = *request;
-        let verdict = match self.decide_call(session, tool.descriptor(), arguments, principal) {
-            Ok(verdict) => admitted.decide(verdict),
-            Err(e) => return Err(Stop::failed(store_failure("the state store", e))),
-        };
-        audit.decision = Some(verdict.decision);
-        audit.reason = Some(verdict.audit_reason());
-        match verdict.decision {
-            Decision::Allow => Ok(None),
-            Decision::Deny => Err(Stop::refused(
-                "denied",
-                Outcome::Denied {
-                    reason: verdict.reason,
-                },
-            )),
-            Decision::Ask => {
-                let hash = audit
-                    .call_hash
-                    .get_or_insert_with(|| call_hash(&call.name, &entry.definition, arguments));
-                let request = ApprovalRequest {
-                    session: session.to_owned(),
-                    tool: call.name.clone(),
-                    arguments: audit.arguments.clone(),
-                    args_hash: hash.clone(),
-                    principal: principal.id.clone(),
-                    reason: verdict.reason.clone(),
-                    answered_by: verdict.answered_by,
-                };
-                match self.store.resolve(&request, (self.clock)()) {
-                    Ok(Resolution::Granted { by }) => {
-                        audit.reason = Some(format!(
-                            "{}; approved ({})",
-                            verdict.audit_reason(),
-                            self.answered(&by)
-                        ));
-                        Ok(by.starts_with("ap-").then_some(by))
-                    }
-                    Ok(Resolution::Pending { id, .. }) => {
-                        let outcome = Outcome::PendingApproval {
-                            approval_id: id,
-                            reason: verdict.reason,
-                        };
-                        Err(Stop::refused("pending_approval", outcome))
-                    }
-                    Ok(Resolution::Denied { reason, id }) => {
-                        audit.reason = Some(format!(
-                            "{}; denied ({})",
-                            verdict.audit_reason(),
-                            self.answered(&id)
-                        ));
-                        let outcome = Outcome::Denied {
-                            reason: format!("a human denied this call: {reason}"),
-                        };
-                        Err(Stop::refused("denied", outcome))
-                    }
-                    Err(e) => Err(Stop::failed(store_failure("the approvals store", e))),
-                }
-            }
-        }
-    }
-
-    /// Gives back approval `id`, consumed by a call that then stopped before it
-    /// ran, and says so in the call's audit record.
-    fn give_back(&self, id: &str, audit: &mut AuditEntry) {
-        let note = match self.store.give_back(id) {
-            Ok(()) => format!("{id} given back: the call did not run"),
-            Err(e) => {
-                tracing::warn!(approval = id, error = %e, "an approval could not be given back");
-                format!(
-                    "{id} used up, though the call did not run ({})",
-                    e.reported()
-                )
-            }
-        };
-        let reason = audit.reason.take().unwrap_or_default();
-        audit.reason = Some(format!("{reason}; {note}"));
     }
 
     /// Rate limit: checked once the call is known to be allowed, so that a call

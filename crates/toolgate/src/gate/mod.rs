@@ -21,10 +21,11 @@
 //!
 //! This file holds the gate and what it answers about itself; the call path is
 //! in `call`, the run after the intent in `execution`, background tasks in
-//! `task`, what must not run twice in `once`.
+//! `task`, what must not run twice in `once`, the authorize stage in `authorize`.
 
 mod arguments;
 mod authenticated;
+mod authorize;
 mod builder;
 mod call;
 mod call_span;

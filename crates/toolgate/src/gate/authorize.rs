@@ -1,0 +1,113 @@
+//! The authorize stage: the policy decides a call, then the flow's
+//! confirmations; a call to ask about waits for, or takes, a human's answer, and
+//! an answer the call used up is given back if it then stops before it runs.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolgate_core::{AuditEntry, Decision, DynTool, Outcome, call_hash};
+
+use super::call::{Request, Stop};
+use super::store_failure::store_failure;
+use super::{Entry, Gate};
+use crate::flow::Admitted;
+use crate::store::{ApprovalRequest, Resolution};
+
+impl Gate {
+    /// Authorize: the policy decides this call (its rules' `when:` may read the
+    /// arguments, the conversation and the caller's claims), then the flow's
+    /// confirmations; a call to ask about waits for, or takes, a human's
+    /// answer. The audit records what decided. Returns the approval the call
+    /// consumed, if one let it through (a grant is not consumed).
+    pub(super) fn authorize(
+        &self,
+        request: &Request<'_>,
+        tool: &Arc<dyn DynTool>,
+        entry: &Entry,
+        arguments: &Value,
+        admitted: &Admitted,
+        audit: &mut AuditEntry,
+    ) -> Result<Option<String>, Stop> {
+        let Request {
+            session,
+            call,
+            principal,
+            ..
+        } = *request;
+        let verdict = match self.decide_call(session, tool.descriptor(), arguments, principal) {
+            Ok(verdict) => admitted.decide(verdict),
+            Err(e) => return Err(Stop::failed(store_failure("the state store", e))),
+        };
+        audit.decision = Some(verdict.decision);
+        audit.reason = Some(verdict.audit_reason());
+        match verdict.decision {
+            Decision::Allow => Ok(None),
+            Decision::Deny => Err(Stop::refused(
+                "denied",
+                Outcome::Denied {
+                    reason: verdict.reason,
+                },
+            )),
+            Decision::Ask => {
+                let hash = audit
+                    .call_hash
+                    .get_or_insert_with(|| call_hash(&call.name, &entry.definition, arguments));
+                let request = ApprovalRequest {
+                    session: session.to_owned(),
+                    tool: call.name.clone(),
+                    arguments: audit.arguments.clone(),
+                    args_hash: hash.clone(),
+                    principal: principal.id.clone(),
+                    reason: verdict.reason.clone(),
+                    answered_by: verdict.answered_by,
+                };
+                match self.store.resolve(&request, (self.clock)()) {
+                    Ok(Resolution::Granted { by }) => {
+                        audit.reason = Some(format!(
+                            "{}; approved ({})",
+                            verdict.audit_reason(),
+                            self.answered(&by)
+                        ));
+                        Ok(by.starts_with("ap-").then_some(by))
+                    }
+                    Ok(Resolution::Pending { id, .. }) => {
+                        let outcome = Outcome::PendingApproval {
+                            approval_id: id,
+                            reason: verdict.reason,
+                        };
+                        Err(Stop::refused("pending_approval", outcome))
+                    }
+                    Ok(Resolution::Denied { reason, id }) => {
+                        audit.reason = Some(format!(
+                            "{}; denied ({})",
+                            verdict.audit_reason(),
+                            self.answered(&id)
+                        ));
+                        let outcome = Outcome::Denied {
+                            reason: format!("a human denied this call: {reason}"),
+                        };
+                        Err(Stop::refused("denied", outcome))
+                    }
+                    Err(e) => Err(Stop::failed(store_failure("the approvals store", e))),
+                }
+            }
+        }
+    }
+
+    /// Gives back approval `id`, consumed by a call that then stopped before it
+    /// ran, and says so in the call's audit record.
+    pub(super) fn give_back(&self, id: &str, audit: &mut AuditEntry) {
+        let note = match self.store.give_back(id) {
+            Ok(()) => format!("{id} given back: the call did not run"),
+            Err(e) => {
+                tracing::warn!(approval = id, error = %e, "an approval could not be given back");
+                format!(
+                    "{id} used up, though the call did not run ({})",
+                    e.reported()
+                )
+            }
+        };
+        let reason = audit.reason.take().unwrap_or_default();
+        audit.reason = Some(format!("{reason}; {note}"));
+    }
+}
