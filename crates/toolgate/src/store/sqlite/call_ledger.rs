@@ -76,16 +76,18 @@ pub(super) fn settle_in(
 }
 
 impl SqliteStore {
-    /// [`GateStore::append_claiming`](crate::store::GateStore::append_claiming)
-    /// in one IMMEDIATE transaction.
-    pub(super) fn append_claiming_in(
+    /// Claims `name` for `entry` unless a live entry holds it (then that
+    /// entry), appending `intent` with the claim: one IMMEDIATE transaction,
+    /// which [`GateStore::append_claiming`](crate::store::GateStore::append_claiming)
+    /// and [`CallLedger::claim_ledger`] both are.
+    pub(super) fn claim_with(
         &self,
-        intent: AuditEntry,
         name: &LedgerName,
         entry: &LedgerEntry,
         now_ms: u64,
+        intent: Option<AuditEntry>,
     ) -> Result<Option<LedgerEntry>, StoreError> {
-        let error = self.error("recording an intent under its idempotency key");
+        let error = self.error("claiming a call in the ledger");
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -96,7 +98,9 @@ impl SqliteStore {
             return Ok(Some(held));
         }
         put_in(&tx, name, entry).map_err(&error)?;
-        append_in(&tx, intent).map_err(&error)?;
+        if let Some(intent) = intent {
+            append_in(&tx, intent).map_err(&error)?;
+        }
         tx.commit().map_err(&error)?;
         Ok(None)
     }
@@ -119,19 +123,7 @@ impl CallLedger for SqliteStore {
         entry: &LedgerEntry,
         now_ms: u64,
     ) -> Result<Option<LedgerEntry>, StoreError> {
-        let error = self.error("claiming a call in the ledger");
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&error)?;
-        if let Some((held, expires)) = entry_in(&tx, name).map_err(&error)?
-            && expires > now_ms
-        {
-            return Ok(Some(held));
-        }
-        put_in(&tx, name, entry).map_err(&error)?;
-        tx.commit().map_err(&error)?;
-        Ok(None)
+        self.claim_with(name, entry, now_ms, None)
     }
 
     fn settle_ledger(

@@ -30,7 +30,7 @@ impl GateStore for SqliteStore {
         entry: &LedgerEntry,
         now_ms: u64,
     ) -> Result<Option<LedgerEntry>, StoreError> {
-        self.append_claiming_in(intent, name, entry, now_ms)
+        self.claim_with(name, entry, now_ms, Some(intent))
     }
 
     fn complete_settling(
