@@ -8,11 +8,13 @@
 //!   going is refused with a retry hint (`in_flight`). A call with effects whose
 //!   identical predecessor in the conversation has an unknown outcome is refused,
 //!   naming that run (`in_doubt`), until an operator resolves it.
-//! - **claim** (just before the intent is recorded): the key is taken for this
-//!   run, atomically across every process sharing the store, so two callers
-//!   racing one key run it once.
-//! - **settle** (with the completion): the key keeps the outcome for the
-//!   retention; an unknown outcome of a call with effects puts the call in doubt.
+//! - **claim** (with the intent of a call with effects, in one step of the
+//!   store; just before it, for a read or a call the flow governs): the key is
+//!   taken for this run, atomically across every process sharing the store, so
+//!   two callers racing one key run it once.
+//! - **settle** (with the completion, in one step where the call is not
+//!   governed): the key keeps the outcome for the retention; an unknown outcome
+//!   of a call with effects puts the call in doubt.
 
 use std::time::Duration;
 
@@ -27,7 +29,8 @@ use crate::store::{GateStore, LedgerEntry, LedgerName, Settle};
 /// for lost.
 const LEASE_GRACE_MS: u64 = 60_000;
 
-/// The ledger side of a call that will run: its key's name, if it has one.
+/// The idempotency key a call that will run holds: its name in the ledger, and
+/// how long it keeps the call's outcome.
 pub(super) struct Keyed {
     pub name: LedgerName,
     pub retention_ms: u64,
