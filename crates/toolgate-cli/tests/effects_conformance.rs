@@ -22,6 +22,7 @@
 //! | MCP over stdio, session (JSON-RPC lines)      | x |   |   | x  |   |
 //! | code mode (`toolgate code run`)               | x |   |   |    | x |
 //! | web console answering a stateless MCP call's approval |   |   | x |    |   |
+//! | web console resolving a stateless MCP call's lost answer |   |   |   |    | x |
 //! | two `serve --http` on one PostgreSQL, racing one key² |   |   |   | x  |   |
 //!
 //! ¹ the key in `_meta["toolgate/idempotency_key"]` and in the `Idempotency-Key`
@@ -673,6 +674,42 @@ fn processes_racing_one_key_run_the_payment_once_through_toolgate_call() {
 }
 
 // ---- 5. lost response ---------------------------------------------------------------
+
+#[tokio::test]
+async fn a_lost_payment_is_resolved_in_the_console_and_then_runs_again() {
+    use support::console::{csrf, get, log_in, post};
+    let Desk { dir, server } = Desk::new();
+    server.set_mode(Mode::LoseResponse);
+    let served = support::console::start(dir, &["serve", "--http", "127.0.0.1:0", "--console"]);
+    let url = format!("{}/mcp", served.base);
+    let cookie = log_in(&served).await;
+    let lost = mcp_call(&url, "c1", &pay(SMALL), Key::None).await;
+    assert!(text(&lost).contains("may have happened"), "{lost}");
+    let held = mcp_call(&url, "c1", &pay(SMALL), Key::None).await;
+    assert!(text(&held).contains("may already have happened"), "{held}");
+    assert_eq!(server.hits(), 1);
+
+    // The console lists it with the pending calls, and resolves it.
+    let (_, page) = get(&served, "/audit/pending", &cookie).await;
+    let action = page
+        .split("action=\"/audit/resolve/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no resolve action in {page}"));
+    let path = format!("/audit/resolve/{action}");
+    let form = [
+        ("csrf", csrf(&page)),
+        ("outcome", "error".to_owned()),
+        ("note", "no charge at the bank".to_owned()),
+    ];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(post(&served, &path, &cookie, &form).await, 303);
+
+    server.set_mode(Mode::Answer);
+    let ran = mcp_call(&url, "c1", &pay(SMALL), Key::None).await;
+    assert!(!is_error(&ran), "{ran}");
+    assert_eq!(server.hits(), 2, "resolved, the payment may be made again");
+}
 
 #[test]
 fn a_lost_response_is_unknown_and_holds_the_same_call_until_resolved_through_toolgate_call() {

@@ -1,8 +1,8 @@
 //! The Audit page: the log newest first, a page at a time, filtered by
 //! session, principal, tool, outcome and time ([`AuditLog::query`]); one
 //! record's details; **Verify** (the chain, and anchors pasted in); and the
-//! calls a crash left pending, each with the resolve action of `toolgate audit
-//! resolve`.
+//! calls a crash left pending or whose outcome is unknown, each with the resolve
+//! action of `toolgate audit resolve`.
 
 use axum::Extension;
 use axum::extract::{Form, Path, Query, State};
@@ -184,14 +184,20 @@ fn status(entry: &AuditEntry) -> &str {
         .unwrap_or("-")
 }
 
-/// `GET /audit/pending`: the calls a crash left pending, each with resolve.
+/// `GET /audit/pending`: the calls a crash left pending, and those whose
+/// outcome was lost (unknown) and is not yet resolved, each with resolve.
 /// (Its own page: finding them reads the whole log.)
 pub(super) async fn pending(
     State(app): State<App>,
     Extension(viewer): Extension<Viewer>,
 ) -> Response {
     let store = app.gate().store().clone();
-    let pending = match off_the_runtime(move || store.pending()).await {
+    let found = off_the_runtime(move || {
+        let mut pending = store.pending()?;
+        pending.extend(crate::audit::unresolved_unknowns(store.as_ref())?);
+        Ok(pending)
+    });
+    let pending = match found.await {
         Ok(mut pending) => {
             pending.retain(|r| viewer.sees(&r.entry.principal));
             pending
@@ -256,6 +262,8 @@ pub(super) async fn record(
             (row("message", e.message.as_deref()))
             (row("authenticated", e.auth.as_deref()))
             (row("credential", e.credential.as_deref()))
+            (row("call hash", e.call_hash.as_deref()))
+            (row("idempotency key", e.idempotency_key.as_deref()))
             (row("hash", Some(&record.hash)))
             (row("previous hash", Some(&record.prev_hash)))
         }
@@ -349,7 +357,7 @@ fn first_bad(at: ChainBreak) -> u64 {
 fn pending_calls(viewer: &Viewer, pending: &[AuditRecord]) -> Markup {
     html! {
         h2 { "Calls left pending" }
-        p.muted { "These started but never completed (the process stopped while they ran). Check whether each took effect, then record what became of it." }
+        p.muted { "These started but never completed (the process stopped while they ran), or their answer was lost (outcome unknown: the same call is refused in its conversation until resolved). Check whether each took effect, then record what became of it." }
         table #pending-calls {
             thead { tr { th { "#" } th { "Time" } th { "Tool" } th { "Session" } th { "Run" } th { "Resolve" } } }
             tbody {
