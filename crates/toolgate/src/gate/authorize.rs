@@ -68,7 +68,7 @@ impl Gate {
                             verdict.audit_reason(),
                             self.answered(&by)
                         ));
-                        Ok(by.starts_with("ap-").then_some(by))
+                        Ok(crate::store::names_approval(&by).then_some(by))
                     }
                     Ok(Resolution::Pending { id, .. }) => {
                         let outcome = Outcome::PendingApproval {

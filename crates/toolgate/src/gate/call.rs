@@ -278,10 +278,9 @@ impl Gate {
             );
             // A call with effects outside a flow claims its key with its intent.
             let apart = admitted.governed() || tool.effect() == Effect::Read;
-            let claimed = if apart {
-                self.claim_key(key, audit, timeout)
-            } else {
-                Ok(None)
+            let claimed = match key {
+                Some(key) if apart => self.claim_key(key, audit, timeout, None).map(Some),
+                _ => Ok(None),
             };
             let keyed = match claimed {
                 Ok(keyed) => keyed,
@@ -563,8 +562,14 @@ impl Gate {
         let (intent, keyed) = if tool.effect() == Effect::Read {
             (Some(audit.clone()), None)
         } else {
-            let key = request.call.idempotency_key.as_deref();
-            (None, self.append_intent(key, audit, timeout)?)
+            let keyed = match request.call.idempotency_key.as_deref() {
+                Some(key) => Some(self.claim_key(key, audit, timeout, Some(audit.clone()))?),
+                None => match self.store.append(audit.clone()) {
+                    Ok(_) => None,
+                    Err(e) => return Err(Stop::failed(store_failure("the audit log", e))),
+                },
+            };
+            (None, keyed)
         };
         match self.state(request.session) {
             Ok(state) => Ok((intent, state, keyed)),

@@ -51,6 +51,10 @@ impl Gate {
         tool: &dyn DynTool,
         audit: &AuditEntry,
     ) -> Result<(), Stop> {
+        let read = tool.effect() == Effect::Read;
+        if key.is_none() && read {
+            return Ok(());
+        }
         let call_hash = audit.call_hash.as_deref().unwrap_or_default();
         let now = millis(self.clock_time());
         if let Some(key) = key {
@@ -61,7 +65,7 @@ impl Gate {
                 Err(e) => return Err(Stop::failed(store_failure("the call ledger", e))),
             }
         }
-        if tool.effect() == Effect::Read {
+        if read {
             return Ok(());
         }
         match self
@@ -83,47 +87,25 @@ impl Gate {
     }
 
     /// Claim: takes the call's key for its run, or stops it when another run
-    /// took the key first (a read, or a call the flow governs: their intents
-    /// are recorded apart).
+    /// took the key first. `intent`: the call's intent, recorded with the
+    /// claim in one step of the store (a call with effects outside a flow; a
+    /// read's or a governed call's intent is recorded apart).
     pub(super) fn claim_key(
         &self,
-        key: Option<&str>,
+        key: &str,
         audit: &AuditEntry,
         timeout: Duration,
-    ) -> Result<Option<Keyed>, Stop> {
-        let Some(key) = key else {
-            return Ok(None);
-        };
+        intent: Option<AuditEntry>,
+    ) -> Result<Keyed, Stop> {
         let (keyed, entry, now) = self.key_entry(key, audit, timeout);
-        match self.store.claim_ledger(&keyed.name, &entry, now) {
-            Ok(None) => Ok(Some(keyed)),
+        let claimed = match intent {
+            Some(intent) => self.store.append_claiming(intent, &keyed.name, &entry, now),
+            None => self.store.claim_ledger(&keyed.name, &entry, now),
+        };
+        match claimed {
+            Ok(None) => Ok(keyed),
             Ok(Some(held)) => Err(held_by(&held, key, &entry.call_hash, now)),
             Err(e) => Err(Stop::failed(store_failure("the call ledger", e))),
-        }
-    }
-
-    /// Records the intent of a call with effects, claiming its key with it in
-    /// one step of the store.
-    pub(super) fn append_intent(
-        &self,
-        key: Option<&str>,
-        audit: &AuditEntry,
-        timeout: Duration,
-    ) -> Result<Option<Keyed>, Stop> {
-        let Some(key) = key else {
-            return match self.store.append(audit.clone()) {
-                Ok(_) => Ok(None),
-                Err(e) => Err(Stop::failed(store_failure("the audit log", e))),
-            };
-        };
-        let (keyed, entry, now) = self.key_entry(key, audit, timeout);
-        match self
-            .store
-            .append_claiming(audit.clone(), &keyed.name, &entry, now)
-        {
-            Ok(None) => Ok(Some(keyed)),
-            Ok(Some(held)) => Err(held_by(&held, key, &entry.call_hash, now)),
-            Err(e) => Err(Stop::failed(store_failure("the audit log", e))),
         }
     }
 

@@ -33,8 +33,11 @@ impl Gate {
     /// Who answered the approval `by` names, for the audit log: `ap-1f3a9c0e,
     /// approved by lead via cli`; a grant (`grant 3`) is named as it is.
     pub(super) fn answered(&self, by: &str) -> String {
+        if !crate::store::names_approval(by) {
+            return by.to_owned();
+        }
         match ApprovalStore::get(self.store.as_ref(), by) {
-            Ok(Some(approval)) if by.starts_with("ap-") => match &approval.decided_by {
+            Ok(Some(approval)) => match &approval.decided_by {
                 Some(answerer) => format!("{by} by {} via {}", answerer.who, answerer.via),
                 None => by.to_owned(),
             },

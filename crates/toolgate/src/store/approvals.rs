@@ -391,6 +391,12 @@ fn library_answerer() -> Answerer {
 /// The prefix of every approval id.
 const ID_PREFIX: &str = "ap-";
 
+/// Whether what a [`Resolution`] names (`by`, `id`) is an approval request
+/// (consumed when it let a call through), not a grant.
+pub(crate) fn names_approval(by: &str) -> bool {
+    by.starts_with(ID_PREFIX)
+}
+
 /// The reason reported for a denial that came without one.
 const NO_REASON: &str = "a person denied this call without giving a reason";
 

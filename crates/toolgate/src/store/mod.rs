@@ -52,6 +52,7 @@ mod turns;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub(crate) use approvals::names_approval;
 pub use approvals::{
     Approval, ApprovalRequest, ApprovalStatus, ApprovalStore, Grant, GrantReach, GrantScope,
     Resolution,

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use super::denial::AUTHORIZATION_META;
 use super::result::call_result;
-use crate::store::{ApprovalStatus, ApprovalStore, LedgerEntry, LedgerName};
+use crate::store::{ApprovalStatus, ApprovalStore, LedgerEntry, LedgerName, now_ms};
 use crate::{Gate, Outcome, Principal, ToolCall};
 
 /// The extension's id, declared in the server's capabilities.
@@ -278,10 +278,6 @@ fn created_at(entry: &LedgerEntry) -> String {
 fn rfc3339(ms: u64) -> String {
     let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     humantime::format_rfc3339_millis(time).to_string()
-}
-
-fn now_ms() -> u64 {
-    crate::store::now_ms()
 }
 
 fn store_error(e: crate::store::StoreError) -> McpError {
