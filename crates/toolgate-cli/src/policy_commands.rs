@@ -33,6 +33,10 @@ pub enum PolicyAction {
         /// The caller's credential claims, as a JSON object (e.g. `{"groups": ["support"]}`).
         #[arg(long, value_name = "JSON")]
         claims: Option<String>,
+        /// What the conversation has read, for the rule of two and `seen:`
+        /// rules: `untrusted`, `private` or both (`--seen untrusted,private`).
+        #[arg(long, value_name = "LABELS", value_delimiter = ',')]
+        seen: Vec<toolgate::policy::SeenLabel>,
     },
 }
 
@@ -45,6 +49,7 @@ pub fn run(args: &SpecArgs, action: PolicyAction) -> CommandResult {
             caller,
             state,
             claims,
+            seen,
         } => explain(
             args,
             &tool,
@@ -52,6 +57,7 @@ pub fn run(args: &SpecArgs, action: PolicyAction) -> CommandResult {
             caller.as_deref(),
             state.as_deref(),
             claims.as_deref(),
+            &seen,
         ),
     }
 }
@@ -77,6 +83,7 @@ fn explain(
     caller: Option<&str>,
     state: Option<&str>,
     claims: Option<&str>,
+    labels: &[toolgate::policy::SeenLabel],
 ) -> CommandResult {
     let (spec, source) = load(args)?;
     let arguments = Value::Object(object(arguments, "ARGS")?);
@@ -93,10 +100,20 @@ fn explain(
         .filter_map(|(key, declared)| Some((key.clone(), declared.default.clone()?)))
         .collect();
     state.extend(written);
+    let mut seen = toolgate::policy::Seen::default();
+    for label in labels {
+        let given = toolgate::policy::Labels {
+            untrusted: *label == toolgate::policy::SeenLabel::Untrusted,
+            private: *label == toolgate::policy::SeenLabel::Private,
+        };
+        seen.note("--seen", "", given);
+    }
     let facts = CallFacts {
         arguments: &arguments,
         state: &state,
         history: &[],
+        seen: Some(&seen),
+        untrusted: None,
     };
     let explained = spec.policy.explain(descriptor, &who, facts);
     if args.json {

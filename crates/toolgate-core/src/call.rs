@@ -19,6 +19,11 @@ pub struct ToolCall {
     /// runs again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Values the MCP host sends apart from the model's arguments
+    /// (`secureArguments`, as SEP-3221 drafts it), which fill a tool's
+    /// `inject: {PARAM: "{host}"}` parameters and nothing else.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub secure_arguments: serde_json::Map<String, Value>,
 }
 
 impl ToolCall {
@@ -29,6 +34,7 @@ impl ToolCall {
             name: name.into(),
             arguments,
             idempotency_key: None,
+            secure_arguments: serde_json::Map::new(),
         }
     }
 

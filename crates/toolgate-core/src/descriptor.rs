@@ -102,6 +102,18 @@ pub struct ToolDescriptor {
     /// How a background tool's result is delivered; `None` for a tool the model waits on.
     #[serde(default)]
     pub background: Option<Scheduling>,
+    /// What its result brings into a conversation (untrusted content, private
+    /// data), which the rule of two and `seen:` rules read.
+    #[serde(default, skip_serializing_if = "crate::Labels::is_empty")]
+    pub output: crate::Labels,
+    /// It sends data out even though it changes nothing (a URL fetcher): the
+    /// rule of two counts it as an act, whatever its effect.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sends: bool,
+    /// The arguments the MCP host must send apart from the model's
+    /// (`secureArguments`, as SEP-3221 drafts it), as a JSON Schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_input_schema: Option<Value>,
 }
 
 impl ToolDescriptor {
@@ -125,6 +137,9 @@ impl ToolDescriptor {
             input_examples: Vec::new(),
             tags: Vec::new(),
             background: None,
+            output: crate::Labels::default(),
+            sends: false,
+            secure_input_schema: None,
         }
     }
 

@@ -37,6 +37,13 @@ pub trait DynTool: Send + Sync + 'static {
         true
     }
 
+    /// The arguments the gateway fills at call time (a spec tool's `inject:`:
+    /// parameter and template), which the model is never shown and may not
+    /// supply; none by default.
+    fn injected(&self) -> Option<&indexmap::IndexMap<String, String>> {
+        None
+    }
+
     /// Whether the tool can run now. A tool that cannot (an upstream tool quarantined
     /// by its pin, or behind an open circuit) says why; the gate refuses the call
     /// before validating or authorizing it, so nobody is asked to approve a call that

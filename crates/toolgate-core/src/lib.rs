@@ -56,7 +56,8 @@ pub use handler::{ToolHandler, ToolMeta, schema_of};
 pub use name::{MAX_NAME_LEN, NameError, closest_names, validate_name};
 pub use policy::{
     AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Considered, Decision,
-    EffectDecisions, Explanation, Policy, PolicyRule, Verdict,
+    EffectDecisions, Explanation, Fingerprints, Labels, OutputLabel, Policy, PolicyRule, RuleOfTwo,
+    Seen, SeenLabel, Sighting, ToolOutput, Verdict, acts_on_world,
 };
 pub use principal::{Claims, Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};

@@ -95,7 +95,9 @@ pub mod tool {
 pub mod policy {
     pub use toolgate_core::{
         AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Claims, Considered, Decision,
-        EffectDecisions, Explanation, Policy, PolicyRule, PrincipalSpec, Verdict, scope_matches,
+        EffectDecisions, Explanation, Fingerprints, Labels, OutputLabel, Policy, PolicyRule,
+        PrincipalSpec, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, Verdict, acts_on_world,
+        scope_matches,
     };
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use toolgate_core::spec::{BindingKind, SpecFile, ToolSpec, template};
+use toolgate_core::spec::{BindingKind, SpecFile, ToolSpec, inject, template};
 use toolgate_core::{
     Catalog, CatalogError, DynTool, ToolCtx, ToolDescriptor, ToolError, ToolSource,
 };
@@ -44,6 +44,9 @@ impl SpecTool {
         descriptor.input_examples = spec.examples.clone();
         descriptor.tags = spec.tags.clone();
         descriptor.background = spec.background_scheduling();
+        descriptor.output = spec.output_labels();
+        descriptor.sends = spec.sends;
+        hide_injected(&mut descriptor, &spec.inject);
         #[cfg(feature = "mcp")]
         let mcp = crate::mcp::client::McpBindingRunner::new(&spec, file);
         SpecTool {
@@ -84,6 +87,7 @@ impl SpecTool {
     pub fn with_native(mut self, native: Arc<dyn DynTool>) -> Self {
         if self.spec.parameters.is_none() {
             self.descriptor.input_schema = native.input_schema().clone();
+            hide_injected(&mut self.descriptor, &self.spec.inject);
         }
         if self.spec.returns.is_none() {
             self.descriptor.output_schema = native.output_schema().cloned();
@@ -174,6 +178,21 @@ impl DynTool for SpecTool {
             (None, None) => true,
         }
     }
+
+    fn injected(&self) -> Option<&indexmap::IndexMap<String, String>> {
+        (!self.spec.inject.is_empty()).then_some(&self.spec.inject)
+    }
+}
+
+/// Cuts the injected parameters out of what the model is shown, and names
+/// those the MCP host sends (`secureInputSchema`).
+fn hide_injected(descriptor: &mut ToolDescriptor, inject: &indexmap::IndexMap<String, String>) {
+    if inject.is_empty() {
+        return;
+    }
+    let full = &descriptor.input_schema;
+    descriptor.secure_input_schema = inject::secure_input_schema(full, inject);
+    descriptor.input_schema = inject::without_params(full, inject.keys());
 }
 
 /// The runtime of a [`SpecTool`] built without one: the default network policy.

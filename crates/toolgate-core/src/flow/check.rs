@@ -209,6 +209,16 @@ impl<'a> Checks<'a> {
                 "`claim` reads the caller's credential, which a flow's guards do not see".into(),
                 "test claims in a policy rule's `when:`, e.g. `policy: {rules: [{tools: refund_order, when: {claim: {groups: support}}, decision: allow}]}`".into(),
             ),
+            Guard::Seen(label) => self.error(
+                &format!("{path}/seen"),
+                "`seen` reads the labels of what the conversation has read, which a flow's guards do not see".into(),
+                format!("test it in a policy rule's `when:`, e.g. `policy: {{rules: [{{tools: send_email, when: {{seen: {label}}}, decision: ask}}]}}`"),
+            ),
+            Guard::Tainted(arg) => self.error(
+                &format!("{path}/tainted"),
+                "`tainted` reads where the call's arguments came from, which a flow's guards do not see".into(),
+                format!("test it in a policy rule's `when:`, e.g. `policy: {{rules: [{{tools: send_email, when: {{tainted: {arg}}}, decision: deny}}]}}`"),
+            ),
         }
     }
 

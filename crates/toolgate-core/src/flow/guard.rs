@@ -36,6 +36,15 @@ pub(crate) trait Facts {
     fn claims(&self) -> Option<&serde_json::Map<String, Value>> {
         None
     }
+    /// Whether the conversation has seen the label, where that is known.
+    fn seen(&self, _label: crate::SeenLabel) -> Option<bool> {
+        None
+    }
+    /// Whether the argument (`*`: any) of the call being admitted carries
+    /// untrusted text, where that is known.
+    fn tainted(&self, _arg: &str) -> Option<bool> {
+        None
+    }
 }
 
 /// What a principal is told in place of a tool it may not know of:
@@ -138,6 +147,8 @@ pub(crate) fn eval(guard: &Guard, facts: &dyn Facts) -> Option<bool> {
             let args = facts.args()?;
             starts_with(args, test)
         }
+        Guard::Seen(label) => facts.seen(*label),
+        Guard::Tainted(arg) => facts.tainted(arg),
         Guard::Claim(pairs) => {
             let claims = facts.claims()?;
             Some(
@@ -290,6 +301,8 @@ pub(crate) fn unmet(guard: &Guard, facts: &dyn Facts) -> Vec<Cond> {
         Guard::Above(above) => vec![Cond::needs(above_words(above, false))],
         Guard::StartsWith(test) => vec![Cond::needs(starts_with_words(test, false))],
         Guard::Claim(pairs) => vec![Cond::needs(claim_words(pairs, false))],
+        Guard::Seen(label) => vec![Cond::needs(seen_words(*label, false))],
+        Guard::Tainted(arg) => vec![Cond::needs(tainted_words(arg, false))],
     }
 }
 
@@ -325,6 +338,8 @@ fn negated(guard: &Guard, facts: &dyn Facts) -> Vec<Cond> {
         Guard::Above(above) => vec![Cond::needs(above_words(above, true))],
         Guard::StartsWith(test) => vec![Cond::needs(starts_with_words(test, true))],
         Guard::Claim(pairs) => vec![Cond::needs(claim_words(pairs, true))],
+        Guard::Seen(label) => vec![Cond::fact(seen_words(*label, true))],
+        Guard::Tainted(arg) => vec![Cond::needs(tainted_words(arg, true))],
     }
 }
 
@@ -401,12 +416,40 @@ pub(crate) fn describe_for(guard: &Guard, may_name: &dyn Fn(&str) -> bool) -> St
             Guard::Above(above) => above_words(above, true),
             Guard::StartsWith(test) => starts_with_words(test, true),
             Guard::Claim(pairs) => claim_words(pairs, true),
+            Guard::Seen(label) => seen_words(*label, true),
+            Guard::Tainted(arg) => tainted_words(arg, true),
             other => format!("not ({})", describe(other)),
         },
         Guard::Above(above) => above_words(above, false),
         Guard::StartsWith(test) => starts_with_words(test, false),
         Guard::Claim(pairs) => claim_words(pairs, false),
+        Guard::Seen(label) => seen_words(*label, false),
+        Guard::Tainted(arg) => tainted_words(arg, false),
     }
+}
+
+/// `the conversation has read untrusted content`, or has not.
+fn seen_words(label: crate::SeenLabel, negated: bool) -> String {
+    let what = match label {
+        crate::SeenLabel::Untrusted => "untrusted content",
+        crate::SeenLabel::Private => "private data",
+    };
+    if negated {
+        format!("the conversation has not read {what}")
+    } else {
+        format!("the conversation has read {what}")
+    }
+}
+
+/// `` `recipient` carries text from an untrusted result ``, or does not.
+fn tainted_words(arg: &str, negated: bool) -> String {
+    let what = if arg == "*" {
+        "an argument".to_owned()
+    } else {
+        format!("`{arg}`")
+    };
+    let verb = if negated { "carries no" } else { "carries" };
+    format!("{what} {verb} text from an untrusted result")
 }
 
 fn starts_with_words(test: &StartsWith, negated: bool) -> String {
@@ -574,6 +617,8 @@ impl fmt::Display for Guard {
                     .collect();
                 write!(f, "claim: {{{}}}", pairs.join(", "))
             }
+            Guard::Seen(label) => write!(f, "seen: {label}"),
+            Guard::Tainted(arg) => write!(f, "tainted: {}", Value::String(arg.clone())),
         }
     }
 }

@@ -127,6 +127,12 @@ pub enum Guard {
     /// The caller's credential carries every listed claim (policy rules only):
     /// `claim: {groups: support}`. A claim holds as under `principals.*.match`.
     Claim(IndexMap<String, String>),
+    /// The conversation has read content with this label (policy rules only):
+    /// `seen: untrusted`, `seen: private`.
+    Seen(crate::SeenLabel),
+    /// The call's argument carries text that came out of an untrusted result
+    /// (policy rules only): `tainted: recipient`, or `tainted: "*"` for any.
+    Tainted(String),
 }
 
 impl Guard {
@@ -320,7 +326,7 @@ impl JsonSchema for Guard {
         let guards = json_schema!({"type": "array", "items": guard.clone()});
         let mapping = generator.subschema_for::<IndexMap<String, Value>>();
         let object = one_key_of(
-            "A condition: `is_true: KEY`, `is_set: KEY`, `eq: {KEY: VALUE}`, `called_ok: TOOL`, `done: STEP`, `all: [...]`, `any: [...]`, `not: GUARD`, `above: {arg, state}`, `starts_with: {arg, value}`, `claim: {NAME: VALUE}`.",
+            "A condition: `is_true: KEY`, `is_set: KEY`, `eq: {KEY: VALUE}`, `called_ok: TOOL`, `done: STEP`, `all: [...]`, `any: [...]`, `not: GUARD`, `above: {arg, state}`, `starts_with: {arg, value}`, `claim: {NAME: VALUE}`, `seen: untrusted|private`, `tainted: ARG`.",
             vec![
                 ("is_true", described(key(), "The state key holds `true`.")),
                 (
@@ -361,6 +367,20 @@ impl JsonSchema for Guard {
                     described(
                         generator.subschema_for::<IndexMap<String, String>>(),
                         "The caller's credential carries every listed claim, e.g. `{groups: support}` (policy rules only).",
+                    ),
+                ),
+                (
+                    "seen",
+                    described(
+                        generator.subschema_for::<crate::SeenLabel>(),
+                        "The conversation has read content with this label: `untrusted` or `private` (policy rules only).",
+                    ),
+                ),
+                (
+                    "tainted",
+                    described(
+                        generator_string(),
+                        "The call's argument (`*`: any) carries text that came out of an untrusted result (policy rules only).",
                     ),
                 ),
             ],

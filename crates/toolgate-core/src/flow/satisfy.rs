@@ -77,9 +77,11 @@ fn collect(guard: &Guard, atoms: &mut Vec<Atom>) {
         }
         Guard::CalledOk(t) => push(atoms, Atom::CalledOk(t.clone())),
         Guard::Done(s) => push(atoms, Atom::Done(s.clone())),
-        Guard::Above(_) | Guard::StartsWith(_) | Guard::Claim(_) => {
-            push(atoms, Atom::Above(leaf.to_string()))
-        }
+        Guard::Above(_)
+        | Guard::StartsWith(_)
+        | Guard::Claim(_)
+        | Guard::Seen(_)
+        | Guard::Tainted(_) => push(atoms, Atom::Above(leaf.to_string())),
         // Never leaves: the walk goes through them.
         Guard::All(_) | Guard::Any(_) | Guard::Not(_) => {}
     });
@@ -114,9 +116,11 @@ fn holds(guard: &Guard, assignment: &[(&Atom, bool)]) -> bool {
         Guard::All(parts) => parts.iter().all(|p| holds(p, assignment)),
         Guard::Any(parts) => parts.iter().any(|p| holds(p, assignment)),
         Guard::Not(inner) => !holds(inner, assignment),
-        Guard::Above(_) | Guard::StartsWith(_) | Guard::Claim(_) => {
-            atom(Atom::Above(guard.to_string()))
-        }
+        Guard::Above(_)
+        | Guard::StartsWith(_)
+        | Guard::Claim(_)
+        | Guard::Seen(_)
+        | Guard::Tainted(_) => atom(Atom::Above(guard.to_string())),
     }
 }
 

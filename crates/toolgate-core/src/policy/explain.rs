@@ -157,6 +157,22 @@ impl Policy {
                 format!("no rule applied; {} tools are {decision}", tool.effect)
             },
         });
+        let two = call
+            .seen
+            .and_then(|seen| super::labels::rule_of_two(self.rule_of_two, tool, seen));
+        considered.push(Considered {
+            what: "policy.rule_of_two".into(),
+            decided: verdict.decided_by.starts_with("policy.rule_of_two"),
+            matched: two.is_some(),
+            why: match (&two, self.rule_of_two) {
+                (Some(two), _) => two.reason.clone(),
+                (None, super::RuleOfTwo::Off) => "off".into(),
+                (None, _) => format!(
+                    "`{}` would not give the conversation untrusted content, private data and an effect on the world together",
+                    tool.name
+                ),
+            },
+        });
         Explanation {
             tool: tool.name.clone(),
             principal: principal.id.clone(),

@@ -7,7 +7,10 @@
 //!    `when:` holds (a guard of the flow's language over the call's arguments,
 //!    the conversation's state and history, and the caller's claims), decides;
 //! 4. otherwise the decision for the tool's effect (defaults: `read` and
-//!    `idempotent` allow; `write`, `execute`, `destructive` and `external` ask).
+//!    `idempotent` allow; `write`, `execute`, `destructive` and `external` ask);
+//! 5. then the rule of two (see [`labels`](RuleOfTwo)): a call that would give
+//!    the conversation untrusted content, private data and an effect on the
+//!    world is asked (or refused) if what decided would have let it through.
 //!
 //! [`Policy::decide`] answers before any call is known (listing tools, the
 //! gate's first refusal): a rule whose `when:` needs the call leaves the answer
@@ -16,6 +19,8 @@
 
 mod approvers;
 mod explain;
+mod labels;
+mod taint;
 
 use std::fmt;
 
@@ -28,9 +33,15 @@ use crate::{Effect, Principal, ToolDescriptor, scope_matches};
 
 pub use approvers::{AnswerRefusal, AnsweredBy, Answerer, Approvers};
 pub use explain::{Considered, Explanation};
+pub use labels::{
+    Labels, OutputLabel, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, acts_on_world,
+};
+pub use taint::Fingerprints;
 
 /// What to do with a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Run it.
@@ -94,6 +105,10 @@ pub struct Policy {
     /// Whether a principal may approve a call it made itself (default false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub self_approve: bool,
+    /// What to do with a call that would give a conversation untrusted
+    /// content, private data and an effect on the world (default `ask`).
+    #[serde(default, skip_serializing_if = "RuleOfTwo::is_default")]
+    pub rule_of_two: RuleOfTwo,
 }
 
 /// A decision per effect.
@@ -218,8 +233,9 @@ impl PolicyRule {
 }
 
 /// What a call's rules may read: its (validated) arguments, the conversation's
-/// state (declared defaults included) and its call history. The caller's claims
-/// come with the [`Principal`].
+/// state (declared defaults included), its call history, what it has seen and
+/// the fingerprints of its untrusted results. The caller's claims come with
+/// the [`Principal`].
 #[derive(Debug, Clone, Copy)]
 pub struct CallFacts<'a> {
     /// The call's arguments, already checked against the tool's schema.
@@ -228,6 +244,10 @@ pub struct CallFacts<'a> {
     pub state: &'a Map<String, Value>,
     /// The calls that ran before in the conversation, in order.
     pub history: &'a [CallRecord],
+    /// What the conversation has seen (`None`: nothing).
+    pub seen: Option<&'a Seen>,
+    /// The fingerprints of the conversation's untrusted results (`None`: none).
+    pub untrusted: Option<&'a Fingerprints>,
 }
 
 /// The facts a rule's `when` reads: a call's, or (before any call) only claims.
@@ -256,6 +276,23 @@ impl Facts for RuleFacts<'_> {
     }
     fn claims(&self) -> Option<&Map<String, Value>> {
         Some(self.claims)
+    }
+    fn seen(&self, label: SeenLabel) -> Option<bool> {
+        let call = self.call?;
+        Some(call.seen.is_some_and(|seen| seen.has(label)))
+    }
+    fn tainted(&self, arg: &str) -> Option<bool> {
+        let call = self.call?;
+        let Some(untrusted) = call.untrusted else {
+            return Some(false);
+        };
+        Some(if arg == "*" {
+            untrusted.taints(call.arguments)
+        } else {
+            call.arguments
+                .get(arg)
+                .is_some_and(|value| untrusted.taints(value))
+        })
     }
 }
 
@@ -361,14 +398,62 @@ impl Policy {
             call: Some(call),
             claims: &principal.claims,
         };
-        self.rules
+        let verdict = self
+            .rules
             .iter()
             .enumerate()
             .find(|(_, rule)| {
                 scope_matches(&rule.tools, &tool.name) && rule.applies_to_call(&facts)
             })
             .map(|(index, rule)| rule.verdict(index))
-            .unwrap_or_else(|| self.by_effect(tool))
+            .unwrap_or_else(|| self.by_effect(tool));
+        let Some(seen) = call.seen else {
+            return verdict;
+        };
+        match labels::rule_of_two(self.rule_of_two, tool, seen) {
+            // Labels only restrict: the rule of two takes over only where it is
+            // stricter, and joins an `ask` with its reason.
+            Some(two) if two.decision > verdict.decision => two,
+            Some(two) if two.decision == verdict.decision && verdict.decision == Decision::Ask => {
+                Verdict {
+                    reason: format!("{}; and {}", two.reason, verdict.reason),
+                    decided_by: format!("policy.rule_of_two and {}", verdict.decided_by),
+                    ..verdict
+                }
+            }
+            _ => verdict,
+        }
+    }
+
+    /// Whether a call of `tool` needs what its conversation has seen: the
+    /// rule of two applies to it, or a rule for it reads `seen:`.
+    pub fn reads_seen(&self, tool: &ToolDescriptor) -> bool {
+        (self.rule_of_two != RuleOfTwo::Off && labels::acts_on_world(tool))
+            || self.rule_reads(&tool.name, |g| matches!(g, Guard::Seen(_)))
+    }
+
+    /// Whether a call of `tool` needs the fingerprints of its conversation's
+    /// untrusted results: a rule for it reads `tainted:`.
+    pub fn reads_taint(&self, tool: &str) -> bool {
+        self.rule_reads(tool, |g| matches!(g, Guard::Tainted(_)))
+    }
+
+    /// Whether any rule reads `tainted:`, so that untrusted results must leave
+    /// fingerprints.
+    pub fn reads_any_taint(&self) -> bool {
+        self.rule_reads("*", |g| matches!(g, Guard::Tainted(_)))
+    }
+
+    /// Whether a rule for `tool` (`*`: any rule) has a `when:` with a leaf `test` admits.
+    fn rule_reads(&self, tool: &str, test: impl Fn(&Guard) -> bool) -> bool {
+        self.rules.iter().any(|rule| {
+            (tool == "*" || scope_matches(&rule.tools, tool))
+                && rule.when.as_ref().is_some_and(|when| {
+                    let mut found = false;
+                    when.for_each_leaf(&mut |leaf| found |= test(leaf));
+                    found
+                })
+        })
     }
 
     /// Whether a call of `tool` needs the conversation (state, history) to be
@@ -510,6 +595,8 @@ mod tests {
                 arguments: &args,
                 state: &state,
                 history: &[],
+                seen: None,
+                untrusted: None,
             },
         )
     }
@@ -627,6 +714,8 @@ mod tests {
                 arguments: &args,
                 state: &state,
                 history: &[],
+                seen: None,
+                untrusted: None,
             },
         );
         assert_eq!(explanation.verdict.decision, Decision::Ask);
@@ -740,6 +829,8 @@ mod tests {
             arguments: &json!({}),
             state: &state,
             history: &history,
+            seen: None,
+            untrusted: None,
         };
         assert_eq!(
             policy.decide_call(&refund, &stranger, call).decision,
@@ -768,6 +859,8 @@ mod tests {
                 arguments: &args,
                 state: &state,
                 history: &[],
+                seen: None,
+                untrusted: None,
             },
         );
         assert_eq!(explained.verdict.decided_by, "policy.rules[1]");

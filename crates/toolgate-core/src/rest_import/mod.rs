@@ -372,6 +372,9 @@ pub fn import_openapi(
             tags: op.tags.clone(),
             always_loaded: false,
             timeout: None,
+            output: None,
+            sends: false,
+            inject: Default::default(),
         });
     }
     if cut_returns > 0 {

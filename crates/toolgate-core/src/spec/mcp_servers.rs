@@ -53,6 +53,11 @@ pub struct McpServerSpec {
     /// annotations suggest (without an entry, no hints read as `external`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub effects: IndexMap<String, Effect>,
+    /// What each tool's result brings into a conversation, by the tool's name
+    /// on the server (`*`: every tool); without an entry, `untrusted`. Write
+    /// `trusted` for a server whose results no third party writes.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub outputs: IndexMap<String, crate::ToolOutput>,
     /// How long to wait for the server.
     #[serde(default, skip_serializing_if = "McpTimeouts::is_empty")]
     pub timeouts: McpTimeouts,

@@ -14,6 +14,7 @@ mod document;
 mod http_basic;
 mod http_checks;
 mod http_styles;
+pub mod inject;
 mod limits;
 mod mcp_servers;
 mod model;

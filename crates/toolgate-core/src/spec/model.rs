@@ -127,6 +127,25 @@ pub struct ToolSpec {
     /// How long a call may take, e.g. `30s`, `500ms`, `2m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// What its result brings into the conversation: `untrusted` (anything a
+    /// third party wrote), `private` (customer records, secrets), both as a
+    /// list, or `trusted`. HTTP and MCP bindings default to `untrusted`; mocks
+    /// to nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<crate::ToolOutput>,
+    /// It sends data out though it changes nothing (a URL fetcher, a search
+    /// that carries its query to a third party): the rule of two counts it
+    /// as an act, whatever its effect.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sends: bool,
+    /// Arguments the gateway fills at call time, never the model: the
+    /// parameter's name and a template of `{principal}`, `{claims.NAME}` or
+    /// `${env.NAME}`, e.g. `{tenant_id: "{claims.tenant}"}`, or `{host}` for a
+    /// value the MCP host sends as a secure argument (SEP-3221). Injected
+    /// parameters are left out of every description of the tool; a call
+    /// that supplies one is refused.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub inject: IndexMap<String, String>,
 }
 
 /// The effect a spec tool has when it does not say.
@@ -162,6 +181,16 @@ impl ToolSpec {
         self.response
             .clone()
             .unwrap_or_else(|| serde_json::json!({"ok": true}))
+    }
+
+    /// What its result brings in: its `output:`, else `untrusted` for HTTP and
+    /// MCP bindings, else nothing.
+    pub fn output_labels(&self) -> crate::Labels {
+        match &self.output {
+            Some(output) => output.brings(),
+            None if self.binding_kind() == BindingKind::Mock => crate::Labels::default(),
+            None => crate::Labels::UNTRUSTED,
+        }
     }
 
     /// Which binding runs the tool when no native implementation is registered.

@@ -51,6 +51,8 @@ struct Rule<'a> {
 enum Reads {
     Number,
     Text,
+    /// Any value (`tainted` reads every string in it).
+    Any,
 }
 
 impl Checks<'_> {
@@ -65,7 +67,11 @@ impl Checks<'_> {
 
     fn guard(&mut self, guard: &Guard, path: &str, rule: &Rule<'_>) {
         match guard {
-            Guard::Always | Guard::Claim(_) => {}
+            Guard::Always | Guard::Claim(_) | Guard::Seen(_) => {}
+            Guard::Tainted(arg) if arg == "*" => {}
+            Guard::Tainted(arg) => {
+                self.argument(arg, &format!("{path}/tainted"), Reads::Any, rule)
+            }
             Guard::IsTrue(key) => self.state_key(key, &format!("{path}/is_true")),
             Guard::IsSet(key) => self.state_key(key, &format!("{path}/is_set")),
             Guard::Eq(pairs) => {
@@ -161,6 +167,9 @@ impl Checks<'_> {
                 );
                 continue;
             };
+            if matches!(reads, Reads::Any) {
+                continue;
+            }
             let types: Vec<&str> = match declared.get("type") {
                 Some(Value::String(t)) => vec![t.as_str()],
                 Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
@@ -169,6 +178,7 @@ impl Checks<'_> {
             let (readable, test, kind): (&[&str], &str, &str) = match reads {
                 Reads::Number => (&["number", "integer"], "above", "a number"),
                 Reads::Text => (&["string"], "starts_with", "a string"),
+                Reads::Any => continue,
             };
             if !types.iter().any(|t| readable.contains(t)) {
                 self.error(

@@ -124,6 +124,41 @@ impl Rules<'_> {
         self.doc.line_of(offset)
     }
 
+    /// `inject:`: each parameter one the tool declares, each template one
+    /// that fills it from the caller.
+    fn injected(&mut self, at: &str, tool: &ToolSpec) {
+        let properties = tool
+            .parameters
+            .as_ref()
+            .and_then(|p| p.get("properties"))
+            .and_then(serde_json::Value::as_object);
+        for (param, template) in &tool.inject {
+            let path = format!("{at}/inject/{}", super::document::pointer_segment(param));
+            if let Err(why) = super::inject::check_template(template) {
+                self.error(
+                    &path,
+                    why,
+                    Some("e.g. `inject: {tenant_id: \"{claims.tenant}\"}`".into()),
+                );
+            }
+            if tool.parameters.is_some() && !properties.is_some_and(|p| p.contains_key(param)) {
+                let help = match properties {
+                    Some(p) if !p.is_empty() => {
+                        super::did_you_mean(param, p.keys().map(String::as_str)).unwrap_or_else(|| {
+                            "name a parameter declared under `parameters.properties`".into()
+                        })
+                    }
+                    _ => "declare it under `parameters.properties`: the tool receives it, the model never sees it".into(),
+                };
+                self.error(
+                    &path,
+                    format!("`{param}` is not a parameter of `{}`", tool.name),
+                    Some(help),
+                );
+            }
+        }
+    }
+
     fn tool(&mut self, at: &str, tool: &ToolSpec, place: &Placed) {
         let parameters = self.schema(&format!("{at}/parameters"), tool.parameters.as_ref());
         if let Some(p) = &tool.parameters
@@ -191,6 +226,7 @@ impl Rules<'_> {
                 }
             }
         }
+        self.injected(at, tool);
         if tool.http.is_some() && tool.mcp.is_some() {
             self.error(
                 &format!("{at}/mcp"),

@@ -15,7 +15,7 @@ mod view;
 
 pub use toolgate_core::flow::*;
 
-pub(crate) use admission::{Admitted, FlowGate, Turns, facts};
+pub(crate) use admission::{Admitted, FlowGate, Turns};
 pub use junit::{BrokenFile, junit_xml};
 pub use report::{render_failure, render_tests, summary_line};
-pub use runner::{FileTests, TEST_CLOCK, TestFailure, TestResult, TestRunner};
+pub use runner::{FileTests, ScriptedCall, TEST_CLOCK, TestFailure, TestResult, TestRunner};

@@ -15,8 +15,8 @@ use toolgate_core::flow::{
     Approval, Event, Expect, ExpectedOutcome, Flow, FlowView, Monitor, StepStatus, TestScript,
     ToolStatus,
 };
-use toolgate_core::spec::{Document, SpecFile};
-use toolgate_core::{Catalog, Principal};
+use toolgate_core::spec::{BindingKind, Document, SpecFile};
+use toolgate_core::{Catalog, OutputLabel, Principal, ToolOutput};
 
 use crate::gate::{Gate, Outcome, ToolCall};
 use crate::store::{ApprovalStore, AuditLog, MemoryGateStore, StateStore};
@@ -45,6 +45,19 @@ pub struct TestResult {
     pub failure: Option<TestFailure>,
     /// Wall-clock time it took (the gate's clock is fixed; this one is not).
     pub duration: Duration,
+    /// The calls it made up to where it stopped, in order.
+    pub calls: Vec<ScriptedCall>,
+}
+
+/// One call a test made, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedCall {
+    /// The tool called.
+    pub tool: String,
+    /// How it ended: `ok`, `denied`, `blocked`, `pending_approval`, `error`...
+    pub status: String,
+    /// Whether a person was asked to approve it.
+    pub asked: bool,
 }
 
 impl TestResult {
@@ -95,6 +108,10 @@ impl TestRunner {
     pub fn new(spec: &SpecFile, text: &str, file: &str) -> Self {
         let mut spec = spec.clone();
         for tool in &mut spec.tools {
+            // A bound tool's results keep their labels as a mock's.
+            if tool.output.is_none() && tool.binding_kind() != BindingKind::Mock {
+                tool.output = Some(ToolOutput::One(OutputLabel::Untrusted));
+            }
             tool.http = None;
             tool.mcp = None;
         }
@@ -121,11 +138,13 @@ impl TestRunner {
     /// Runs test `index`, stopping at the first event that does not hold.
     pub async fn run(&self, index: usize, test: &TestScript) -> TestResult {
         let started = Instant::now();
-        let failure = self.script(index, test).await.err();
+        let mut calls = Vec::new();
+        let failure = self.script(index, test, &mut calls).await.err();
         TestResult {
             name: test.name.clone(),
             failure,
             duration: started.elapsed(),
+            calls,
         }
     }
 
@@ -152,7 +171,12 @@ impl TestRunner {
         }
     }
 
-    async fn script(&self, index: usize, test: &TestScript) -> Result<(), TestFailure> {
+    async fn script(
+        &self,
+        index: usize,
+        test: &TestScript,
+        calls: &mut Vec<ScriptedCall>,
+    ) -> Result<(), TestFailure> {
         let store = Arc::new(MemoryGateStore::default());
         let catalog = crate::spec_tool::spec_catalog(&self.spec, &self.file, &Catalog::new())
             .map_err(|e| {
@@ -223,6 +247,7 @@ impl TestRunner {
                         )
                     };
                     let mut outcome = gate.call(SESSION, make(), &principal).await;
+                    let asked = matches!(outcome, Outcome::PendingApproval { .. });
                     let mut note = String::new();
                     if let Outcome::PendingApproval { approval_id, .. } = &outcome {
                         let answered = match approval {
@@ -279,6 +304,11 @@ impl TestRunner {
                         call.tool,
                         outcome_words(&outcome, &status)
                     );
+                    calls.push(ScriptedCall {
+                        tool: call.tool.clone(),
+                        status: status.clone(),
+                        asked,
+                    });
                     last = Some(LastCall {
                         tool: call.tool.clone(),
                         outcome,

@@ -137,6 +137,8 @@ impl GateBuilder {
         let flow = crate::flow::FlowGate::new(spec.flow.clone(), self.flow_visibility, self.turns);
         let declared: HashMap<&str, &toolgate_core::spec::ToolSpec> =
             spec.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+        let policy = self.policy.unwrap_or(spec.policy);
+        let reads_taint = policy.reads_any_taint();
         let entries = self
             .catalog
             .iter()
@@ -167,6 +169,7 @@ impl GateBuilder {
                         .telemetry
                         .span_arguments_of(tool.name())
                         .map(<[String]>::to_vec),
+                    fingerprints: reads_taint && tool.descriptor().output.untrusted,
                 };
                 (tool.name().to_owned(), Arc::new(entry))
             })
@@ -184,11 +187,16 @@ impl GateBuilder {
             Some(previous) if previous.is_for(&spec.limits.rate) => previous,
             _ => Arc::new(RateLimiter::new(&spec.limits.rate)),
         };
+        let labelled = self
+            .catalog
+            .iter()
+            .any(|tool| !tool.descriptor().output.is_empty());
         Gate {
+            labelled,
             catalog: self.catalog,
             entries,
             defaults,
-            policy: self.policy.unwrap_or(spec.policy),
+            policy,
             store: self
                 .store
                 .unwrap_or_else(|| Arc::new(MemoryGateStore::default())),

@@ -251,7 +251,7 @@ impl Gate {
         let (call, principal, cancel) = (request.call, request.principal, &request.options.cancel);
         self.bound(call)?;
         let (tool, entry) = self.resolve(call, principal, audit)?;
-        let arguments = self.validate(call, &tool, &entry, audit)?;
+        let arguments = self.validate(call, principal, &tool, &entry, audit)?;
         let key = call.idempotency_key.as_deref();
         self.recall(request.session, key, tool.as_ref(), audit)?;
         let admitted = self.admit(request, &arguments, audit).await?;
@@ -426,11 +426,15 @@ impl Gate {
     fn validate(
         &self,
         call: &ToolCall,
+        principal: &Principal,
         tool: &Arc<dyn DynTool>,
         entry: &Entry,
         audit: &mut AuditEntry,
     ) -> Result<Value, Stop> {
-        let arguments = match entry.arguments.check(&call.arguments) {
+        if let Some(inject) = tool.injected() {
+            super::inject::refuse_supplied(call, inject)?;
+        }
+        let mut arguments = match entry.arguments.check(&call.arguments) {
             Ok(arguments) => arguments,
             Err(problems) => {
                 let outcome =
@@ -438,7 +442,12 @@ impl Gate {
                 return Err(Stop::refused("invalid", outcome));
             }
         };
+        let secret = match tool.injected() {
+            Some(inject) => super::inject::fill(call, principal, inject, &mut arguments)?,
+            None => Vec::new(),
+        };
         audit.arguments = audit_arguments(&arguments, tool.input_schema());
+        super::inject::mask(&mut audit.arguments, &secret);
         // What "the same call" means, where something reads it: a key, a call
         // in doubt, an approval (an unkeyed read is spared the hashing).
         if call.idempotency_key.is_some() || tool.effect() != Effect::Read {

@@ -5,7 +5,7 @@
 //! this order:
 //!
 //! bound (the arguments' size) ▶ resolve (known to the caller, not denied it,
-//! ready) ▶ validate ▶ recall (an idempotency key's earlier outcome, a call in
+//! ready) ▶ validate (and fill injected parameters) ▶ recall (an idempotency key's earlier outcome, a call in
 //! doubt) ▶ admit (flow) ▶ authorize (policy, approvals) ▶ rate limit ▶ task
 //! place (a background call) ▶ slot (the tool's concurrency, or cancellation
 //! while waiting) ▶ claim (the idempotency key) ▶ record intent ▶ launch (a background call, on a
@@ -21,7 +21,9 @@
 //!
 //! This file holds the gate and what it answers about itself; the call path is
 //! in `call`, the run after the intent in `execution`, background tasks in
-//! `task`, what must not run twice in `once`, the authorize stage in `authorize`.
+//! `task`, what must not run twice in `once`, the authorize stage in `authorize`
+//! (its policy facts, labels and taint included, in `policy_call`), injected
+//! parameters in `inject`.
 
 mod arguments;
 mod authenticated;
@@ -30,6 +32,7 @@ mod builder;
 mod call;
 mod call_span;
 mod execution;
+mod inject;
 mod limiter;
 mod once;
 mod policy_call;
@@ -74,6 +77,9 @@ struct Entry {
     slots: Arc<Semaphore>,
     /// The arguments its span may record (`telemetry.span_arguments`).
     span_arguments: Option<Vec<String>>,
+    /// Its results are untrusted and a policy rule reads `tainted:`: each
+    /// leaves its fingerprints in the conversation.
+    fingerprints: bool,
 }
 
 type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -90,6 +96,9 @@ pub struct Gate {
     /// Run ids are this prefix (random per gate) and a counter: unique, and cheap.
     run_prefix: String,
     runs: AtomicU64,
+    /// Some tool's results carry labels (untrusted, private), so a
+    /// conversation may have seen them; without any, nothing is read for them.
+    labelled: bool,
     /// The conversation flow the admission stage enforces.
     pub(crate) flow: crate::flow::FlowGate,
     /// The background tasks running here (shared with the gates that succeed it).

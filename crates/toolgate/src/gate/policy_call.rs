@@ -1,9 +1,11 @@
 //! The policy's decision on one call, at call time: its rules' `when:` read the
-//! validated arguments, the conversation's state and history (read only when a
-//! rule for the tool needs them) and the caller's claims.
+//! validated arguments, the conversation's state and history, what it has seen
+//! and its untrusted results' fingerprints (each read only when a rule for the
+//! tool, or the rule of two, needs it) and the caller's claims.
 
 use serde_json::{Map, Value};
-use toolgate_core::{CallFacts, Principal, ToolDescriptor, Verdict};
+use toolgate_core::flow::CallRecord;
+use toolgate_core::{CallFacts, Principal, Seen, ToolDescriptor, Verdict};
 
 use super::Gate;
 use crate::store::{ApprovalStore, StoreError};
@@ -17,17 +19,52 @@ impl Gate {
         arguments: &Value,
         principal: &Principal,
     ) -> Result<Verdict, StoreError> {
-        let (state, history) = if self.policy.reads_conversation(&tool.name) {
-            crate::flow::facts(self, session)?
+        let reads_seen = self.labelled && self.policy.reads_seen(tool);
+        let reads_taint = self.labelled && self.policy.reads_taint(&tool.name);
+        let state = if self.policy.reads_conversation(&tool.name) {
+            self.state(session)?
         } else {
-            (Map::new(), Vec::new())
+            Map::new()
+        };
+        let calls = if reads_seen || self.policy.reads_conversation(&tool.name) {
+            self.store.calls(session)?
+        } else {
+            Vec::new()
+        };
+        let history: Vec<CallRecord> = calls.iter().map(CallRecord::from).collect();
+        let seen = reads_seen.then(|| self.seen_in(&calls));
+        let untrusted = if reads_taint {
+            Some(self.store.untrusted_text(session)?)
+        } else {
+            None
         };
         let call = CallFacts {
             arguments,
             state: &state,
             history: &history,
+            seen: seen.as_ref(),
+            untrusted: untrusted.as_ref(),
         };
         Ok(self.policy.decide_call(tool, principal, call))
+    }
+
+    /// What a conversation whose calls were `calls` has seen, by the labels
+    /// its tools carry now.
+    pub(crate) fn seen_in(&self, calls: &[crate::store::RecordedCall]) -> Seen {
+        Seen::from_calls(
+            calls
+                .iter()
+                .map(|c| (c.tool.as_str(), c.ok, c.time.as_str())),
+            |tool| self.catalog.find(tool).map(|t| t.descriptor().output),
+        )
+    }
+
+    /// What conversation `session` has seen.
+    pub fn seen(&self, session: &str) -> Result<Seen, StoreError> {
+        if !self.labelled {
+            return Ok(Seen::default());
+        }
+        Ok(self.seen_in(&self.store.calls(session)?))
     }
 
     /// Who answered the approval `by` names, for the audit log: `ap-1f3a9c0e,

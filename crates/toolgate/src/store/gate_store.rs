@@ -11,11 +11,19 @@ use super::calls::completed_call;
 use super::{
     Admission, AdmissionCheck, ApprovalStore, AuditLog, CallHistory, CallLedger, CodeRunStore,
     LedgerEntry, LedgerName, RateCounters, Settle, StateStore, StoreError, TaskStore,
+    UntrustedText,
 };
 
 /// The gate's persistence.
 pub trait GateStore:
-    StateStore + ApprovalStore + AuditLog + CallHistory + TaskStore + CodeRunStore + CallLedger
+    StateStore
+    + ApprovalStore
+    + AuditLog
+    + CallHistory
+    + TaskStore
+    + CodeRunStore
+    + CallLedger
+    + UntrustedText
 {
     /// Applies a call's state writes, adds it to the session's call history and
     /// appends its completion record — after its intent record, when that was not

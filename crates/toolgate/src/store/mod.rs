@@ -48,6 +48,7 @@ mod sqlite;
 mod state;
 mod tasks;
 mod turns;
+mod untrusted_text;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ pub(crate) use files::create_private_dir;
 pub use gate_store::GateStore;
 pub use memory::{
     MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCallLedger, MemoryCodeRuns,
-    MemoryGateStore, MemoryPins, MemorySessions, MemoryStore, MemoryTasks,
+    MemoryGateStore, MemoryPins, MemorySessions, MemoryStore, MemoryTasks, MemoryUntrustedText,
 };
 pub use pin_diff::pin_diff;
 pub use pins::{
@@ -87,6 +88,7 @@ pub(crate) use tasks::rfc3339_ms;
 pub use tasks::{TaskRecord, TaskStatus, TaskStore};
 pub(crate) use turns::lease_end;
 pub use turns::{Admission, AdmissionCheck};
+pub use untrusted_text::UntrustedText;
 
 /// The environment variable that names the state directory.
 pub const STATE_DIR_ENV: &str = "TOOLGATE_STATE_DIR";

@@ -72,6 +72,9 @@ pub(super) fn build(draft: Draft, name: String, sink: &mut Sink) -> Option<ToolS
         tags: Vec::new(),
         always_loaded: false,
         timeout: None,
+        output: None,
+        sends: false,
+        inject: Default::default(),
     })
 }
 

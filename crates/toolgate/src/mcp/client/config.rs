@@ -78,6 +78,8 @@ pub struct ServerConfig {
     pub transport: Transport,
     /// The operator's effects by the tool's name on the server.
     pub effects: IndexMap<String, Effect>,
+    /// The operator's output labels by the tool's name on the server (`*`: any).
+    pub outputs: IndexMap<String, toolgate_core::ToolOutput>,
     /// How long starting (or reaching) it and the handshake may take.
     pub connect_timeout: Duration,
     /// How long it has to answer `tools/list`.
@@ -179,6 +181,7 @@ impl ServerConfig {
             name: name.to_owned(),
             transport,
             effects: spec.effects.clone(),
+            outputs: spec.outputs.clone(),
             revision: spec.revision,
             connect_timeout,
             list_timeout,
@@ -268,6 +271,15 @@ impl ServerConfig {
             ..McpServerSpec::default()
         };
         Self::from_spec(tool, &spec, base_dir, env)
+    }
+
+    /// What a result of the server's tool `name` brings in: the operator's
+    /// word under `outputs:` (by name, else `*`), else untrusted content.
+    pub fn output_of(&self, name: &str) -> toolgate_core::Labels {
+        self.outputs
+            .get(name)
+            .or_else(|| self.outputs.get("*"))
+            .map_or(toolgate_core::Labels::UNTRUSTED, |o| o.brings())
     }
 
     /// `stdio` or `http`.

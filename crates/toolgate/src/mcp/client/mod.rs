@@ -374,6 +374,7 @@ impl Upstreams {
                         name: namespace.clone(),
                         transport,
                         effects: Default::default(),
+                        outputs: Default::default(),
                         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                         list_timeout: DEFAULT_LIST_TIMEOUT,
                         call_timeout: DEFAULT_CALL_TIMEOUT,

@@ -9,13 +9,13 @@ use toolgate_core::{Anchor, AuditEntry, AuditRecord, Outcome, VerifyReport};
 use super::turns::{MemoryTurns, memory_turn, release_in_memory, standing_in_memory};
 use super::{
     MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCallLedger, MemoryCodeRuns,
-    MemoryStore, MemoryTasks,
+    MemoryStore, MemoryTasks, MemoryUntrustedText,
 };
 use crate::store::calls::ran;
 use crate::store::{
     Admission, AdmissionCheck, Approval, ApprovalRequest, ApprovalStore, AuditLog, CallHistory,
     CallLedger, CodeRunStore, GateStore, Grant, LedgerEntry, LedgerName, PausedRun, RecordedCall,
-    Resolution, StateStore, StoreError, TaskRecord, TaskStatus, TaskStore,
+    Resolution, StateStore, StoreError, TaskRecord, TaskStatus, TaskStore, UntrustedText,
 };
 
 /// A gate store in memory, for tests and throwaway runs.
@@ -29,6 +29,7 @@ pub struct MemoryGateStore {
     tasks: MemoryTasks,
     code_runs: MemoryCodeRuns,
     ledger: MemoryCallLedger,
+    untrusted: MemoryUntrustedText,
 }
 
 impl GateStore for MemoryGateStore {
@@ -246,5 +247,20 @@ impl CallLedger for MemoryGateStore {
     }
     fn ledger_of_run(&self, run_id: &str) -> Result<Vec<(LedgerName, LedgerEntry)>, StoreError> {
         self.ledger.ledger_of_run(run_id)
+    }
+}
+
+impl UntrustedText for MemoryGateStore {
+    fn record_untrusted_text(
+        &self,
+        session: &str,
+        run_id: &str,
+        prints: &toolgate_core::Fingerprints,
+    ) -> Result<(), StoreError> {
+        self.untrusted
+            .record_untrusted_text(session, run_id, prints)
+    }
+    fn untrusted_text(&self, session: &str) -> Result<toolgate_core::Fingerprints, StoreError> {
+        self.untrusted.untrusted_text(session)
     }
 }

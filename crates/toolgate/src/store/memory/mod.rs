@@ -15,6 +15,7 @@ mod sessions;
 mod state;
 mod tasks;
 mod turns;
+mod untrusted_text;
 
 pub use approvals::MemoryApprovals;
 pub use audit::MemoryAuditLog;
@@ -26,3 +27,4 @@ pub use pins::MemoryPins;
 pub use sessions::MemorySessions;
 pub use state::MemoryStore;
 pub use tasks::MemoryTasks;
+pub use untrusted_text::MemoryUntrustedText;

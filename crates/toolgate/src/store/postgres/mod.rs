@@ -36,6 +36,7 @@ mod sessions;
 mod state;
 mod tasks;
 mod tls;
+mod untrusted_text;
 mod writer;
 
 use std::future::Future;

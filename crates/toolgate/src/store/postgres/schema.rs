@@ -224,6 +224,13 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX grants_caller ON grants (tool, principal);",
     // Version 6: calls that must not run twice (SQLite's 13).
     super::call_ledger::MIGRATION,
+    // Version 7: the fingerprints of untrusted results (SQLite's 14).
+    "CREATE TABLE untrusted_text (
+        session TEXT NOT NULL,
+        run_id  TEXT NOT NULL,
+        prints  BYTEA NOT NULL,
+        PRIMARY KEY (session, run_id)
+    );",
 ];
 
 /// The schema version this toolgate writes and understands.

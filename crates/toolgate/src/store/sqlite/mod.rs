@@ -22,6 +22,7 @@ mod sessions;
 mod state;
 mod tasks;
 mod turns;
+mod untrusted_text;
 mod writer;
 
 use std::path::{Path, PathBuf};

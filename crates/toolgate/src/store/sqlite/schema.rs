@@ -131,6 +131,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::approvals::GRANT_SCOPES),
     // Version 13: calls that must not run twice (idempotency keys, calls in doubt).
     Migration::Sql(super::call_ledger::MIGRATION),
+    // Version 14: the fingerprints of untrusted results, which `tainted:` reads.
+    Migration::Sql(super::untrusted_text::MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.

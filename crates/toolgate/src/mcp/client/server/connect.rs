@@ -300,7 +300,10 @@ impl Server {
         for tool in listed {
             let value = serde_json::to_value(&tool).unwrap_or(Value::Null);
             let remote = match remote_tool(&self.config.name, &value, &self.config.effects) {
-                Ok(remote) => remote,
+                Ok(mut remote) => {
+                    remote.descriptor.output = self.config.output_of(&remote.name);
+                    remote
+                }
                 Err(reason) => {
                     let name = toolgate_core::escape_for_terminal(&tool.name).into_owned();
                     tracing::warn!(server = %self.config.name, "tool `{name}` is left out: {reason}");
