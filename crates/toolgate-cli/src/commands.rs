@@ -20,11 +20,20 @@ pub fn check(args: &SpecArgs, sandbox: Option<&[String]>) -> CommandResult {
         (Some(allow), Some(spec)) => Some(sandbox_report(spec, allow)?),
         _ => None,
     };
+    let labels = source
+        .checked
+        .spec
+        .as_ref()
+        .map(toolgate::spec::label_report)
+        .filter(|report| !report.is_empty());
     if args.json {
         let mut out =
             json!({ "ok": source.checked.is_ok(), "diagnostics": source.checked.diagnostics });
         if let Some((downgrades, _)) = &sandboxed {
             out["downgrades"] = json!(downgrades);
+        }
+        if let Some(labels) = &labels {
+            out["labels"] = labels.to_json();
         }
         print_json(&out);
     } else if source.checked.diagnostics.is_empty() {
@@ -41,6 +50,11 @@ pub fn check(args: &SpecArgs, sandbox: Option<&[String]>) -> CommandResult {
         && !args.json
     {
         lines.iter().for_each(|line| sayln!("{line}"));
+    }
+    if let Some(labels) = &labels
+        && !args.json
+    {
+        labels.lines().iter().for_each(|line| sayln!("{line}"));
     }
     Ok(if source.checked.is_ok() {
         ExitCode::SUCCESS

@@ -312,7 +312,7 @@ pub(crate) fn rule_of_two(rule: RuleOfTwo, tool: &ToolDescriptor, seen: &Seen) -
     let act = if tool.sends && tool.effect == crate::Effect::Read {
         format!("`{}` sends data out", tool.name)
     } else {
-        format!("`{}` is a {} tool", tool.name, tool.effect)
+        format!("`{}` acts on the world ({})", tool.name, tool.effect)
     };
     let need = match decision {
         Decision::Deny => {
@@ -371,7 +371,7 @@ mod tests {
         assert_eq!(verdict.decision, Decision::Ask);
         assert_eq!(
             verdict.reason,
-            "this conversation has read untrusted content (fetch_page, 12:03) and read private data (read_customer, 12:03), and `send_email` is a external tool: it needs a person's approval (the rule of two)"
+            "this conversation has read untrusted content (fetch_page, 12:03) and read private data (read_customer, 12:03), and `send_email` acts on the world (external): it needs a person's approval (the rule of two)"
         );
         assert_eq!(verdict.decided_by, "policy.rule_of_two");
     }

@@ -6,7 +6,7 @@
 //! program in code mode) that copies an account number, an address or a
 //! paragraph out of a web page into a transfer or an email. Each untrusted
 //! result leaves [`Fingerprints`]: a 32-bit hash of every 8-character window
-//! of its text, after NFKC, lower-casing and collapsing whitespace. An
+//! of its text, after NFKC and lower-casing, whitespace left out. An
 //! argument's text is **tainted** when
 //! - all of it (8 characters or more) appears in one untrusted result, or
 //! - it shares a run of 32 characters or more with one.
@@ -127,32 +127,12 @@ fn each_text(value: &Value, f: &mut impl FnMut(&str)) {
     }
 }
 
-/// The text as it is compared: NFKC, lower case, each run of whitespace one
-/// space, no leading or trailing space.
+/// The text as it is compared: NFKC, lower case, whitespace left out (so an
+/// IBAN or a card number written in groups is the same text).
 fn normalized(text: &str) -> impl Iterator<Item = char> + '_ {
-    let mut space = true;
-    let mut chars = text
-        .nfkc()
+    text.nfkc()
         .flat_map(char::to_lowercase)
-        .filter_map(move |c| {
-            if c.is_whitespace() {
-                let first = !space;
-                space = true;
-                first.then_some(' ')
-            } else {
-                space = false;
-                Some(c)
-            }
-        })
-        .peekable();
-    // A trailing space is dropped by never emitting a space last.
-    std::iter::from_fn(move || {
-        let c = chars.next()?;
-        if c == ' ' && chars.peek().is_none() {
-            return None;
-        }
-        Some(c)
-    })
+        .filter(|c| !c.is_whitespace())
 }
 
 /// The hash (FNV-1a, 32-bit) of every window of `chars`.

@@ -15,6 +15,7 @@ mod http_basic;
 mod http_checks;
 mod http_styles;
 pub mod inject;
+mod label_report;
 mod limits;
 mod mcp_servers;
 mod model;
@@ -42,6 +43,7 @@ pub(crate) use document::pointer_segment;
 pub use document::{Document, MAX_SPEC_BYTES};
 pub use http_basic::BasicAuth;
 pub use http_styles::{PathStyle, StyledPath};
+pub use label_report::{CallerLegs, LabelReport, Legs, label_report};
 pub use limits::{LimitsSection, MAX_ARGUMENT_BYTES_CEILING, check_max_argument_bytes};
 pub use mcp_servers::{
     EnvRef, McpServerSpec, McpTimeouts, URL_READS_ENV, UpstreamRevision, env_references,
