@@ -34,6 +34,10 @@ pub(super) fn render(input: &RenderInput<'_>, names: &NameMap, out: &mut Rendere
             ));
         }
         entry.insert("inputSchema".into(), tool.input_schema.clone());
+        // What the host sends apart from the model's arguments (SEP-3221, draft).
+        if let Some(secure) = &tool.secure_input_schema {
+            entry.insert("secureInputSchema".into(), secure.clone());
+        }
         match &tool.output_schema {
             Some(schema) if is_object_schema(schema) => {
                 entry.insert("outputSchema".into(), schema.clone());

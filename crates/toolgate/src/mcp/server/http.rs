@@ -48,6 +48,9 @@ pub(crate) fn endpoint(shared: Arc<Shared>, path: &str, sessions: CancellationTo
     );
     let router = Router::new()
         .route_service(path, service)
+        .layer(middleware::from_fn(move |request, next| {
+            super::secure_arguments::carry(largest, request, next)
+        }))
         .layer(middleware::from_fn(super::too_many::answer))
         .layer(middleware::from_fn_with_state(capped, capacity::admit));
     match restorable {

@@ -34,6 +34,7 @@ mod input_required;
 mod offering;
 mod restore;
 mod result;
+mod secure_arguments;
 mod session;
 mod stateless;
 mod tasks;

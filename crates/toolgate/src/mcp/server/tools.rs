@@ -67,10 +67,11 @@ impl ToolList {
             .filter_map(|note| Some((note.tool.clone()?, note.message.clone())))
             .collect();
         let mut tools = Vec::with_capacity(rendered.tools.len());
-        for (descriptor, entry) in visible.iter().zip(rendered.tools) {
+        for (descriptor, mut entry) in visible.iter().zip(rendered.tools) {
             if left_out.iter().any(|(name, _)| *name == descriptor.name) {
                 continue;
             }
+            carry_secure_schema(&mut entry);
             match serde_json::from_value::<Tool>(entry) {
                 Ok(tool) => tools.push(tool),
                 Err(e) => left_out.push((
@@ -142,4 +143,21 @@ pub(crate) fn shown_names<'a>(
 /// The arguments of a `tools/call` as the gate takes them: absent means `{}`.
 pub(crate) fn arguments(arguments: Option<serde_json::Map<String, Value>>) -> Value {
     Value::Object(arguments.unwrap_or_default())
+}
+
+/// The SDK's `Tool` has no field for SEP-3221's top-level `secureInputSchema`
+/// (a draft), so a served tool carries it in its `_meta`, under
+/// `toolgate/secureInputSchema`.
+fn carry_secure_schema(entry: &mut Value) {
+    let Some(object) = entry.as_object_mut() else {
+        return;
+    };
+    if let Some(secure) = object.remove("secureInputSchema") {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("toolgate/secureInputSchema".into(), secure);
+        }
+    }
 }

@@ -169,6 +169,7 @@ impl Session {
             arguments(request.arguments),
         );
         call.idempotency_key = idempotency_key(&context)?;
+        call.secure_arguments = secure_arguments(gate, &name, &call.arguments, &context)?;
         let is_stateless = stateless::is_stateless(&context);
         let log_level = if is_stateless {
             LogLevel::fixed(stateless::log_level(&context))
@@ -316,6 +317,46 @@ pub(crate) fn idempotency_key(
             ),
             None,
         ))
+    }
+}
+
+/// The call's secure arguments (SEP-3221, a draft): what the host sent under
+/// `_meta` (see `secure_arguments`). A call whose model-supplied arguments name
+/// a secure parameter is refused as invalid params, as the draft asks: such a
+/// value may only come from the host.
+fn secure_arguments(
+    gate: &crate::Gate,
+    name: &str,
+    arguments: &serde_json::Value,
+    context: &RequestContext<RoleServer>,
+) -> Result<serde_json::Map<String, serde_json::Value>, McpError> {
+    let secure = gate
+        .catalog()
+        .find(name)
+        .and_then(|tool| tool.descriptor().secure_input_schema.as_ref())
+        .and_then(|schema| schema.get("properties"))
+        .and_then(serde_json::Value::as_object);
+    if let (Some(secure), Some(given)) = (secure, arguments.as_object())
+        && let Some(param) = given.keys().find(|k| secure.contains_key(*k))
+    {
+        return Err(McpError::invalid_params(
+            format!(
+                "`{}` is a secure parameter of `{name}`: only the host may send it, in `secureArguments`; nothing ran",
+                toolgate_core::clip_text(param, 64)
+            ),
+            None,
+        ));
+    }
+    match context
+        .meta
+        .get(super::super::secure_arguments::SECURE_META)
+    {
+        None => Ok(serde_json::Map::new()),
+        Some(serde_json::Value::Object(values)) => Ok(values.clone()),
+        Some(_) => Err(McpError::invalid_params(
+            "`secureArguments` must be an object of the secure parameters' values; nothing ran",
+            None,
+        )),
     }
 }
 
