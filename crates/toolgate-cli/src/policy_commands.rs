@@ -114,6 +114,7 @@ fn explain(
         history: &[],
         seen: Some(&seen),
         untrusted: None,
+        untrusted_origin: false,
     };
     let explained = spec.policy.explain(descriptor, &who, facts);
     if args.json {

@@ -24,6 +24,11 @@ pub struct ToolCall {
     /// `inject: {PARAM: "{host}"}` parameters and nothing else.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub secure_arguments: serde_json::Map<String, Value>,
+    /// Contributors of untrusted content that the host's origin label (SEP-3193)
+    /// names: the call counts as made after reading untrusted content, and its
+    /// arguments as tainted. Labels only restrict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted_origin: Vec<String>,
 }
 
 impl ToolCall {
@@ -35,6 +40,7 @@ impl ToolCall {
             arguments,
             idempotency_key: None,
             secure_arguments: serde_json::Map::new(),
+            untrusted_origin: Vec::new(),
         }
     }
 

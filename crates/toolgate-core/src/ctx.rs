@@ -24,6 +24,7 @@ pub struct ToolCtx {
     idempotency_key: Option<String>,
     state: Arc<Map<String, Value>>,
     flow: Option<Arc<FlowView>>,
+    flow_origin: Option<Arc<Value>>,
     span: tracing::Span,
 }
 
@@ -39,6 +40,7 @@ impl ToolCtx {
             idempotency_key: None,
             state: Arc::default(),
             flow: None,
+            flow_origin: None,
             span: tracing::Span::none(),
         }
     }
@@ -119,6 +121,18 @@ impl ToolCtx {
     /// the gate has a flow and the tool [reads it](crate::DynTool::reads_flow).
     pub fn flow_view(&self) -> Option<&FlowView> {
         self.flow.as_deref()
+    }
+
+    /// The origin label (SEP-3193, a draft) an upstream MCP call carries: whose
+    /// content the conversation has read (see [`crate::flow_origin`]).
+    pub fn flow_origin(&self) -> Option<&Value> {
+        self.flow_origin.as_deref()
+    }
+
+    /// Gives the call an origin label for upstream MCP servers.
+    pub fn with_flow_origin(mut self, label: Value) -> Self {
+        self.flow_origin = Some(Arc::new(label));
+        self
     }
 
     /// The span this call runs in.

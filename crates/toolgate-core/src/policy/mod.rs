@@ -20,6 +20,7 @@
 mod approvers;
 mod explain;
 mod labels;
+mod origin;
 mod taint;
 
 use std::fmt;
@@ -36,6 +37,7 @@ pub use explain::{Considered, Explanation};
 pub use labels::{
     Labels, OutputLabel, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, acts_on_world,
 };
+pub use origin::{FLOW_ORIGIN_META, flow_origin, untrusted_contributors};
 pub use taint::Fingerprints;
 
 /// What to do with a call.
@@ -248,6 +250,9 @@ pub struct CallFacts<'a> {
     pub seen: Option<&'a Seen>,
     /// The fingerprints of the conversation's untrusted results (`None`: none).
     pub untrusted: Option<&'a Fingerprints>,
+    /// The host labelled the call's origin untrusted (SEP-3193): every
+    /// argument counts as tainted.
+    pub untrusted_origin: bool,
 }
 
 /// The facts a rule's `when` reads: a call's, or (before any call) only claims.
@@ -283,6 +288,9 @@ impl Facts for RuleFacts<'_> {
     }
     fn tainted(&self, arg: &str) -> Option<bool> {
         let call = self.call?;
+        if call.untrusted_origin {
+            return Some(true);
+        }
         let Some(untrusted) = call.untrusted else {
             return Some(false);
         };
@@ -597,6 +605,7 @@ mod tests {
                 history: &[],
                 seen: None,
                 untrusted: None,
+                untrusted_origin: false,
             },
         )
     }
@@ -716,6 +725,7 @@ mod tests {
                 history: &[],
                 seen: None,
                 untrusted: None,
+                untrusted_origin: false,
             },
         );
         assert_eq!(explanation.verdict.decision, Decision::Ask);
@@ -831,6 +841,7 @@ mod tests {
             history: &history,
             seen: None,
             untrusted: None,
+            untrusted_origin: false,
         };
         assert_eq!(
             policy.decide_call(&refund, &stranger, call).decision,
@@ -861,6 +872,7 @@ mod tests {
                 history: &[],
                 seen: None,
                 untrusted: None,
+                untrusted_origin: false,
             },
         );
         assert_eq!(explained.verdict.decided_by, "policy.rules[1]");

@@ -34,7 +34,14 @@ impl Gate {
             principal,
             ..
         } = *request;
-        let verdict = match self.decide_call(session, tool.descriptor(), arguments, principal) {
+        let decided = self.decide_call(
+            session,
+            tool.descriptor(),
+            arguments,
+            principal,
+            &call.untrusted_origin,
+        );
+        let verdict = match decided {
             Ok(verdict) => admitted.decide(verdict),
             Err(e) => return Err(Stop::failed(store_failure("the state store", e))),
         };

@@ -19,7 +19,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{
     AuditEntry, Decision, DynTool, Effect, MAX_NAME_LEN, Principal, RecordKind, ToolCtx,
-    audit_arguments, call_hash, clip_text, json_len,
+    ToolSource, audit_arguments, call_hash, clip_text, json_len,
 };
 use tracing::Instrument;
 
@@ -610,6 +610,13 @@ impl Gate {
             .or_else(|| tool.idempotency_key(arguments))
         {
             ctx = ctx.with_idempotency_key(key);
+        }
+        // An upstream MCP call carries what the conversation has read (SEP-3193).
+        if self.labelled && matches!(tool.descriptor().source, ToolSource::Mcp { .. }) {
+            match self.seen(session) {
+                Ok(seen) => ctx = ctx.with_flow_origin(toolgate_core::flow_origin(&seen)),
+                Err(e) => return Err(Stop::failed(store_failure("the call history", e))),
+            }
         }
         if tool.reads_flow() {
             match self.flow_view_in(session, state, Some(principal)) {

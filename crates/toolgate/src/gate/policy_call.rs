@@ -18,8 +18,10 @@ impl Gate {
         tool: &ToolDescriptor,
         arguments: &Value,
         principal: &Principal,
+        origin: &[String],
     ) -> Result<Verdict, StoreError> {
-        let reads_seen = self.labelled && self.policy.reads_seen(tool);
+        let labelled = self.labelled || !origin.is_empty();
+        let reads_seen = labelled && self.policy.reads_seen(tool);
         let reads_taint = self.labelled && self.policy.reads_taint(&tool.name);
         let state = if self.policy.reads_conversation(&tool.name) {
             self.state(session)?
@@ -32,7 +34,15 @@ impl Gate {
             Vec::new()
         };
         let history: Vec<CallRecord> = calls.iter().map(CallRecord::from).collect();
-        let seen = reads_seen.then(|| self.seen_in(&calls));
+        let seen = reads_seen.then(|| {
+            let mut seen = self.seen_in(&calls);
+            // What the host's origin label says entered the context, as if read now.
+            for contributor in origin {
+                let from = format!("the host's origin label: {contributor}");
+                seen.note(&from, &self.now(), toolgate_core::Labels::UNTRUSTED);
+            }
+            seen
+        });
         let untrusted = if reads_taint {
             Some(self.store.untrusted_text(session)?)
         } else {
@@ -44,6 +54,7 @@ impl Gate {
             history: &history,
             seen: seen.as_ref(),
             untrusted: untrusted.as_ref(),
+            untrusted_origin: !origin.is_empty(),
         };
         Ok(self.policy.decide_call(tool, principal, call))
     }

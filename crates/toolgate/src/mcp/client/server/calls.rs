@@ -51,6 +51,10 @@ impl Server {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
+        if let Some(label) = ctx.flow_origin() {
+            let meta = params.meta.get_or_insert_with(Default::default);
+            meta.insert(toolgate_core::FLOW_ORIGIN_META.to_owned(), label.clone());
+        }
         let limit = match ctx.deadline() {
             Some(deadline) => self
                 .config

@@ -170,6 +170,9 @@ impl Session {
         );
         call.idempotency_key = idempotency_key(&context)?;
         call.secure_arguments = secure_arguments(gate, &name, &call.arguments, &context)?;
+        if let Some(label) = context.meta.get(toolgate_core::FLOW_ORIGIN_META) {
+            call.untrusted_origin = toolgate_core::untrusted_contributors(label);
+        }
         let is_stateless = stateless::is_stateless(&context);
         let log_level = if is_stateless {
             LogLevel::fixed(stateless::log_level(&context))

@@ -1,9 +1,10 @@
-//! Secure arguments (SEP-3221, a draft) on the served MCP endpoint: a tool whose
-//! spec fills a parameter from the host (`inject: {PARAM: "{host}"}`) lists it
-//! under `secureInputSchema` (in the tool's `_meta`, as the SDK's tool type has
-//! no place for the draft's top-level field) and not in `inputSchema`; the host's
-//! `secureArguments` fill it; the model may not. Raw HTTP against a real server
-//! on loopback.
+//! Information flow on the served MCP endpoint, by the drafts hosts may speak:
+//! secure arguments (SEP-3221) — a tool whose spec fills a parameter from the
+//! host (`inject: {PARAM: "{host}"}`) lists it under `secureInputSchema` (in the
+//! tool's `_meta`, as the SDK's tool type has no place for the draft's top-level
+//! field) and not in `inputSchema`, the host's `secureArguments` fill it and the
+//! model may not — and data-origin labels (SEP-3193), which only restrict. Raw
+//! HTTP against a real server on loopback.
 
 #![cfg(feature = "mcp")]
 
@@ -17,7 +18,28 @@ use toolgate::serve::FrontDoor;
 use toolgate::{Catalog, Gate, MemoryGateStore};
 
 const SPEC: &str = r#"
+policy:
+  rule_of_two: deny
+  effects: {external: allow}
+  rules:
+    - tools: post_message
+      when: {tainted: "*"}
+      decision: deny
+      reason: the message may carry text a third party wrote
 tools:
+  - name: crm_lookup
+    description: A customer's record.
+    effect: read
+    output: private
+    response: {name: Ada Lovelace}
+  - name: send_email
+    description: Send an email.
+    effect: external
+    parameters: {type: object, properties: {to: {type: string}, body: {type: string}}}
+  - name: post_message
+    description: Post to the team channel.
+    effect: external
+    parameters: {type: object, properties: {text: {type: string}}}
   - name: run_query
     description: Run a read-only SQL query on the customer's database instance.
     effect: read
@@ -114,7 +136,8 @@ async fn the_host_fills_a_secure_parameter_and_the_model_cannot() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     )
     .await;
-    let tool = &listed["result"]["tools"][0];
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let tool = tools.iter().find(|t| t["name"] == "run_query").unwrap();
     assert!(
         tool["inputSchema"]["properties"].get("instance").is_none(),
         "{tool}"
@@ -180,5 +203,81 @@ async fn the_host_fills_a_secure_parameter_and_the_model_cannot() {
         text.contains("`instance` is a secure argument the host must send"),
         "{text}"
     );
+    let _ = stop.send(());
+}
+
+/// A `tools/call` in session `id` with `_meta`.
+fn call_with_meta(name: &str, arguments: Value, meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta}})
+}
+
+#[tokio::test]
+async fn a_hosts_origin_label_only_restricts() {
+    let (url, stop) = serve().await;
+    let client = reqwest::Client::new();
+    let id = session(&client, &url).await;
+    let web = json!({"io.modelcontextprotocol/flowOrigin": {"contributors": [
+        {"principal": "urn:mcp:user", "assurance": "user"},
+        {"principal": "https://mcp.webfetch.example/mcp", "assurance": "unverified"}
+    ], "complete": true}});
+    let user_only = json!({"io.modelcontextprotocol/flowOrigin": {"contributors": [
+        {"principal": "urn:mcp:user", "assurance": "user"}], "complete": true}});
+    let text = |answer: &Value| {
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    // Every argument of a call from an untrusted context counts as tainted.
+    let (_, posted) = rpc(
+        &client,
+        &url,
+        Some(&id),
+        call_with_meta("post_message", json!({"text": "hi"}), web.clone()),
+    )
+    .await;
+    assert_eq!(posted["result"]["isError"], true, "{posted}");
+    assert!(
+        text(&posted).contains("the message may carry text a third party wrote"),
+        "{posted}"
+    );
+    let (_, plain) = rpc(
+        &client,
+        &url,
+        Some(&id),
+        call_with_meta("post_message", json!({"text": "hi"}), user_only.clone()),
+    )
+    .await;
+    assert_ne!(plain["result"]["isError"], true, "{plain}");
+
+    // With private data read, the label completes the rule of two.
+    rpc(
+        &client,
+        &url,
+        Some(&id),
+        call_with_meta("crm_lookup", json!({}), user_only.clone()),
+    )
+    .await;
+    let (_, sent) = rpc(
+        &client,
+        &url,
+        Some(&id),
+        call_with_meta("send_email", json!({"to": "ada@example.com"}), web),
+    )
+    .await;
+    assert_eq!(sent["result"]["isError"], true, "{sent}");
+    let said = text(&sent);
+    assert!(said.contains("read untrusted content (the host's origin label: unverified https://mcp.webfetch.example/mcp"), "{said}");
+    assert!(said.contains("read private data (crm_lookup"), "{said}");
+    let (_, trusted) = rpc(
+        &client,
+        &url,
+        Some(&id),
+        call_with_meta("send_email", json!({"to": "ada@example.com"}), user_only),
+    )
+    .await;
+    assert_ne!(trusted["result"]["isError"], true, "{trusted}");
     let _ = stop.send(());
 }
