@@ -178,10 +178,9 @@ pub fn without_params<'n>(schema: &Value, names: impl IntoIterator<Item = &'n St
         .get("required")
         .and_then(Value::as_array)
         .is_some_and(Vec::is_empty)
+        && let Some(object) = schema.as_object_mut()
     {
-        if let Some(object) = schema.as_object_mut() {
-            object.shift_remove("required");
-        }
+        object.shift_remove("required");
     }
     schema
 }

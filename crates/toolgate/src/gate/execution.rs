@@ -129,7 +129,7 @@ impl Execution {
         // it; one that cannot is withheld, so no later call escapes `tainted:`.
         let outcome = match &outcome {
             Outcome::Ok { value, .. } if self.entry.fingerprints => {
-                let prints = toolgate_core::Fingerprints::of_result(value);
+                let prints = toolgate_core::Fingerprints::of_result(value, &self.arguments);
                 match self
                     .store
                     .record_untrusted_text(&self.session, &self.audit.run_id, &prints)
