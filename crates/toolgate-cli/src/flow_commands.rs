@@ -3,19 +3,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
 use toolgate::flow::{
-    BrokenFile, FileTests, StepStatus, TestRunner, ToolStatus, junit_xml, mermaid, render_tests,
-    summary_line,
+    BrokenFile, FileTests, FlowView, StepStatus, TestRunner, ToolStatus, junit_xml, mermaid,
+    render_tests, summary_line,
 };
-use toolgate::{Catalog, SqliteStore, spec::SpecSource, store::resolve_state_dir};
+use toolgate::policy::{RuleOfTwo, Seen, SeenLabel};
+use toolgate::{Catalog, Gate, spec::SpecSource};
 
 use crate::context::CommandResult;
 use crate::context::load;
-use crate::context::{SpecArgs, StateArgs, open_gate};
+use crate::context::{SpecArgs, StateArgs, open_gate, open_store};
 use crate::output::print_json;
 
 /// What `toolgate flow` does.
@@ -179,55 +179,158 @@ fn has_tests(path: &Path) -> bool {
 /// `toolgate flow graph | status`.
 pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandResult {
     let (spec, source) = load(args)?;
-    let Some(flow) = &spec.flow else {
-        return Err(format!(
+    let no_flow = || {
+        format!(
             "{} has no `flow:` section; `toolgate schema` shows its format",
             args.file.display()
-        ));
+        )
     };
     match action {
-        FlowAction::Graph => say!("{}", mermaid(flow)),
+        FlowAction::Graph => {
+            let Some(flow) = &spec.flow else {
+                return Err(no_flow());
+            };
+            say!("{}", mermaid(flow));
+        }
         FlowAction::Status => {
-            let dir = resolve_state_dir(state.state_dir.as_deref(), &args.file);
-            let store = Arc::new(SqliteStore::open_in_dir(&dir).map_err(|e| e.to_string())?);
+            // Without a flow there is still what the conversation has seen, when
+            // its tools carry labels; with neither, there is nothing to show.
+            if spec.flow.is_none() && !labelled(&open_gate(&spec, &source, &Catalog::new(), None)?)
+            {
+                return Err(no_flow());
+            }
+            let store = open_store(args, state)?;
             let gate = open_gate(&spec, &source, &Catalog::new(), Some(store))?;
-            let view = gate
-                .flow_view(&state.session)
-                .map_err(|e| e.to_string())?
-                .ok_or("the gate has no flow")?;
+            let view = gate.flow_view(&state.session).map_err(|e| e.to_string())?;
+            let seen = gate.seen(&state.session).map_err(|e| e.to_string())?;
+            if view.is_none() && seen.is_empty() {
+                return Err(no_flow());
+            }
+            let ahead = gate.rule_of_two_ahead(&seen);
             if args.json {
-                print_json(&view);
+                print_json(&status_json(view.as_ref(), &seen, ahead)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            for step in &view.steps {
-                let status = match step.status {
-                    StepStatus::Active => "active ",
-                    StepStatus::Done => "done   ",
-                    StepStatus::Waiting => "waiting",
-                };
-                let why = if step.why.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({})", step.why.join("; "))
-                };
-                sayln!("{status}  {}{why}", step.id);
+            if let Some(view) = &view {
+                print_view(view);
             }
-            for required in &view.required {
-                sayln!("required  {} (because {})", required.tool, required.because);
-            }
-            let width = view.tools.keys().map(String::len).max().unwrap_or(0);
-            for (tool, status) in &view.tools {
-                match status {
-                    ToolStatus::Allowed { confirm: None } => sayln!("  {tool:width$}  allowed"),
-                    ToolStatus::Allowed {
-                        confirm: Some(confirm),
-                    } => sayln!("  {tool:width$}  allowed; {confirm}"),
-                    ToolStatus::Blocked { reason, .. } => {
-                        sayln!("  {tool:width$}  blocked: {reason}")
-                    }
-                }
+            if !seen.is_empty() {
+                say!("{}", seen_text(&seen, ahead, view.is_some()));
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether any of `gate`'s tools carries an information-flow label.
+fn labelled(gate: &Gate) -> bool {
+    gate.catalog()
+        .iter()
+        .any(|tool| !tool.descriptor().output.is_empty())
+}
+
+fn print_view(view: &FlowView) {
+    for step in &view.steps {
+        let status = match step.status {
+            StepStatus::Active => "active ",
+            StepStatus::Done => "done   ",
+            StepStatus::Waiting => "waiting",
+        };
+        let why = if step.why.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", step.why.join("; "))
+        };
+        sayln!("{status}  {}{why}", step.id);
+    }
+    for required in &view.required {
+        sayln!("required  {} (because {})", required.tool, required.because);
+    }
+    let width = view.tools.keys().map(String::len).max().unwrap_or(0);
+    for (tool, status) in &view.tools {
+        match status {
+            ToolStatus::Allowed { confirm: None } => sayln!("  {tool:width$}  allowed"),
+            ToolStatus::Allowed {
+                confirm: Some(confirm),
+            } => sayln!("  {tool:width$}  allowed; {confirm}"),
+            ToolStatus::Blocked { reason, .. } => {
+                sayln!("  {tool:width$}  blocked: {reason}")
+            }
+        }
+    }
+}
+
+/// `flow status --json`: the flow's view (when there is a flow), with `seen`
+/// and `rule_of_two` beside it once the conversation has seen something.
+fn status_json(
+    view: Option<&FlowView>,
+    seen: &Seen,
+    ahead: Option<RuleOfTwo>,
+) -> Result<Value, String> {
+    let mut out = match view {
+        Some(view) => serde_json::to_value(view).map_err(|e| e.to_string())?,
+        None => json!({}),
+    };
+    if let Value::Object(fields) = &mut out {
+        if !seen.is_empty() {
+            fields.insert(
+                "seen".into(),
+                json!({"untrusted": seen.untrusted, "private": seen.private}),
+            );
+        }
+        if let Some(rule) = ahead {
+            fields.insert("rule_of_two".into(), json!(rule));
+        }
+    }
+    Ok(out)
+}
+
+/// How many of a label's calls `flow status` names before counting the rest.
+const SIGHTINGS_SHOWN: usize = 3;
+
+/// The `seen:` section: each label the conversation has seen and the calls
+/// that brought it in, then what the rule of two will do with its next act.
+/// After a flow's lines it opens with a blank line.
+fn seen_text(seen: &Seen, ahead: Option<RuleOfTwo>, after_flow: bool) -> String {
+    let mut text = String::new();
+    if after_flow {
+        text.push('\n');
+    }
+    text.push_str("seen:\n");
+    for label in [SeenLabel::Untrusted, SeenLabel::Private] {
+        let sightings = seen.sightings(label);
+        if sightings.is_empty() {
+            continue;
+        }
+        let mut calls: Vec<String> = sightings
+            .iter()
+            .take(SIGHTINGS_SHOWN)
+            .map(|s| match time_of_day(&s.time) {
+                Some(hm) => format!("{} ({hm})", s.tool),
+                None => s.tool.clone(),
+            })
+            .collect();
+        if sightings.len() > SIGHTINGS_SHOWN {
+            calls.push(format!("{} more", sightings.len() - SIGHTINGS_SHOWN));
+        }
+        let name = format!("{label}:");
+        text.push_str(&format!("  {name:<10} {}\n", calls.join(", ")));
+    }
+    match ahead {
+        Some(RuleOfTwo::Deny) => text.push_str(
+            "  the rule of two: the next call that changes the world or sends data out will be refused\n",
+        ),
+        Some(_) => text.push_str(
+            "  the rule of two: the next call that changes the world or sends data out needs a person's approval\n",
+        ),
+        None => {}
+    }
+    text
+}
+
+/// `12:03` of an RFC 3339 time (`2026-12-04T12:03:09Z`).
+fn time_of_day(time: &str) -> Option<&str> {
+    (time.as_bytes().get(10) == Some(&b'T'))
+        .then(|| time.get(11..16))
+        .flatten()
 }

@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value};
 use toolgate_core::flow::{Flow, FlowView, FlowVisibility, Monitor, is_visible, visible_tools};
-use toolgate_core::{Principal, ToolDescriptor, planner_digest, planner_digest_in_flow};
+use toolgate_core::{
+    Principal, RuleOfTwo, Seen, SeenLabel, ToolDescriptor, planner_digest, planner_digest_in_flow,
+};
 
 use super::admission::call_records;
 use crate::gate::Gate;
@@ -66,6 +68,17 @@ impl Gate {
             }
             None => Monitor::new(flow).view(state, &history, tools),
         }))
+    }
+
+    /// What the rule of two will do with the next call that changes the world
+    /// or sends data out in a conversation that has `seen` what it has
+    /// ([`seen`](Self::seen)): [`RuleOfTwo::Ask`] or [`RuleOfTwo::Deny`] as the
+    /// policy says once it has seen both untrusted content and private data;
+    /// `None` before that, or when the policy turns the rule off.
+    pub fn rule_of_two_ahead(&self, seen: &Seen) -> Option<RuleOfTwo> {
+        let rule = self.policy().rule_of_two;
+        let both = seen.has(SeenLabel::Untrusted) && seen.has(SeenLabel::Private);
+        (both && rule != RuleOfTwo::Off).then_some(rule)
     }
 
     /// The calls that ran in conversation `session`, oldest first.
