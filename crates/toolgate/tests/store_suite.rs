@@ -173,6 +173,8 @@ mod sessions;
 mod state;
 #[path = "store_suite/tasks.rs"]
 mod tasks;
+#[path = "store_suite/untrusted_text.rs"]
+mod untrusted_text;
 
 /// Runs each test (`module::name`) once per backend, as `sqlite::name` and
 /// `postgres::name`.
@@ -208,6 +210,7 @@ suite!(
     sessions::a_session_written_on_one_handle_is_renewed_and_ended_on_another,
     call_ledger::a_key_is_claimed_by_one_of_many_handles_and_keeps_its_outcome,
     call_ledger::an_intent_and_its_key_are_written_together_and_settled_with_the_completion,
+    untrusted_text::untrusted_text_recorded_on_one_handle_taints_on_another,
 );
 
 /// An audit record of `kind` for run `run` of `tool` in `session`.
