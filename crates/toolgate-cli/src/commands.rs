@@ -25,7 +25,7 @@ pub fn check(args: &SpecArgs, sandbox: Option<&[String]>) -> CommandResult {
         .spec
         .as_ref()
         .map(toolgate::spec::label_report)
-        .filter(|report| !report.is_empty());
+        .filter(toolgate::spec::LabelReport::worth_saying);
     if args.json {
         let mut out =
             json!({ "ok": source.checked.is_ok(), "diagnostics": source.checked.diagnostics });

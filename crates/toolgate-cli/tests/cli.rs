@@ -217,7 +217,15 @@ fn check_passes_the_helpdesk_and_fails_a_broken_file_with_every_problem() {
     let desk = Desk::new();
     let out = desk.run(&["check"]);
     assert!(out.status.success());
-    assert_eq!(stdout(&out), format!("{}: ok, 13 tools\n", "toolgate.yaml"));
+    let said = stdout(&out);
+    assert!(
+        said.starts_with("toolgate.yaml: ok, 14 tools\nlabels: untrusted results: read_ticket\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains("  faq_bot cannot hold all three: it reads nothing untrusted and reads nothing private and cannot act on the world\n"),
+        "{said}"
+    );
 
     let broken = HELPDESK
         .replacen("name: lookup_order", "name: lookup order", 1)
@@ -239,7 +247,7 @@ fn check_passes_the_helpdesk_and_fails_a_broken_file_with_every_problem() {
         "{printed}"
     );
     assert!(
-        printed.ends_with("toolgate.yaml: 6 errors, 10 warnings\n"),
+        printed.ends_with("toolgate.yaml: 6 errors, 11 warnings\n"),
         "{printed}"
     );
 }

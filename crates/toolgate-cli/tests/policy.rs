@@ -99,7 +99,7 @@ fn policy_explain_names_the_rule_that_decided_and_why_the_others_did_not() {
     assert_eq!(json["decision"], "ask");
     assert_eq!(json["decided_by"], "policy.rules[0]");
     assert_eq!(json["answered_by"], "approver");
-    assert_eq!(json["considered"].as_array().unwrap().len(), 6);
+    assert_eq!(json["considered"].as_array().unwrap().len(), 7);
     assert_eq!(json["considered"][2]["matched"], true);
     assert_eq!(json["considered"][4]["decided"], false);
     let bad = toolgate(dir.path(), &["policy", "explain", "refund_order", "[1]"]);

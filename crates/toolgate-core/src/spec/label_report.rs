@@ -52,14 +52,16 @@ pub struct LabelReport {
     pub callers: Vec<CallerLegs>,
     /// The policy's rule of two.
     pub rule_of_two: RuleOfTwo,
+    /// The file declares labels itself (`output:`, `sends:`, `outputs:`).
+    pub declared: bool,
 }
 
 impl LabelReport {
-    /// Whether there is anything to say: some tool carries a label.
-    pub fn is_empty(&self) -> bool {
-        self.legs.untrusted.is_empty()
-            && self.legs.private.is_empty()
-            && self.untrusted_servers.is_empty()
+    /// Whether it is worth saying: the file declares labels, or some caller
+    /// could hold all three legs (an HTTP binding's untrusted default alone is
+    /// not news).
+    pub fn worth_saying(&self) -> bool {
+        self.declared || self.callers.iter().any(|c| c.legs.complete())
     }
 
     /// The lines `toolgate check` prints.
@@ -197,6 +199,8 @@ pub fn label_report(spec: &SpecFile) -> LabelReport {
             })
             .collect(),
         rule_of_two: spec.policy.rule_of_two,
+        declared: spec.tools.iter().any(|t| t.output.is_some() || t.sends)
+            || spec.mcp_servers.values().any(|s| !s.outputs.is_empty()),
     }
 }
 
@@ -231,8 +235,12 @@ principals:
     }
 
     #[test]
-    fn a_spec_without_labels_has_nothing_to_say() {
-        let spec = spec("tools:\n  - {name: lookup, description: d, effect: read}\n");
-        assert!(label_report(&spec).is_empty());
+    fn a_spec_without_labels_or_all_three_legs_has_nothing_to_say() {
+        let lookup = spec("tools:\n  - {name: lookup, description: d, effect: read}\n");
+        assert!(!label_report(&lookup).worth_saying());
+        let fetch = "tools:\n  - {name: fetch, description: d, http: {method: GET, url: 'https://x.example/'}}\n";
+        let report = label_report(&spec(fetch));
+        assert_eq!(report.legs.untrusted, ["fetch"]);
+        assert!(!report.worth_saying());
     }
 }

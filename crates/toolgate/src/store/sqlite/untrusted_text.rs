@@ -8,7 +8,7 @@ use super::SqliteStore;
 use crate::store::{StoreError, UntrustedText};
 
 /// Version 14 of the schema.
-pub(super) const MIGRATION: &str = "CREATE TABLE untrusted_text (
+pub(super) const MIGRATION: &str = "CREATE TABLE IF NOT EXISTS untrusted_text (
     session TEXT NOT NULL,
     run_id TEXT NOT NULL,
     prints BLOB NOT NULL,
