@@ -334,18 +334,9 @@ pub(crate) fn rule_of_two(rule: RuleOfTwo, tool: &ToolDescriptor, seen: &Seen) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Effect, ToolSource};
+    use crate::Effect;
+    use crate::policy::tests::tool;
     use serde_json::json;
-
-    fn tool(name: &str, effect: Effect) -> ToolDescriptor {
-        ToolDescriptor::new(
-            name,
-            "t",
-            json!({"type": "object"}),
-            effect,
-            ToolSource::Builtin,
-        )
-    }
 
     fn seen(calls: &[(&str, Labels)]) -> Seen {
         let mut seen = Seen::default();

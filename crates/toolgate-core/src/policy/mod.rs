@@ -475,12 +475,13 @@ impl Policy {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{Tier, ToolSource};
     use serde_json::json;
 
-    fn tool(name: &str, effect: Effect) -> ToolDescriptor {
+    /// A built-in tool named `name` with `effect`.
+    pub(crate) fn tool(name: &str, effect: Effect) -> ToolDescriptor {
         ToolDescriptor::new(
             name,
             "t",

@@ -228,9 +228,7 @@ mod tests {
     use toolgate_core::{Principal, ToolCall};
 
     use super::*;
-    use crate::auth::HttpAccess;
-    use crate::console::Console;
-    use crate::{Gate, MemoryGateStore};
+    use crate::Gate;
 
     /// A page fetcher (untrusted), a customer record (private) and an email.
     const SPEC: &str = r#"
@@ -254,24 +252,7 @@ tools:
 
     /// The console of a gate on `SPEC` (with `policy` prepended), and the gate.
     fn console_of(policy: &str) -> (App, Arc<Gate>) {
-        let checked = toolgate_core::spec::check(&format!("{policy}{SPEC}"));
-        let spec = checked.spec.expect("the test spec is valid");
-        let catalog =
-            crate::spec_tool::spec_catalog(&spec, "toolgate.yaml", &crate::Catalog::new())
-                .expect("the catalog builds");
-        let gate = Arc::new(
-            Gate::builder(catalog)
-                .spec(&spec)
-                .store(Arc::new(MemoryGateStore::default()))
-                .build(),
-        );
-        let shown = gate.clone();
-        let app = App {
-            console: Console::new(&spec, None),
-            gate: Arc::new(move || shown.clone()),
-            access: HttpAccess::open(),
-        };
-        (app, gate)
+        super::super::tests::app_of(&format!("{policy}{SPEC}"))
     }
 
     async fn call(gate: &Gate, session: &str, tool: &str) {

@@ -280,7 +280,7 @@ fn error_page(status: axum::http::StatusCode, viewer: Option<&Viewer>, message: 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::SystemTime;
 
     use axum::Extension;
@@ -306,7 +306,12 @@ tools:
 "#;
 
     fn app() -> App {
-        let checked = toolgate_core::spec::check(SPEC);
+        app_of(SPEC).0
+    }
+
+    /// The console of a gate on the spec `text` (in memory), and the gate.
+    pub(super) fn app_of(text: &str) -> (App, Arc<Gate>) {
+        let checked = toolgate_core::spec::check(text);
         let spec = checked.spec.expect("the test spec is valid");
         let catalog =
             crate::spec_tool::spec_catalog(&spec, "toolgate.yaml", &crate::Catalog::new())
@@ -317,11 +322,13 @@ tools:
                 .store(Arc::new(MemoryGateStore::default()))
                 .build(),
         );
-        App {
+        let shown = gate.clone();
+        let app = App {
             console: Console::new(&spec, None),
-            gate: Arc::new(move || gate.clone()),
+            gate: Arc::new(move || shown.clone()),
             access: HttpAccess::open(),
-        }
+        };
+        (app, gate)
     }
 
     fn viewer() -> Viewer {
