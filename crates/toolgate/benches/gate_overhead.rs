@@ -7,9 +7,14 @@
 //! - `gate/sqlite/write`: a call with effects on SQLite (its intent committed
 //!   before it runs, then its completion);
 //! - `gate/sqlite/write+key`: the same call under a new idempotency key each time
-//!   (the key looked up, claimed, and settled with the outcome).
+//!   (the key looked up, claimed, and settled with the outcome);
+//! - `gate/memory+labels`, `gate/sqlite/write+labels`: the same calls where another
+//!   tool's results are labelled untrusted, so the rule of two reads what the
+//!   conversation has seen before a call that acts (the write).
 //!
-//! Overhead is `gate/* − direct`; a key costs `write+key − write`. Run:
+//! Overhead is `gate/* − direct`; a key costs `write+key − write`; labels cost
+//! `*+labels − *`. What a spec without labels pays for them is compared across
+//! commits: `--save-baseline` on one, `--baseline` on the other. Run:
 //! `cargo bench -p toolgate --bench gate_overhead`.
 
 use std::sync::Arc;
@@ -46,8 +51,20 @@ policy:
   effects: {write: allow}
 "#;
 
+/// A tool whose results are untrusted: with it, a conversation can have seen a label.
+const LABELLED: &str = r#"
+  - name: fetch_page
+    description: Fetch a web page.
+    effect: read
+    output: untrusted
+"#;
+
 fn gate(store: Arc<dyn toolgate::GateStore>) -> Gate {
-    let spec = toolgate::spec::check(SPEC)
+    gate_of(SPEC, store)
+}
+
+fn gate_of(text: &str, store: Arc<dyn toolgate::GateStore>) -> Gate {
+    let spec = toolgate::spec::check(text)
         .spec
         .expect("the bench spec is valid");
     Gate::from_spec(&spec, "bench.yaml", &Catalog::new(), store).expect("the bench catalog builds")
@@ -74,12 +91,21 @@ fn bench(c: &mut Criterion) {
     // Each sample gets a fresh gate and store, so the audit log of one sample does
     // not grow across the whole run.
     let keys = std::sync::atomic::AtomicU64::new(0);
+    let labelled = SPEC.replace(
+        "policy:",
+        &format!("{}policy:", LABELLED.trim_start_matches('\n')),
+    );
     let mut timed = |name: &str,
                      store: &dyn Fn() -> Arc<dyn toolgate::GateStore>,
                      call: &dyn Fn() -> ToolCall| {
+        let text = if name.ends_with("+labels") {
+            labelled.as_str()
+        } else {
+            SPEC
+        };
         c.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let gate = gate(store());
+                let gate = gate_of(text, store());
                 runtime.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
@@ -101,6 +127,11 @@ fn bench(c: &mut Criterion) {
         &|| Arc::new(MemoryGateStore::default()),
         &lookup,
     );
+    timed(
+        "gate/memory+labels",
+        &|| Arc::new(MemoryGateStore::default()),
+        &lookup,
+    );
     let dir = tempfile::tempdir().unwrap();
     let counter = std::sync::atomic::AtomicUsize::new(0);
     let sqlite = || -> Arc<dyn toolgate::GateStore> {
@@ -110,6 +141,7 @@ fn bench(c: &mut Criterion) {
     timed("gate/sqlite", &sqlite, &lookup);
     timed("gate/sqlite/write", &sqlite, &tag);
     timed("gate/sqlite/write+key", &sqlite, &keyed_tag);
+    timed("gate/sqlite/write+labels", &sqlite, &tag);
 }
 
 criterion_group!(benches, bench);
