@@ -43,7 +43,7 @@ tools:
       required: [iban, cents]
     response: {sent: "{args.cents}", to: "{args.iban}"}
   - name: list_orders
-    description: The tenant's orders.
+    description: The orders of the caller's organisation.
     effect: read
     parameters:
       type: object
@@ -299,6 +299,19 @@ fn an_injected_parameter_is_in_no_description_the_model_reads() {
     }
     let digest = toolgate::tool::planner_digest(&tools, gate.policy(), &Principal::operator());
     assert!(!digest.contains("tenant_id"), "{digest}");
+    let index = toolgate::search::SearchIndex::from_tools(&tools);
+    assert!(index.fields_holding("list_orders", "tenant").is_empty());
+    assert!(!toolgate::search::embedding_text(&descriptor).contains("tenant"));
+    #[cfg(feature = "code-mode")]
+    {
+        let stubs =
+            toolgate::code_mode::stubs(&gate, "s", &Principal::operator(), Some(&spec())).unwrap();
+        assert!(stubs.contains("def list_orders("), "{stubs}");
+        assert!(
+            !stubs.contains("tenant_id") && !stubs.contains("api_key"),
+            "{stubs}"
+        );
+    }
 }
 
 /// In code mode a program moves a value from one result into another call's

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! A template is `{principal}` (the caller's id), `{claims.NAME}` (a claim of
-//! its credential; for an API key, the key's principal's declared claims),
+//! its credential: a token's claims, an API key's `key_id` and `key_label`),
 //! `${env.NAME}` (the gateway's environment; the value is masked in the audit
 //! log) or `{host}` (the value the MCP host sends in `secureArguments`, as
 //! SEP-3221 drafts it). A template that is exactly one placeholder keeps the
@@ -296,6 +296,20 @@ mod tests {
                 .unwrap_err()
                 .contains("taken whole")
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_template_is_checked_and_filled_without_panicking(template in "[a-z{}$.]{0,24}|\\PC{0,24}") {
+            let checked = check_template(&template);
+            let env = |_: &str| Some("v".to_owned());
+            let sources = InjectSources { principal: &principal(), secure: &Map::new(), env: &env };
+            let filled = fill(&inject(&[("p", template.as_str())]), &mut Map::new(), &sources);
+            // A template `check` refuses never fills; one it accepts fills or names what is missing.
+            if checked.is_err() {
+                proptest::prop_assert!(filled.is_err());
+            }
+        }
     }
 
     #[test]

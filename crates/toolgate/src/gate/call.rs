@@ -19,7 +19,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::{
     AuditEntry, Decision, DynTool, Effect, MAX_NAME_LEN, Principal, RecordKind, ToolCtx,
-    ToolSource, audit_arguments, call_hash, clip_text, json_len,
+    audit_arguments, call_hash, clip_text, json_len,
 };
 use tracing::Instrument;
 
@@ -584,48 +584,6 @@ impl Gate {
             Ok(state) => Ok((intent, state, keyed)),
             Err(e) => Err(Stop::failed(store_failure("the state store", e))),
         }
-    }
-
-    /// The context the tool runs with: the call's id and caller, the state, the
-    /// deadline, cancellation, an idempotency key and (for a tool that reads
-    /// it) the flow's view.
-    fn tool_ctx(
-        &self,
-        request: &Request<'_>,
-        tool: &Arc<dyn DynTool>,
-        arguments: &Value,
-        state: &Map<String, Value>,
-        limits: RunLimits,
-        run_cancel: &CancellationToken,
-    ) -> Result<ToolCtx, Stop> {
-        let (session, call, principal) = (request.session, request.call, request.principal);
-        let mut ctx = ToolCtx::new(call.id.clone(), principal.clone())
-            .with_state(Arc::new(state.clone()))
-            .with_deadline(limits.deadline)
-            .with_cancellation(run_cancel.child_token());
-        // The caller's key, else one the tool derives from its arguments.
-        if let Some(key) = call
-            .idempotency_key
-            .clone()
-            .or_else(|| tool.idempotency_key(arguments))
-        {
-            ctx = ctx.with_idempotency_key(key);
-        }
-        // An upstream MCP call carries what the conversation has read (SEP-3193).
-        if self.labelled && matches!(tool.descriptor().source, ToolSource::Mcp { .. }) {
-            match self.seen(session) {
-                Ok(seen) => ctx = ctx.with_flow_origin(toolgate_core::flow_origin(&seen)),
-                Err(e) => return Err(Stop::failed(store_failure("the call history", e))),
-            }
-        }
-        if tool.reads_flow() {
-            match self.flow_view_in(session, state, Some(principal)) {
-                Ok(Some(view)) => ctx = ctx.with_flow_view(Arc::new(view)),
-                Ok(None) => {}
-                Err(e) => return Err(Stop::failed(store_failure("the state store", e))),
-            }
-        }
-        Ok(ctx)
     }
 
     /// The refusal of a call to a tool `principal` does not know of: the same for

@@ -23,7 +23,7 @@
 //! in `call`, the run after the intent in `execution`, background tasks in
 //! `task`, what must not run twice in `once`, the authorize stage in `authorize`
 //! (its policy facts, labels and taint included, in `policy_call`), injected
-//! parameters in `inject`.
+//! parameters in `inject`, the context a tool runs with in `tool_context`.
 
 mod arguments;
 mod authenticated;
@@ -39,6 +39,7 @@ mod policy_call;
 mod run;
 mod store_failure;
 mod task;
+mod tool_context;
 
 use std::collections::HashMap;
 use std::sync::Arc;
