@@ -11,7 +11,7 @@ use toolgate::flow::{
     render_tests, summary_line,
 };
 use toolgate::policy::{RuleOfTwo, Seen, SeenLabel};
-use toolgate::{Catalog, Gate, spec::SpecSource};
+use toolgate::{Catalog, spec::SpecSource};
 
 use crate::context::CommandResult;
 use crate::context::load;
@@ -195,7 +195,8 @@ pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandRe
         FlowAction::Status => {
             // Without a flow there is still what the conversation has seen, when
             // its tools carry labels; with neither, there is nothing to show.
-            if spec.flow.is_none() && !labelled(&open_gate(&spec, &source, &Catalog::new(), None)?)
+            if spec.flow.is_none()
+                && !open_gate(&spec, &source, &Catalog::new(), None)?.carries_labels()
             {
                 return Err(no_flow());
             }
@@ -220,13 +221,6 @@ pub fn flow(args: &SpecArgs, state: &StateArgs, action: FlowAction) -> CommandRe
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether any of `gate`'s tools carries an information-flow label.
-fn labelled(gate: &Gate) -> bool {
-    gate.catalog()
-        .iter()
-        .any(|tool| !tool.descriptor().output.is_empty())
 }
 
 fn print_view(view: &FlowView) {

@@ -54,7 +54,11 @@ pub fn untrusted_contributors(label: &Value) -> Vec<String> {
             "unverified"
         };
         let words = match contributor.get("principal").and_then(Value::as_str) {
-            Some(principal) => format!("{assurance} {}", crate::clip_text(principal, 120)),
+            // A host's words, shown to a model, a person and a terminal.
+            Some(principal) => format!(
+                "{assurance} {}",
+                crate::escape_for_terminal(&crate::clip_text(principal, 120))
+            ),
             None => assurance.to_owned(),
         };
         out.push(words);
@@ -107,6 +111,8 @@ mod tests {
             untrusted_contributors(&json!({"contributors": [], "complete": false})),
             ["unverified (the label may be incomplete)"]
         );
+        let hostile = json!({"contributors": [{"principal": "https://x\u{1b}]0;pwned\u{7}", "assurance": "tofu"}], "complete": true});
+        assert!(!untrusted_contributors(&hostile)[0].contains('\u{1b}'));
         assert_eq!(
             untrusted_contributors(&json!("nonsense")),
             ["a label toolgate cannot read"]

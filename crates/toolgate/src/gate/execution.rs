@@ -127,25 +127,28 @@ impl Execution {
     ) -> (Outcome, &'static str) {
         // An untrusted result leaves its fingerprints before the model can see
         // it; one that cannot is withheld, so no later call escapes `tainted:`.
-        let outcome = match &outcome {
+        let (status, outcome) = match &outcome {
             Outcome::Ok { value, .. } if self.entry.fingerprints => {
                 let prints = toolgate_core::Fingerprints::of_result(value, &self.arguments);
                 match self
                     .store
                     .record_untrusted_text(&self.session, &self.audit.run_id, &prints)
                 {
-                    Ok(()) => outcome,
-                    Err(e) => Outcome::error(
-                        format!(
-                            "`{}` ran, but its untrusted result could not be recorded for the information-flow policy ({}), so it is withheld; try again",
-                            self.audit.tool,
-                            e.reported()
+                    Ok(()) => (status, outcome),
+                    Err(e) => (
+                        "error",
+                        Outcome::error(
+                            format!(
+                                "`{}` ran, but its untrusted result could not be recorded for the information-flow policy ({}), so it is withheld; try again",
+                                self.audit.tool,
+                                e.reported()
+                            ),
+                            true,
                         ),
-                        true,
                     ),
                 }
             }
-            _ => outcome,
+            _ => (status, outcome),
         };
         // State effects apply only to a call that succeeded (and whose output passed).
         let writes = match &outcome {

@@ -23,12 +23,13 @@ impl Gate {
         let labelled = self.labelled || !origin.is_empty();
         let reads_seen = labelled && self.policy.reads_seen(tool);
         let reads_taint = self.labelled && self.policy.reads_taint(&tool.name);
-        let state = if self.policy.reads_conversation(&tool.name) {
+        let reads_conversation = self.policy.reads_conversation(&tool.name);
+        let state = if reads_conversation {
             self.state(session)?
         } else {
             Map::new()
         };
-        let calls = if reads_seen || self.policy.reads_conversation(&tool.name) {
+        let calls = if reads_seen || reads_conversation {
             self.store.calls(session)?
         } else {
             Vec::new()
@@ -68,6 +69,12 @@ impl Gate {
                 .map(|c| (c.tool.as_str(), c.ok, c.time.as_str())),
             |tool| self.catalog.find(tool).map(|t| t.descriptor().output),
         )
+    }
+
+    /// Whether some tool's results carry a label, so that a conversation can
+    /// have seen one.
+    pub fn carries_labels(&self) -> bool {
+        self.labelled
     }
 
     /// What conversation `session` has seen.
