@@ -175,12 +175,14 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
-    /// Explain the policy's decision on a call: which rule decides, and why.
+    /// Explain the policy's decision on a call, or replay the audit log through another spec's policy.
     Policy {
         #[command(subcommand)]
         action: policy_commands::PolicyAction,
         #[command(flatten)]
         spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
     },
     /// Print the system-prompt section that lists the tools a principal may use.
     Digest {
@@ -453,7 +455,11 @@ fn main() -> ExitCode {
             spec,
             state,
         } => keys_commands::run(&spec, &state, action),
-        Command::Policy { action, spec } => policy_commands::run(&spec, action),
+        Command::Policy {
+            action,
+            spec,
+            state,
+        } => policy_commands::run(&spec, &state, action),
         Command::Code {
             action,
             spec,

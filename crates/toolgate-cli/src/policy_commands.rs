@@ -3,6 +3,9 @@
 //! ([`Policy::explain`](toolgate::Policy::explain)), over the arguments given, the
 //! conversation state given with `--state` (over the declared defaults) and the
 //! claims given with `--claims`; the call history is taken as empty.
+//!
+//! `toolgate policy simulate --spec NEW.yaml`: the audit log's decisions replayed
+//! through another spec's policy (see [`Replay`](toolgate::policy::Replay)).
 
 use std::process::ExitCode;
 
@@ -10,10 +13,10 @@ use clap::Subcommand;
 use serde_json::{Map, Value, json};
 use toolgate::{Catalog, policy::CallFacts, policy::Considered};
 
-use crate::SpecArgs;
 use crate::context::CommandResult;
-use crate::context::{load, principal};
+use crate::context::{load, open_store, principal};
 use crate::output::print_json;
+use crate::{SpecArgs, StateArgs};
 
 /// What `toolgate policy` does.
 #[derive(Subcommand)]
@@ -38,11 +41,51 @@ pub enum PolicyAction {
         #[arg(long, value_name = "LABELS", value_delimiter = ',')]
         seen: Vec<toolgate::policy::SeenLabel>,
     },
+    /// Replay the audit log's decisions through another spec's policy: which
+    /// calls it would decide otherwise, loosened ones first. Nothing runs.
+    Simulate {
+        /// The spec file whose policy, principals and tools to replay through.
+        #[arg(long = "spec", value_name = "NEW.yaml")]
+        new: std::path::PathBuf,
+        /// Only calls decided within this long before now, e.g. `7d`, `12h`.
+        #[arg(long, value_name = "DURATION")]
+        since: Option<String>,
+        /// Only this caller's calls.
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        caller: Option<String>,
+        /// Exit 1 when some call is loosened (`loosened`: allowed where it was
+        /// asked or denied, or asked where it was denied) or decided otherwise at
+        /// all (`changed`).
+        #[arg(long, value_name = "WHAT")]
+        fail_on: Option<FailOn>,
+    },
+}
+
+/// When `policy simulate` fails.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Some call would be let through further than before.
+    Loosened,
+    /// Some call would be decided otherwise.
+    Changed,
 }
 
 /// Runs one `toolgate policy` action.
-pub fn run(args: &SpecArgs, action: PolicyAction) -> CommandResult {
+pub fn run(args: &SpecArgs, state: &StateArgs, action: PolicyAction) -> CommandResult {
     match action {
+        PolicyAction::Simulate {
+            new,
+            since,
+            caller,
+            fail_on,
+        } => simulate(
+            args,
+            state,
+            &new,
+            since.as_deref(),
+            caller.as_deref(),
+            fail_on,
+        ),
         PolicyAction::Explain {
             tool,
             arguments,
@@ -170,4 +213,101 @@ fn status(considered: &Considered) -> &'static str {
         (false, _) if is_effect => "not reached",
         (false, _) => "passed",
     }
+}
+
+/// `toolgate policy simulate --spec NEW.yaml [--since D] [--as P] [--fail-on W]`.
+fn simulate(
+    args: &SpecArgs,
+    state: &StateArgs,
+    new: &std::path::Path,
+    since: Option<&str>,
+    caller: Option<&str>,
+    fail_on: Option<FailOn>,
+) -> CommandResult {
+    let since = match since {
+        None => None,
+        Some(text) => {
+            let back = humantime::parse_duration(text)
+                .map_err(|e| format!("--since {text}: {e}; write a duration such as 7d or 12h"))?;
+            let from = std::time::SystemTime::now()
+                .checked_sub(back)
+                .unwrap_or(std::time::UNIX_EPOCH);
+            Some(humantime::format_rfc3339_millis(from).to_string())
+        }
+    };
+    let source = toolgate::spec::SpecSource::read(new).map_err(|e| e.to_string())?;
+    let Some(spec) = source.checked.spec.as_ref() else {
+        return Err(format!(
+            "{} has errors; `toolgate check -f {}` shows them",
+            new.display(),
+            new.display()
+        ));
+    };
+    let catalog = toolgate::spec::spec_catalog(spec, &new.display().to_string(), &Catalog::new())
+        .map_err(|e| e.to_string())?;
+    let tools: Vec<toolgate::ToolDescriptor> =
+        catalog.iter().map(|t| t.descriptor().clone()).collect();
+    let records = open_store(args, state)?
+        .tail(usize::MAX)
+        .map_err(|e| e.to_string())?;
+    let replay = toolgate::policy::Replay {
+        policy: &spec.policy,
+        principals: &spec.principals,
+        tools: &tools,
+    };
+    let run = replay.run(&records, since.as_deref(), caller);
+    let loosened = run.loosened();
+    if args.json {
+        print_json(&json!({
+            "judged": run.judged,
+            "same": run.same,
+            "changed": run.changes.len(),
+            "loosened": loosened,
+            "groups": run.groups(),
+            "changes": run.changes,
+            "unjudged": run.unjudged,
+        }));
+    } else {
+        let unjudged: usize = run.unjudged.values().sum();
+        sayln!(
+            "replayed {} call{} through {}: {} decided as before, {} otherwise ({loosened} loosened), {unjudged} not judged",
+            run.judged + unjudged,
+            if run.judged + unjudged == 1 { "" } else { "s" },
+            new.display(),
+            run.same,
+            run.changes.len()
+        );
+        for group in run.groups() {
+            let flag = if group.new < group.old {
+                "LOOSENED"
+            } else {
+                "changed "
+            };
+            sayln!(
+                "  {flag}  {}  as {}: {} → {}  ×{}  (decided by {})",
+                group.tool,
+                group.principal,
+                group.old,
+                group.new,
+                group.calls,
+                group.decided_by
+            );
+        }
+        if unjudged > 0 {
+            sayln!("  not judged:");
+            for (why, calls) in &run.unjudged {
+                sayln!("    {calls:>6}  {why}");
+            }
+        }
+    }
+    let failed = match fail_on {
+        Some(FailOn::Loosened) => loosened > 0,
+        Some(FailOn::Changed) => !run.changes.is_empty(),
+        None => false,
+    };
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -94,10 +94,10 @@ pub mod tool {
 /// Who may do what: rules, approvers, and why a call was decided as it was.
 pub mod policy {
     pub use toolgate_core::{
-        AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Claims, Considered, Decision,
-        EffectDecisions, Explanation, Fingerprints, Labels, OutputLabel, Policy, PolicyRule,
-        PrincipalSpec, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, Verdict, acts_on_world,
-        scope_matches,
+        AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Change, ChangeGroup, Claims,
+        Considered, Decision, EffectDecisions, Explanation, Fingerprints, Labels, OutputLabel,
+        Policy, PolicyRule, PrincipalSpec, Replay, RuleOfTwo, Seen, SeenLabel, Sighting,
+        Simulation, ToolOutput, Verdict, acts_on_world, scope_matches,
     };
 }
 

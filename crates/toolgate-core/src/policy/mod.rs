@@ -21,6 +21,7 @@ mod approvers;
 mod explain;
 mod labels;
 mod origin;
+mod simulate;
 mod taint;
 
 use std::fmt;
@@ -38,6 +39,7 @@ pub use labels::{
     Labels, OutputLabel, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, acts_on_world,
 };
 pub use origin::{FLOW_ORIGIN_META, flow_origin, untrusted_contributors};
+pub use simulate::{Change, ChangeGroup, Replay, Simulation};
 pub use taint::Fingerprints;
 
 /// What to do with a call.

@@ -1,0 +1,115 @@
+//! `toolgate policy simulate`: the audit log real calls wrote, replayed through
+//! another spec's policy; what it would decide otherwise (loosened first), what
+//! it cannot judge, and an exit code CI can use.
+
+mod support;
+
+use std::path::Path;
+
+use support::{json, toolgate};
+
+const CURRENT: &str = r#"tools:
+  - {name: lookup_order, description: Look up an order., effect: read, response: {status: shipped}}
+  - name: refund_order
+    description: Refund an order.
+    effect: external
+    parameters: {type: object, properties: {cents: {type: integer}}}
+    response: {refunded: true}
+  - {name: legacy_export, description: Export everything., effect: read, response: {rows: 3}}
+"#;
+
+/// The new policy: a refund after a lookup runs at once, a big one is refused,
+/// and `legacy_export` is gone.
+const NEW: &str = r#"tools:
+  - {name: lookup_order, description: Look up an order., effect: read, response: {status: shipped}}
+  - name: refund_order
+    description: Refund an order.
+    effect: external
+    parameters: {type: object, properties: {cents: {type: integer}}}
+    response: {refunded: true}
+policy:
+  rules:
+    - tools: refund_order
+      when: {above: {arg: cents, value: 10000}}
+      decision: deny
+    - tools: refund_order
+      when: {called_ok: lookup_order}
+      decision: allow
+"#;
+
+fn call(dir: &Path, session: &str, tool: &str, args: &str) {
+    let out = toolgate(dir, &["call", tool, args, "--session", session]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_changed_policy_is_replayed_over_the_calls_real_traffic_made() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), CURRENT).unwrap();
+    std::fs::write(dir.path().join("new.yaml"), NEW).unwrap();
+    // A refund after a lookup, a big refund, and a tool the new spec drops.
+    call(dir.path(), "a", "lookup_order", "{}");
+    call(dir.path(), "a", "refund_order", r#"{"cents": 500}"#);
+    call(dir.path(), "b", "refund_order", r#"{"cents": 50000}"#);
+    call(dir.path(), "b", "legacy_export", "{}");
+
+    let out = toolgate(
+        dir.path(),
+        &["policy", "simulate", "--spec", "new.yaml", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let report = json(&out);
+    assert_eq!(report["judged"], 3, "{report}");
+    assert_eq!(report["same"], 1, "the lookup: {report}");
+    assert_eq!(report["loosened"], 1, "{report}");
+    let first = &report["changes"][0];
+    assert_eq!(
+        (
+            first["tool"].as_str(),
+            first["old"].as_str(),
+            first["new"].as_str()
+        ),
+        (Some("refund_order"), Some("ask"), Some("allow")),
+        "loosened first: {report}"
+    );
+    assert_eq!(first["decided_by"], "policy.rules[1]");
+    assert_eq!(report["changes"][1]["new"], "deny");
+    assert_eq!(report["unjudged"]["the new spec has no such tool"], 1);
+
+    let text = toolgate(dir.path(), &["policy", "simulate", "--spec", "new.yaml"]);
+    let said = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        said.starts_with("replayed 4 calls through new.yaml: 1 decided as before, 2 otherwise (1 loosened), 1 not judged\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "LOOSENED  refund_order  as operator: ask → allow  ×1  (decided by policy.rules[1])"
+        ),
+        "{said}"
+    );
+
+    let gate = ["policy", "simulate", "--spec", "new.yaml", "--fail-on"];
+    let loosened = toolgate(dir.path(), &[&gate[..], &["loosened"]].concat());
+    assert_eq!(loosened.status.code(), Some(1));
+    let unchanged = toolgate(
+        dir.path(),
+        &[
+            "policy",
+            "simulate",
+            "--spec",
+            "toolgate.yaml",
+            "--fail-on",
+            "changed",
+        ],
+    );
+    assert_eq!(
+        unchanged.status.code(),
+        Some(0),
+        "the current policy changes nothing"
+    );
+}

@@ -1,0 +1,479 @@
+//! What a changed policy would have done to the calls already made: the audit
+//! log's decisions replayed through another spec's policy and principals.
+//!
+//! Each record that carries a policy decision (an intent, or a refusal that
+//! the policy or a person decided) is decided again, with the conversation's
+//! call history rebuilt from the completions before it, in log order, and what
+//! it had seen read off that history by the new spec's labels. Nothing runs.
+//!
+//! A call the new spec cannot judge is counted apart, with why, never decided
+//! by a guess: its tool or principal is gone; a rule for it reads what the log
+//! does not keep — the conversation's state, the caller's claims, untrusted
+//! results' text (`tainted:`), or arguments the log kept only in part (clipped
+//! or redacted). A flow's admission is not replayed: a call a flow refused
+//! carries no policy decision and is left out.
+//!
+//! A replay can differ from what would really have happened: a call the new
+//! policy would have refused did run, so the later calls of its conversation
+//! saw its result and its effects.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::{CallFacts, Decision, Policy, Seen, Verdict};
+use crate::flow::{CallRecord, Guard};
+use crate::{
+    AuditRecord, CLIPPED_KEY, Principal, PrincipalSpec, REDACTED, RecordKind, ToolDescriptor,
+    scope_matches,
+};
+
+/// One call whose decision changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The record's place in the log.
+    pub seq: u64,
+    /// When it was decided.
+    pub time: String,
+    /// The conversation.
+    pub session: String,
+    /// The tool called.
+    pub tool: String,
+    /// The caller.
+    pub principal: String,
+    /// What the log says was decided.
+    pub old: Decision,
+    /// What the new policy decides.
+    pub new: Decision,
+    /// What decides under the new policy (`policy.rules[2]`, ...).
+    pub decided_by: String,
+    /// Why, in the new policy's words.
+    pub reason: String,
+}
+
+impl Change {
+    /// Whether the new policy lets through more than the old one did.
+    pub fn loosened(&self) -> bool {
+        self.new < self.old
+    }
+}
+
+/// Changes of one kind: one tool, one caller, one old and new decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeGroup {
+    /// The tool.
+    pub tool: String,
+    /// The caller.
+    pub principal: String,
+    /// What was decided.
+    pub old: Decision,
+    /// What would be decided now.
+    pub new: Decision,
+    /// What decides now.
+    pub decided_by: String,
+    /// How many calls.
+    pub calls: usize,
+}
+
+/// What replaying the log through a new policy found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Simulation {
+    /// Calls decided again.
+    pub judged: usize,
+    /// Of those, calls decided as before.
+    pub same: usize,
+    /// Every call decided otherwise, loosened ones first, then in log order.
+    pub changes: Vec<Change>,
+    /// Calls the new spec cannot judge, by why.
+    pub unjudged: BTreeMap<String, usize>,
+}
+
+impl Simulation {
+    /// The changes grouped by tool, caller and old and new decision; loosened
+    /// groups first, then the largest.
+    pub fn groups(&self) -> Vec<ChangeGroup> {
+        let mut counts: BTreeMap<(&str, &str, Decision, Decision, &str), usize> = BTreeMap::new();
+        for c in &self.changes {
+            let key = (
+                c.tool.as_str(),
+                c.principal.as_str(),
+                c.old,
+                c.new,
+                c.decided_by.as_str(),
+            );
+            *counts.entry(key).or_default() += 1;
+        }
+        let mut groups: Vec<ChangeGroup> = counts
+            .into_iter()
+            .map(|((tool, principal, old, new, by), calls)| ChangeGroup {
+                tool: tool.to_owned(),
+                principal: principal.to_owned(),
+                old,
+                new,
+                decided_by: by.to_owned(),
+                calls,
+            })
+            .collect();
+        groups.sort_by_key(|g| (g.new >= g.old, std::cmp::Reverse(g.calls)));
+        groups
+    }
+
+    /// How many changes let through more than before.
+    pub fn loosened(&self) -> usize {
+        self.changes.iter().filter(|c| c.loosened()).count()
+    }
+}
+
+/// The new spec a log is replayed through: its policy, principals and tools.
+pub struct Replay<'a> {
+    /// The policy that decides.
+    pub policy: &'a Policy,
+    /// Its principals, by id (`operator` needs no declaration).
+    pub principals: &'a indexmap::IndexMap<String, PrincipalSpec>,
+    /// Its tools.
+    pub tools: &'a [ToolDescriptor],
+}
+
+/// What a rule's `when:` reads that the log may not hold.
+#[derive(Default)]
+struct Reads {
+    state: bool,
+    claims: bool,
+    arguments: bool,
+    taint: bool,
+}
+
+impl Replay<'_> {
+    /// Replays `records` (the whole log, oldest first); only calls decided at
+    /// or after `since` (RFC 3339, as the log writes it) and, with `principal`,
+    /// that caller's, are decided again. Earlier records still build their
+    /// conversations' histories.
+    pub fn run(
+        &self,
+        records: &[AuditRecord],
+        since: Option<&str>,
+        principal: Option<&str>,
+    ) -> Simulation {
+        let tools: HashMap<&str, &ToolDescriptor> =
+            self.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+        let mut histories: HashMap<&str, Vec<(&str, bool, &str)>> = HashMap::new();
+        let mut out = Simulation::default();
+        for record in records {
+            let entry = &record.entry;
+            if entry.kind == RecordKind::Completion {
+                if entry.outcome.as_deref() != Some("cancelled") {
+                    let ok = entry.outcome.as_deref() == Some("ok");
+                    histories.entry(&entry.session).or_default().push((
+                        &entry.tool,
+                        ok,
+                        &entry.time,
+                    ));
+                }
+                continue;
+            }
+            let Some(old) = entry.decision else { continue };
+            if since.is_some_and(|s| entry.time.as_str() < s)
+                || principal.is_some_and(|p| p != entry.principal)
+            {
+                continue;
+            }
+            let history = histories.get(entry.session.as_str());
+            match self.judge(record, &tools, history.map_or(&[][..], Vec::as_slice)) {
+                Err(why) => *out.unjudged.entry(why).or_default() += 1,
+                Ok(verdict) => {
+                    out.judged += 1;
+                    if verdict.decision == old {
+                        out.same += 1;
+                    } else {
+                        out.changes.push(Change {
+                            seq: record.seq,
+                            time: entry.time.clone(),
+                            session: entry.session.clone(),
+                            tool: entry.tool.clone(),
+                            principal: entry.principal.clone(),
+                            old,
+                            new: verdict.decision,
+                            decided_by: verdict.decided_by,
+                            reason: verdict.reason,
+                        });
+                    }
+                }
+            }
+        }
+        out.changes.sort_by_key(|c| !c.loosened());
+        out
+    }
+
+    /// The new verdict on one recorded call, or why it cannot be told.
+    fn judge(
+        &self,
+        record: &AuditRecord,
+        tools: &HashMap<&str, &ToolDescriptor>,
+        history: &[(&str, bool, &str)],
+    ) -> Result<Verdict, String> {
+        let entry = &record.entry;
+        let Some(tool) = tools.get(entry.tool.as_str()) else {
+            return Err("the new spec has no such tool".into());
+        };
+        let principal = match entry.principal.as_str() {
+            "operator" => Principal::operator(),
+            id => match self.principals.get(id) {
+                Some(declared) => declared.to_principal(id),
+                None => return Err("the new spec does not declare the caller".into()),
+            },
+        };
+        let reads = self.reads(&tool.name);
+        if reads.state {
+            return Err(
+                "a rule reads the conversation's state, which the log does not keep".into(),
+            );
+        }
+        if reads.claims {
+            return Err("a rule reads the caller's claims, which the log does not keep".into());
+        }
+        if reads.taint {
+            return Err(
+                "a rule reads `tainted:`, and the log does not keep untrusted results' text".into(),
+            );
+        }
+        if reads.arguments && !whole(&entry.arguments) {
+            return Err("a rule reads arguments the log kept only in part".into());
+        }
+        let calls: Vec<CallRecord> = history
+            .iter()
+            .map(|(tool, ok, _)| CallRecord::new(*tool, *ok))
+            .collect();
+        let seen = Seen::from_calls(history.iter().copied(), |name| {
+            self.tools.iter().find(|t| t.name == name).map(|t| t.output)
+        });
+        let state = serde_json::Map::new();
+        let facts = CallFacts {
+            arguments: &entry.arguments,
+            state: &state,
+            history: &calls,
+            seen: Some(&seen),
+            untrusted: None,
+            untrusted_origin: false,
+        };
+        Ok(self.policy.decide_call(tool, &principal, facts))
+    }
+
+    /// What the rules for `tool` read.
+    fn reads(&self, tool: &str) -> Reads {
+        let mut reads = Reads::default();
+        for rule in &self.policy.rules {
+            let Some(when) = rule
+                .when
+                .as_ref()
+                .filter(|_| scope_matches(&rule.tools, tool))
+            else {
+                continue;
+            };
+            when.for_each_leaf(&mut |leaf| match leaf {
+                Guard::IsTrue(_) | Guard::IsSet(_) | Guard::Eq(_) => reads.state = true,
+                Guard::Above(above) => {
+                    reads.arguments = true;
+                    reads.state |= above.state.is_some();
+                }
+                Guard::StartsWith(_) => reads.arguments = true,
+                Guard::Claim(_) => reads.claims = true,
+                Guard::Tainted(_) => reads.taint = true,
+                _ => {}
+            });
+        }
+        reads
+    }
+}
+
+/// Whether the log kept `arguments` whole: nothing clipped or redacted.
+fn whole(arguments: &serde_json::Value) -> bool {
+    match arguments {
+        serde_json::Value::String(s) => s != REDACTED && !s.contains(" bytes more; sha256 "),
+        serde_json::Value::Array(items) => items.iter().all(whole),
+        serde_json::Value::Object(map) => !map.contains_key(CLIPPED_KEY) && map.values().all(whole),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::tests::tool;
+    use crate::{AuditEntry, Effect, GENESIS_HASH};
+
+    fn record(
+        seq: u64,
+        kind: RecordKind,
+        tool: &str,
+        decision: Option<Decision>,
+        outcome: Option<&str>,
+        args: serde_json::Value,
+    ) -> AuditRecord {
+        let mut entry = AuditEntry::new(
+            format!("2026-12-04T12:00:{seq:02}.000Z"),
+            kind,
+            format!("run-{seq}"),
+            "c",
+            "s",
+            "operator",
+            tool,
+        );
+        entry.decision = decision;
+        entry.outcome = outcome.map(str::to_owned);
+        entry.arguments = args;
+        AuditRecord::seal(seq, GENESIS_HASH, entry)
+    }
+
+    fn policy(yaml: serde_json::Value) -> Policy {
+        serde_json::from_value(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_looser_rule_is_flagged_and_a_tighter_one_counted() {
+        let tools = [
+            tool("refund", Effect::External),
+            tool("lookup", Effect::Read),
+        ];
+        let log = [
+            record(
+                1,
+                RecordKind::Intent,
+                "lookup",
+                Some(Decision::Allow),
+                None,
+                json!({}),
+            ),
+            record(
+                2,
+                RecordKind::Completion,
+                "lookup",
+                None,
+                Some("ok"),
+                json!(null),
+            ),
+            record(
+                3,
+                RecordKind::Refusal,
+                "refund",
+                Some(Decision::Ask),
+                Some("pending_approval"),
+                json!({"cents": 50000}),
+            ),
+            record(
+                4,
+                RecordKind::Intent,
+                "refund",
+                Some(Decision::Ask),
+                None,
+                json!({"cents": 900}),
+            ),
+        ];
+        let new = policy(json!({"rules": [
+            {"tools": "refund", "when": {"above": {"arg": "cents", "value": 1000}}, "decision": "deny"},
+            {"tools": "refund", "when": {"called_ok": "lookup"}, "decision": "allow"},
+        ]}));
+        let principals = indexmap::IndexMap::new();
+        let replay = Replay {
+            policy: &new,
+            principals: &principals,
+            tools: &tools,
+        };
+        let run = replay.run(&log, None, None);
+        assert_eq!((run.judged, run.same), (3, 1));
+        assert_eq!(run.loosened(), 1);
+        assert_eq!(
+            (run.changes[0].seq, run.changes[0].new),
+            (4, Decision::Allow)
+        );
+        assert_eq!(run.changes[0].decided_by, "policy.rules[1]");
+        assert_eq!(
+            (run.changes[1].seq, run.changes[1].new),
+            (3, Decision::Deny)
+        );
+        let groups = run.groups();
+        assert_eq!(groups[0].new, Decision::Allow, "loosened groups first");
+    }
+
+    #[test]
+    fn what_the_log_cannot_tell_is_counted_apart() {
+        let tools = [tool("refund", Effect::External)];
+        let log = [
+            record(
+                1,
+                RecordKind::Intent,
+                "gone",
+                Some(Decision::Allow),
+                None,
+                json!({}),
+            ),
+            record(
+                2,
+                RecordKind::Intent,
+                "refund",
+                Some(Decision::Ask),
+                None,
+                json!({"cents": "[redacted]"}),
+            ),
+        ];
+        let new = policy(json!({"rules": [
+            {"tools": "refund", "when": {"above": {"arg": "cents", "value": 1000}}, "decision": "deny"},
+        ]}));
+        let principals = indexmap::IndexMap::new();
+        let replay = Replay {
+            policy: &new,
+            principals: &principals,
+            tools: &tools,
+        };
+        let run = replay.run(&log, None, None);
+        assert_eq!(run.judged, 0);
+        assert_eq!(run.unjudged["the new spec has no such tool"], 1);
+        assert_eq!(
+            run.unjudged["a rule reads arguments the log kept only in part"],
+            1
+        );
+    }
+
+    #[test]
+    fn since_and_the_caller_narrow_what_is_judged_but_not_the_history() {
+        let tools = [
+            tool("refund", Effect::External),
+            tool("lookup", Effect::Read),
+        ];
+        let log = [
+            record(
+                1,
+                RecordKind::Completion,
+                "lookup",
+                None,
+                Some("ok"),
+                json!(null),
+            ),
+            record(
+                2,
+                RecordKind::Intent,
+                "refund",
+                Some(Decision::Ask),
+                None,
+                json!({}),
+            ),
+        ];
+        let new = policy(
+            json!({"rules": [{"tools": "refund", "when": {"called_ok": "lookup"}, "decision": "allow"}]}),
+        );
+        let principals = indexmap::IndexMap::new();
+        let replay = Replay {
+            policy: &new,
+            principals: &principals,
+            tools: &tools,
+        };
+        let run = replay.run(&log, Some("2026-12-04T12:00:02.000Z"), None);
+        assert_eq!(
+            run.changes.len(),
+            1,
+            "lookup, before `since`, still counts as done"
+        );
+        assert_eq!(replay.run(&log, None, Some("someone")).judged, 0);
+    }
+}
