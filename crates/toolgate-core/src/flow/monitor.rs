@@ -129,6 +129,10 @@ struct Eval<'a> {
     successes: HashMap<&'a str, usize>,
     index: HashMap<&'a str, usize>,
     done: RefCell<Vec<Memo>>,
+    /// The steps whose completion is being computed, outermost first.
+    visiting: RefCell<Vec<usize>>,
+    /// The outermost place on `visiting` a cycle reached back to, if any.
+    cycle_from: std::cell::Cell<usize>,
     /// Steps being explained, so explaining a cycle ends.
     explaining: RefCell<Vec<bool>>,
     /// The arguments of the call being admitted, while a confirmation is decided.
@@ -189,6 +193,8 @@ impl<'a> Eval<'a> {
             successes,
             index,
             done: RefCell::new(vec![Memo::Unknown; n]),
+            visiting: RefCell::new(Vec::new()),
+            cycle_from: std::cell::Cell::new(usize::MAX),
             explaining: RefCell::new(vec![false; n]),
             args: None,
             viewer,
@@ -205,17 +211,41 @@ impl<'a> Eval<'a> {
     }
 
     /// Done: every step it comes after is done, and its `done` guard holds.
+    ///
+    /// A step whose completion depends on itself is never done, and neither is
+    /// any step on that cycle: each is found in the cycle whichever step is
+    /// asked first, so the answer does not depend on the order of questions.
     fn step_done(&self, i: usize) -> bool {
         match self.done.borrow()[i] {
             Memo::Known(done) => return done,
-            // A step whose completion depends on itself is never done.
-            Memo::Visiting => return false,
+            Memo::Visiting => {
+                // The cycle reaches back to `i`, at its place on the stack.
+                let at = self.visiting.borrow().iter().position(|&v| v == i);
+                if let Some(at) = at {
+                    let lowest = self.cycle_from.get().min(at);
+                    self.cycle_from.set(lowest);
+                }
+                return false;
+            }
             Memo::Unknown => {}
         }
         self.done.borrow_mut()[i] = Memo::Visiting;
+        let depth = {
+            let mut visiting = self.visiting.borrow_mut();
+            visiting.push(i);
+            visiting.len() - 1
+        };
         let step = self.step(i);
-        let done = step.after.iter().all(|a| self.is_done(a))
+        let mut done = step.after.iter().all(|a| self.is_done(a))
             && step.done.as_ref().is_some_and(|g| guard::holds(g, self));
+        self.visiting.borrow_mut().pop();
+        if self.cycle_from.get() <= depth {
+            // On a cycle: never done. The cycle closes at the step it began from.
+            done = false;
+            if self.cycle_from.get() == depth {
+                self.cycle_from.set(usize::MAX);
+            }
+        }
         self.done.borrow_mut()[i] = Memo::Known(done);
         done
     }
