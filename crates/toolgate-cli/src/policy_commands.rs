@@ -6,6 +6,9 @@
 //!
 //! `toolgate policy simulate --spec NEW.yaml`: the audit log's decisions replayed
 //! through another spec's policy (see [`Replay`](toolgate::policy::Replay)).
+//!
+//! `toolgate policy shadow-report`: what the shadow rules (`mode: shadow`) would
+//! have decided on the calls in the audit log, where that differs.
 
 use std::process::ExitCode;
 
@@ -59,6 +62,13 @@ pub enum PolicyAction {
         #[arg(long, value_name = "WHAT")]
         fail_on: Option<FailOn>,
     },
+    /// Summarise what the shadow rules (`mode: shadow`) would have decided on
+    /// the calls in the audit log, and where that differs from what was decided.
+    ShadowReport {
+        /// Only calls decided within this long before now, e.g. `7d`, `12h`.
+        #[arg(long, value_name = "DURATION")]
+        since: Option<String>,
+    },
 }
 
 /// When `policy simulate` fails.
@@ -86,6 +96,7 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: PolicyAction) -> CommandR
             caller.as_deref(),
             fail_on,
         ),
+        PolicyAction::ShadowReport { since } => shadow_report(args, state, since.as_deref()),
         PolicyAction::Explain {
             tool,
             arguments,
@@ -224,17 +235,7 @@ fn simulate(
     caller: Option<&str>,
     fail_on: Option<FailOn>,
 ) -> CommandResult {
-    let since = match since {
-        None => None,
-        Some(text) => {
-            let back = humantime::parse_duration(text)
-                .map_err(|e| format!("--since {text}: {e}; write a duration such as 7d or 12h"))?;
-            let from = std::time::SystemTime::now()
-                .checked_sub(back)
-                .unwrap_or(std::time::UNIX_EPOCH);
-            Some(humantime::format_rfc3339_millis(from).to_string())
-        }
-    };
+    let since = since_time(since)?;
     let source = toolgate::spec::SpecSource::read(new).map_err(|e| e.to_string())?;
     let Some(spec) = source.checked.spec.as_ref() else {
         return Err(format!(
@@ -310,4 +311,81 @@ fn simulate(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--since 7d` as the RFC 3339 time that long before now, as the log writes it.
+fn since_time(since: Option<&str>) -> Result<Option<String>, String> {
+    let Some(text) = since else {
+        return Ok(None);
+    };
+    let back = humantime::parse_duration(text)
+        .map_err(|e| format!("--since {text}: {e}; write a duration such as 7d or 12h"))?;
+    let from = std::time::SystemTime::now()
+        .checked_sub(back)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    Ok(Some(humantime::format_rfc3339_millis(from).to_string()))
+}
+
+/// Shadow observations by rule, tool, what was decided and what the rule would have.
+type ShadowCounts =
+    std::collections::BTreeMap<(usize, String, toolgate::Decision, toolgate::Decision), usize>;
+
+/// `toolgate policy shadow-report [--since D]`.
+fn shadow_report(args: &SpecArgs, state: &StateArgs, since: Option<&str>) -> CommandResult {
+    let since = since_time(since)?;
+    let records = open_store(args, state)?
+        .tail(usize::MAX)
+        .map_err(|e| e.to_string())?;
+    let mut counts = ShadowCounts::new();
+    for record in &records {
+        let entry = &record.entry;
+        // A completion repeats its intent's decision: each call counts once.
+        if entry.kind == toolgate::audit::RecordKind::Completion
+            || since.as_deref().is_some_and(|s| entry.time.as_str() < s)
+        {
+            continue;
+        }
+        let (Some(decided), Some(shadow)) = (
+            entry.decision,
+            entry
+                .reason
+                .as_deref()
+                .and_then(toolgate::policy::Shadowed::from_reason),
+        ) else {
+            continue;
+        };
+        *counts
+            .entry((shadow.index, entry.tool.clone(), decided, shadow.decision))
+            .or_default() += 1;
+    }
+    let observed: usize = counts.values().sum();
+    let differ: usize = counts
+        .iter()
+        .filter(|((_, _, decided, shadow), _)| decided != shadow)
+        .map(|(_, calls)| calls)
+        .sum();
+    if args.json {
+        let rows: Vec<Value> = counts
+            .iter()
+            .map(|((index, tool, decided, shadow), calls)| {
+                json!({"rule": format!("policy.rules[{index}]"), "tool": tool,
+                    "decided": decided, "shadow": shadow, "calls": calls})
+            })
+            .collect();
+        print_json(&json!({"observed": observed, "differ": differ, "rows": rows}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    sayln!(
+        "shadow rules observed {observed} call{}; {differ} would have been decided otherwise",
+        if observed == 1 { "" } else { "s" }
+    );
+    for ((index, tool, decided, shadow), calls) in &counts {
+        let flag = match shadow.cmp(decided) {
+            std::cmp::Ordering::Less => "would loosen ",
+            std::cmp::Ordering::Greater => "would tighten",
+            std::cmp::Ordering::Equal => "agrees       ",
+        };
+        sayln!("  {flag}  policy.rules[{index}]  {tool}: {decided} → {shadow}  ×{calls}");
+    }
+    Ok(ExitCode::SUCCESS)
 }

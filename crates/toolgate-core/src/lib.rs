@@ -57,8 +57,8 @@ pub use name::{MAX_NAME_LEN, NameError, closest_names, validate_name};
 pub use policy::{
     AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Change, ChangeGroup, Considered,
     Decision, EffectDecisions, Explanation, FLOW_ORIGIN_META, Fingerprints, Labels, OutputLabel,
-    Policy, PolicyRule, Replay, RuleOfTwo, Seen, SeenLabel, Sighting, Simulation, ToolOutput,
-    Verdict, acts_on_world, flow_origin, untrusted_contributors,
+    Policy, PolicyRule, Replay, RuleMode, RuleOfTwo, Seen, SeenLabel, Shadowed, Sighting,
+    Simulation, ToolOutput, Verdict, acts_on_world, flow_origin, untrusted_contributors,
 };
 pub use principal::{Claims, Principal, PrincipalSpec, scope_matches};
 pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};

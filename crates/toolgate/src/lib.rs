@@ -96,8 +96,8 @@ pub mod policy {
     pub use toolgate_core::{
         AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Change, ChangeGroup, Claims,
         Considered, Decision, EffectDecisions, Explanation, Fingerprints, Labels, OutputLabel,
-        Policy, PolicyRule, PrincipalSpec, Replay, RuleOfTwo, Seen, SeenLabel, Sighting,
-        Simulation, ToolOutput, Verdict, acts_on_world, scope_matches,
+        Policy, PolicyRule, PrincipalSpec, Replay, RuleMode, RuleOfTwo, Seen, SeenLabel, Shadowed,
+        Sighting, Simulation, ToolOutput, Verdict, acts_on_world, scope_matches,
     };
 }
 

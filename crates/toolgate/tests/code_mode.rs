@@ -132,6 +132,7 @@ fn desk() -> Desk {
     let policy = Policy {
         rules: vec![
             PolicyRule {
+                mode: Default::default(),
                 tools: "refund_order".into(),
                 decision: Decision::Deny,
                 when: None,
@@ -139,6 +140,7 @@ fn desk() -> Desk {
                 reason: Some("refunds go through the finance team".into()),
             },
             PolicyRule {
+                mode: Default::default(),
                 tools: "slow".into(),
                 decision: Decision::Allow,
                 when: None,

@@ -67,6 +67,7 @@ fn setup() -> (Gate, Arc<AtomicUsize>) {
         .unwrap();
     let policy = Policy {
         rules: vec![PolicyRule {
+            mode: Default::default(),
             tools: "delete".into(),
             decision: Decision::Ask,
             reason: Some("deleting needs a person".into()),

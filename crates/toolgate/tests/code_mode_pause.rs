@@ -96,6 +96,7 @@ impl Shop {
             .unwrap();
         let policy = Policy {
             rules: vec![PolicyRule {
+                mode: Default::default(),
                 tools: "refund".into(),
                 decision: Decision::Ask,
                 reason: Some("a refund needs a person".into()),

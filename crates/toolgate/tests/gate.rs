@@ -501,6 +501,7 @@ fn agent(ceiling: Tier, scopes: &[&str]) -> Principal {
 fn allow(tools: &str) -> Policy {
     Policy {
         rules: vec![PolicyRule {
+            mode: Default::default(),
             tools: tools.into(),
             decision: Decision::Allow,
             when: None,
@@ -942,6 +943,7 @@ async fn a_denied_call_never_reaches_the_handler() {
     // A policy rule.
     let policy = Policy {
         rules: vec![PolicyRule {
+            mode: Default::default(),
             tools: "refund_order".into(),
             decision: Decision::Deny,
             when: None,
@@ -1675,6 +1677,7 @@ async fn every_call_leaves_an_intent_and_a_completion_in_the_audit_log_and_refus
     )
     .policy(Policy {
         rules: vec![PolicyRule {
+            mode: Default::default(),
             tools: "refund_order".into(),
             decision: Decision::Deny,
             when: None,

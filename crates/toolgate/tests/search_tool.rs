@@ -109,6 +109,7 @@ async fn tools_the_caller_may_not_use_are_left_out() {
     let mut catalog = catalog();
     let policy = Policy {
         rules: vec![PolicyRule {
+            mode: Default::default(),
             tools: "orders.refund".into(),
             decision: Decision::Deny,
             when: None,

@@ -132,6 +132,15 @@ impl Policy {
                     (holds, why)
                 }
             };
+            if rule.mode == super::RuleMode::Shadow {
+                considered.push(Considered {
+                    what,
+                    decided: false,
+                    matched,
+                    why: format!("{why} (a shadow rule: it observes, never decides)"),
+                });
+                continue;
+            }
             let decides = matched && !decided;
             let why = if matched && decided {
                 format!("{why}, but an earlier one decided")

@@ -41,12 +41,23 @@ impl Gate {
             principal,
             &call.untrusted_origin,
         );
-        let verdict = match decided {
-            Ok(verdict) => admitted.decide(verdict),
+        let (verdict, shadow) = match decided {
+            Ok((verdict, shadow)) => (admitted.decide(verdict), shadow),
             Err(e) => return Err(Stop::failed(store_failure("the state store", e))),
         };
+        // A shadow rule only observes: the audit reason says what it would
+        // have decided, and `/metrics` counts where that differs.
+        let decided_why = match shadow {
+            Some(shadow) => {
+                if shadow.decision != verdict.decision {
+                    crate::telemetry::shadow_disagreement(shadow.index, &call.name);
+                }
+                format!("{}; {}", verdict.audit_reason(), shadow.note())
+            }
+            None => verdict.audit_reason(),
+        };
         audit.decision = Some(verdict.decision);
-        audit.reason = Some(verdict.audit_reason());
+        audit.reason = Some(decided_why.clone());
         match verdict.decision {
             Decision::Allow => Ok(None),
             Decision::Deny => Err(Stop::refused(
@@ -70,11 +81,8 @@ impl Gate {
                 };
                 match self.store.resolve(&request, (self.clock)()) {
                     Ok(Resolution::Granted { by }) => {
-                        audit.reason = Some(format!(
-                            "{}; approved ({})",
-                            verdict.audit_reason(),
-                            self.answered(&by)
-                        ));
+                        audit.reason =
+                            Some(format!("{decided_why}; approved ({})", self.answered(&by)));
                         Ok(crate::store::names_approval(&by).then_some(by))
                     }
                     Ok(Resolution::Pending { id, .. }) => {
@@ -85,11 +93,8 @@ impl Gate {
                         Err(Stop::refused("pending_approval", outcome))
                     }
                     Ok(Resolution::Denied { reason, id }) => {
-                        audit.reason = Some(format!(
-                            "{}; denied ({})",
-                            verdict.audit_reason(),
-                            self.answered(&id)
-                        ));
+                        audit.reason =
+                            Some(format!("{decided_why}; denied ({})", self.answered(&id)));
                         let outcome = Outcome::Denied {
                             reason: format!("a human denied this call: {reason}"),
                         };

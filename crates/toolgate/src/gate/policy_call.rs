@@ -5,13 +5,14 @@
 
 use serde_json::{Map, Value};
 use toolgate_core::flow::CallRecord;
-use toolgate_core::{CallFacts, Principal, Seen, ToolDescriptor, Verdict};
+use toolgate_core::{CallFacts, Principal, Seen, Shadowed, ToolDescriptor, Verdict};
 
 use super::Gate;
 use crate::store::{ApprovalStore, StoreError};
 
 impl Gate {
-    /// The policy's verdict on calling `tool` with `arguments` in `session`.
+    /// The policy's verdict on calling `tool` with `arguments` in `session`,
+    /// and what a shadow rule would have decided instead, if one applies.
     pub(super) fn decide_call(
         &self,
         session: &str,
@@ -19,7 +20,7 @@ impl Gate {
         arguments: &Value,
         principal: &Principal,
         origin: &[String],
-    ) -> Result<Verdict, StoreError> {
+    ) -> Result<(Verdict, Option<Shadowed>), StoreError> {
         let labelled = self.labelled || !origin.is_empty();
         let reads_seen = labelled && self.policy.reads_seen(tool);
         let reads_taint = self.labelled && self.policy.reads_taint(&tool.name);
@@ -57,7 +58,12 @@ impl Gate {
             untrusted: untrusted.as_ref(),
             untrusted_origin: !origin.is_empty(),
         };
-        Ok(self.policy.decide_call(tool, principal, call))
+        let shadow = if self.policy.shadows(&tool.name) {
+            self.policy.shadow(tool, principal, call)
+        } else {
+            None
+        };
+        Ok((self.policy.decide_call(tool, principal, call), shadow))
     }
 
     /// What a conversation whose calls were `calls` has seen, by the labels

@@ -231,6 +231,11 @@ fn describe() {
         "Calls a rate limit refused, by tool and principal."
     );
     describe_counter!(
+        SHADOW_DISAGREEMENTS,
+        Unit::Count,
+        "Calls a shadow rule would have decided otherwise, by rule (policy.rules[N]) and tool."
+    );
+    describe_counter!(
         UPSTREAM_RESTARTS,
         Unit::Count,
         "Restarts of upstream MCP servers after a failure."

@@ -11,6 +11,7 @@ pub(crate) const CALL_DURATION: &str = "toolgate_call_duration_seconds";
 pub(crate) const COMMIT_DURATION: &str = "toolgate_store_commit_duration_seconds";
 pub(crate) const AUDIT_RECORDS: &str = "toolgate_audit_records_total";
 pub(crate) const RATE_LIMITED: &str = "toolgate_rate_limited_total";
+pub(crate) const SHADOW_DISAGREEMENTS: &str = "toolgate_shadow_disagreements_total";
 #[cfg(feature = "mcp")]
 pub(crate) use served::*;
 

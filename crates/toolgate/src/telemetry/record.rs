@@ -46,6 +46,18 @@ pub(crate) fn rate_limited(tool: &str, principal: &str) {
         .increment(1);
 }
 
+/// A shadow rule (`policy.rules[index]`) would have decided a call of `tool`
+/// otherwise than the policy did.
+#[inline]
+pub(crate) fn shadow_disagreement(index: usize, tool: &str) {
+    metrics::counter!(
+        SHADOW_DISAGREEMENTS,
+        "rule" => format!("policy.rules[{index}]"),
+        "tool" => tool.to_owned()
+    )
+    .increment(1);
+}
+
 /// An upstream MCP server failed and is being started again.
 #[cfg(feature = "mcp")]
 #[inline]
