@@ -8,26 +8,22 @@ use std::path::Path;
 
 use support::{json, toolgate};
 
-const CURRENT: &str = r#"tools:
+/// The tools both specs declare.
+const TOOLS: &str = r#"tools:
   - {name: lookup_order, description: Look up an order., effect: read, response: {status: shipped}}
   - name: refund_order
     description: Refund an order.
     effect: external
     parameters: {type: object, properties: {cents: {type: integer}}}
     response: {refunded: true}
-  - {name: legacy_export, description: Export everything., effect: read, response: {rows: 3}}
 "#;
+
+/// The current spec: the tools, and `legacy_export`.
+const LEGACY: &str = "  - {name: legacy_export, description: Export everything., effect: read, response: {rows: 3}}\n";
 
 /// The new policy: a refund after a lookup runs at once, a big one is refused,
 /// and `legacy_export` is gone.
-const NEW: &str = r#"tools:
-  - {name: lookup_order, description: Look up an order., effect: read, response: {status: shipped}}
-  - name: refund_order
-    description: Refund an order.
-    effect: external
-    parameters: {type: object, properties: {cents: {type: integer}}}
-    response: {refunded: true}
-policy:
+const NEW_POLICY: &str = r#"policy:
   rules:
     - tools: refund_order
       when: {above: {arg: cents, value: 10000}}
@@ -49,8 +45,8 @@ fn call(dir: &Path, session: &str, tool: &str, args: &str) {
 #[test]
 fn a_changed_policy_is_replayed_over_the_calls_real_traffic_made() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), CURRENT).unwrap();
-    std::fs::write(dir.path().join("new.yaml"), NEW).unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), format!("{TOOLS}{LEGACY}")).unwrap();
+    std::fs::write(dir.path().join("new.yaml"), format!("{TOOLS}{NEW_POLICY}")).unwrap();
     // A refund after a lookup, a big refund, and a tool the new spec drops.
     call(dir.path(), "a", "lookup_order", "{}");
     call(dir.path(), "a", "refund_order", r#"{"cents": 500}"#);

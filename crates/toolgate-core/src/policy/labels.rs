@@ -33,17 +33,6 @@ pub enum OutputLabel {
     Trusted,
 }
 
-impl OutputLabel {
-    /// The spelling in spec files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutputLabel::Untrusted => "untrusted",
-            OutputLabel::Private => "private",
-            OutputLabel::Trusted => "trusted",
-        }
-    }
-}
-
 /// A tool's `output:`: one label or a list (`[untrusted, private]` for an inbox).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]

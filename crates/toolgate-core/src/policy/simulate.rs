@@ -297,19 +297,17 @@ fn whole(arguments: &serde_json::Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::policy::tests::tool;
     use crate::{AuditEntry, Effect, GENESIS_HASH};
 
-    fn record(
+    fn sealed(
         seq: u64,
         kind: RecordKind,
         tool: &str,
-        decision: Option<Decision>,
-        outcome: Option<&str>,
-        args: serde_json::Value,
+        fill: impl FnOnce(&mut AuditEntry),
     ) -> AuditRecord {
         let mut entry = AuditEntry::new(
             format!("2026-12-04T12:00:{seq:02}.000Z"),
@@ -320,14 +318,47 @@ mod tests {
             "operator",
             tool,
         );
-        entry.decision = decision;
-        entry.outcome = outcome.map(str::to_owned);
-        entry.arguments = args;
+        fill(&mut entry);
         AuditRecord::seal(seq, GENESIS_HASH, entry)
     }
 
-    fn policy(yaml: serde_json::Value) -> Policy {
-        serde_json::from_value(yaml).unwrap()
+    /// A call the policy decided: its intent (or refusal), with its arguments.
+    fn decided(
+        seq: u64,
+        kind: RecordKind,
+        tool: &str,
+        decision: Decision,
+        args: Value,
+    ) -> AuditRecord {
+        sealed(seq, kind, tool, |e| {
+            e.decision = Some(decision);
+            e.arguments = args;
+        })
+    }
+
+    /// A call that ended with `outcome`.
+    fn completed(seq: u64, tool: &str, outcome: &str) -> AuditRecord {
+        sealed(seq, RecordKind::Completion, tool, |e| {
+            e.outcome = Some(outcome.into())
+        })
+    }
+
+    /// `log` replayed through `rules` over `tools`, from `since`, for `caller`.
+    fn simulate(
+        rules: Value,
+        tools: &[ToolDescriptor],
+        log: &[AuditRecord],
+        since: Option<&str>,
+        caller: Option<&str>,
+    ) -> Simulation {
+        let policy: Policy = serde_json::from_value(json!({"rules": rules})).unwrap();
+        let principals = indexmap::IndexMap::new();
+        let replay = Replay {
+            policy: &policy,
+            principals: &principals,
+            tools,
+        };
+        replay.run(log, since, caller)
     }
 
     #[test]
@@ -337,50 +368,28 @@ mod tests {
             tool("lookup", Effect::Read),
         ];
         let log = [
-            record(
-                1,
-                RecordKind::Intent,
-                "lookup",
-                Some(Decision::Allow),
-                None,
-                json!({}),
-            ),
-            record(
-                2,
-                RecordKind::Completion,
-                "lookup",
-                None,
-                Some("ok"),
-                json!(null),
-            ),
-            record(
+            decided(1, RecordKind::Intent, "lookup", Decision::Allow, json!({})),
+            completed(2, "lookup", "ok"),
+            decided(
                 3,
                 RecordKind::Refusal,
                 "refund",
-                Some(Decision::Ask),
-                Some("pending_approval"),
+                Decision::Ask,
                 json!({"cents": 50000}),
             ),
-            record(
+            decided(
                 4,
                 RecordKind::Intent,
                 "refund",
-                Some(Decision::Ask),
-                None,
+                Decision::Ask,
                 json!({"cents": 900}),
             ),
         ];
-        let new = policy(json!({"rules": [
+        let rules = json!([
             {"tools": "refund", "when": {"above": {"arg": "cents", "value": 1000}}, "decision": "deny"},
             {"tools": "refund", "when": {"called_ok": "lookup"}, "decision": "allow"},
-        ]}));
-        let principals = indexmap::IndexMap::new();
-        let replay = Replay {
-            policy: &new,
-            principals: &principals,
-            tools: &tools,
-        };
-        let run = replay.run(&log, None, None);
+        ]);
+        let run = simulate(rules, &tools, &log, None, None);
         assert_eq!((run.judged, run.same), (3, 1));
         assert_eq!(run.loosened(), 1);
         assert_eq!(
@@ -400,33 +409,19 @@ mod tests {
     fn what_the_log_cannot_tell_is_counted_apart() {
         let tools = [tool("refund", Effect::External)];
         let log = [
-            record(
-                1,
-                RecordKind::Intent,
-                "gone",
-                Some(Decision::Allow),
-                None,
-                json!({}),
-            ),
-            record(
+            decided(1, RecordKind::Intent, "gone", Decision::Allow, json!({})),
+            decided(
                 2,
                 RecordKind::Intent,
                 "refund",
-                Some(Decision::Ask),
-                None,
+                Decision::Ask,
                 json!({"cents": "[redacted]"}),
             ),
         ];
-        let new = policy(json!({"rules": [
+        let rules = json!([
             {"tools": "refund", "when": {"above": {"arg": "cents", "value": 1000}}, "decision": "deny"},
-        ]}));
-        let principals = indexmap::IndexMap::new();
-        let replay = Replay {
-            policy: &new,
-            principals: &principals,
-            tools: &tools,
-        };
-        let run = replay.run(&log, None, None);
+        ]);
+        let run = simulate(rules, &tools, &log, None, None);
         assert_eq!(run.judged, 0);
         assert_eq!(run.unjudged["the new spec has no such tool"], 1);
         assert_eq!(
@@ -442,38 +437,26 @@ mod tests {
             tool("lookup", Effect::Read),
         ];
         let log = [
-            record(
-                1,
-                RecordKind::Completion,
-                "lookup",
-                None,
-                Some("ok"),
-                json!(null),
-            ),
-            record(
-                2,
-                RecordKind::Intent,
-                "refund",
-                Some(Decision::Ask),
-                None,
-                json!({}),
-            ),
+            completed(1, "lookup", "ok"),
+            decided(2, RecordKind::Intent, "refund", Decision::Ask, json!({})),
         ];
-        let new = policy(
-            json!({"rules": [{"tools": "refund", "when": {"called_ok": "lookup"}, "decision": "allow"}]}),
+        let rules =
+            json!([{"tools": "refund", "when": {"called_ok": "lookup"}, "decision": "allow"}]);
+        let run = simulate(
+            rules.clone(),
+            &tools,
+            &log,
+            Some("2026-12-04T12:00:02.000Z"),
+            None,
         );
-        let principals = indexmap::IndexMap::new();
-        let replay = Replay {
-            policy: &new,
-            principals: &principals,
-            tools: &tools,
-        };
-        let run = replay.run(&log, Some("2026-12-04T12:00:02.000Z"), None);
         assert_eq!(
             run.changes.len(),
             1,
             "lookup, before `since`, still counts as done"
         );
-        assert_eq!(replay.run(&log, None, Some("someone")).judged, 0);
+        assert_eq!(
+            simulate(rules, &tools, &log, None, Some("someone")).judged,
+            0
+        );
     }
 }
