@@ -7,6 +7,7 @@ mod output;
 mod anchor_commands;
 mod approval_commands;
 mod audit_commands;
+mod budget_commands;
 mod code_commands;
 mod commands;
 mod console_commands;
@@ -170,6 +171,13 @@ enum Command {
     Approvals {
         #[command(subcommand)]
         action: Option<approval_commands::ApprovalAction>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Show what each budget has spent in its window now, by principal.
+    Budgets {
         #[command(flatten)]
         spec: SpecArgs,
         #[command(flatten)]
@@ -460,6 +468,7 @@ fn main() -> ExitCode {
             spec,
             state,
         } => policy_commands::run(&spec, &state, action),
+        Command::Budgets { spec, state } => budget_commands::run(&spec, &state),
         Command::Code {
             action,
             spec,

@@ -239,7 +239,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             let store: Arc<dyn GateStore> = store.clone();
             let mut endpoint = MetricsEndpoint::install()
                 .map_err(|e| e.to_string())?
-                .store(store);
+                .store(store.clone())
+                .budgets(spec.budgets.clone(), store);
             // Where the spec names approvers, only they read the metrics.
             let approvers: Vec<String> = spec
                 .principals

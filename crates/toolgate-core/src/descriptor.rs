@@ -114,6 +114,9 @@ pub struct ToolDescriptor {
     /// (`secureArguments`, as SEP-3221 drafts it), as a JSON Schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure_input_schema: Option<Value>,
+    /// What one call costs, for the budgets that count cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::spec::Cost>,
 }
 
 impl ToolDescriptor {
@@ -140,6 +143,7 @@ impl ToolDescriptor {
             output: crate::Labels::default(),
             sends: false,
             secure_input_schema: None,
+            cost: None,
         }
     }
 

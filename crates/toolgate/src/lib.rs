@@ -61,6 +61,7 @@ pub use toolgate_derive::Tool;
 pub mod audit;
 #[cfg(feature = "mcp")]
 pub mod auth;
+pub mod budgets;
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
 #[cfg(feature = "console")]

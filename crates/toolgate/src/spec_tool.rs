@@ -46,6 +46,7 @@ impl SpecTool {
         descriptor.background = spec.background_scheduling();
         descriptor.output = spec.output_labels();
         descriptor.sends = spec.sends;
+        descriptor.cost = spec.cost.clone();
         hide_injected(&mut descriptor, &spec.inject);
         #[cfg(feature = "mcp")]
         let mcp = crate::mcp::client::McpBindingRunner::new(&spec, file);

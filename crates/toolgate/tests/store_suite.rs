@@ -157,6 +157,8 @@ fn admin_strings(url: &str, sql: &str) -> Vec<String> {
 mod approvals;
 #[path = "store_suite/audit.rs"]
 mod audit;
+#[path = "store_suite/budgets.rs"]
+mod budgets;
 #[path = "store_suite/call_ledger.rs"]
 mod call_ledger;
 #[path = "store_suite/code_runs.rs"]
@@ -211,6 +213,7 @@ suite!(
     call_ledger::a_key_is_claimed_by_one_of_many_handles_and_keeps_its_outcome,
     call_ledger::an_intent_and_its_key_are_written_together_and_settled_with_the_completion,
     untrusted_text::untrusted_text_recorded_on_one_handle_taints_on_another,
+    budgets::a_budget_lets_exactly_its_calls_through_eight_callers_on_two_gates,
 );
 
 /// An audit record of `kind` for run `run` of `tool` in `session`.

@@ -374,6 +374,7 @@ pub fn import_openapi(
             timeout: None,
             output: None,
             sends: false,
+            cost: None,
             inject: Default::default(),
         });
     }

@@ -58,6 +58,10 @@ pub struct McpServerSpec {
     /// `trusted` for a server whose results no third party writes.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub outputs: IndexMap<String, crate::ToolOutput>,
+    /// What one call of each tool costs, for the budgets that count cost, by
+    /// the tool's name on the server (`*`: every tool): as a tool's `cost:`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub costs: IndexMap<String, super::Cost>,
     /// How long to wait for the server.
     #[serde(default, skip_serializing_if = "McpTimeouts::is_empty")]
     pub timeouts: McpTimeouts,

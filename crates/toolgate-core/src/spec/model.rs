@@ -34,6 +34,10 @@ pub struct SpecFile {
     /// Bounds on what one call may carry (its arguments' size).
     #[serde(default, skip_serializing_if = "super::LimitsSection::is_default")]
     pub limits: super::LimitsSection,
+    /// How many calls, or how much cost, principals may spend on tools per
+    /// window, and what a call past that meets (asked or denied).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<super::Budget>,
     /// How callers of `toolgate serve --http` authenticate.
     #[serde(default, skip_serializing_if = "super::AuthSection::is_default")]
     pub auth: super::AuthSection,
@@ -146,6 +150,10 @@ pub struct ToolSpec {
     /// that supplies one is refused.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub inject: IndexMap<String, String>,
+    /// What one call costs, for the budgets that count cost: a number
+    /// (`cost: 3`) or an argument's value (`cost: {arg: amount_cents}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::Cost>,
 }
 
 /// The effect a spec tool has when it does not say.

@@ -45,6 +45,7 @@ fn check(doc: &Document, spec: &SpecFile, placed: &[Placed], state_sound: bool) 
     rules
         .out
         .extend(super::rate_limits::check_rate_limits(doc, spec));
+    rules.out.extend(super::budgets::check_budgets(doc, spec));
     rules
         .out
         .extend(super::auth::check_auth(doc, &spec.auth, &spec.network));

@@ -1,24 +1,36 @@
 //! The authorize stage: the policy decides a call, then the flow's
-//! confirmations; a call to ask about waits for, or takes, a human's answer, and
-//! an answer the call used up is given back if it then stops before it runs.
+//! confirmations, then its budgets; a call to ask about waits for, or takes, a
+//! human's answer, and an answer the call used up (and what it was charged)
+//! is given back if it then stops before it runs.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use toolgate_core::{AuditEntry, Decision, DynTool, Outcome, call_hash};
 
+use super::budget::Charges;
 use super::call::{Request, Stop};
 use super::store_failure::store_failure;
 use super::{Entry, Gate};
 use crate::flow::Admitted;
 use crate::store::{ApprovalRequest, Resolution};
 
+/// What let a call through authorize, to give back if it then stops before
+/// it runs.
+#[derive(Default)]
+pub(super) struct Authorized {
+    /// The approval the call consumed, if one let it through (a grant is not
+    /// consumed).
+    consumed: Option<String>,
+    /// What its budgets were charged.
+    charged: Charges,
+}
+
 impl Gate {
     /// Authorize: the policy decides this call (its rules' `when:` may read the
     /// arguments, the conversation and the caller's claims), then the flow's
-    /// confirmations; a call to ask about waits for, or takes, a human's
-    /// answer. The audit records what decided. Returns the approval the call
-    /// consumed, if one let it through (a grant is not consumed).
+    /// confirmations, then its budgets; a call to ask about waits for, or
+    /// takes, a human's answer. The audit records what decided.
     pub(super) fn authorize(
         &self,
         request: &Request<'_>,
@@ -27,7 +39,7 @@ impl Gate {
         arguments: &Value,
         admitted: &Admitted,
         audit: &mut AuditEntry,
-    ) -> Result<Option<String>, Stop> {
+    ) -> Result<Authorized, Stop> {
         let Request {
             session,
             call,
@@ -41,10 +53,29 @@ impl Gate {
             principal,
             &call.untrusted_origin,
         );
-        let (verdict, shadow) = match decided {
+        let (mut verdict, shadow) = match decided {
             Ok((verdict, shadow)) => (admitted.decide(verdict), shadow),
             Err(e) => return Err(Stop::failed(store_failure("the state store", e))),
         };
+        let charges = match verdict.decision {
+            Decision::Deny => Charges::default(),
+            _ => match self.charges(tool.descriptor(), principal, arguments) {
+                Ok(charges) => charges,
+                Err(reason) => {
+                    audit.decision = Some(Decision::Deny);
+                    audit.reason = Some(format!("{reason} (decided by budgets)"));
+                    return Err(Stop::refused("denied", Outcome::Denied { reason }));
+                }
+            },
+        };
+        // A call allowed is charged now; one past a budget is asked or refused.
+        if verdict.decision == Decision::Allow && !charges.is_empty() {
+            match self.charge(&charges, false) {
+                Ok(None) => {}
+                Ok(Some(over)) => verdict = over,
+                Err(e) => return Err(Stop::failed(store_failure("the budgets' counters", e))),
+            }
+        }
         // A shadow rule only observes: the audit reason says what it would
         // have decided, and `/metrics` counts where that differs.
         let decided_why = match shadow {
@@ -59,7 +90,11 @@ impl Gate {
         audit.decision = Some(verdict.decision);
         audit.reason = Some(decided_why.clone());
         match verdict.decision {
-            Decision::Allow => Ok(None),
+            // Allowed: charged above (or nothing to charge).
+            Decision::Allow => Ok(Authorized {
+                consumed: None,
+                charged: charges,
+            }),
             Decision::Deny => Err(Stop::refused(
                 "denied",
                 Outcome::Denied {
@@ -83,7 +118,11 @@ impl Gate {
                     Ok(Resolution::Granted { by }) => {
                         audit.reason =
                             Some(format!("{decided_why}; approved ({})", self.answered(&by)));
-                        Ok(crate::store::names_approval(&by).then_some(by))
+                        let authorized = Authorized {
+                            consumed: crate::store::names_approval(&by).then_some(by),
+                            charged: Charges::default(),
+                        };
+                        self.charge_approved(authorized, charges, audit)
                     }
                     Ok(Resolution::Pending { id, .. }) => {
                         let outcome = Outcome::PendingApproval {
@@ -106,9 +145,54 @@ impl Gate {
         }
     }
 
+    /// Charges a call a human approved: past its `ask` budgets, but not its
+    /// `deny` ones (which refuse it, giving the approval back).
+    fn charge_approved(
+        &self,
+        mut authorized: Authorized,
+        charges: Charges,
+        audit: &mut AuditEntry,
+    ) -> Result<Authorized, Stop> {
+        if charges.is_empty() {
+            return Ok(authorized);
+        }
+        match self.charge(&charges, true) {
+            Ok(None) => {
+                authorized.charged = charges;
+                Ok(authorized)
+            }
+            Ok(Some(over)) => {
+                audit.decision = Some(over.decision);
+                audit.reason = Some(over.audit_reason());
+                self.undo(&authorized, audit);
+                Err(Stop::refused(
+                    "denied",
+                    Outcome::Denied {
+                        reason: over.reason,
+                    },
+                ))
+            }
+            Err(e) => {
+                self.undo(&authorized, audit);
+                Err(Stop::failed(store_failure("the budgets' counters", e)))
+            }
+        }
+    }
+
+    /// Gives back what let a call through authorize (an approval it consumed,
+    /// what its budgets were charged), when it then stopped before it ran.
+    pub(super) fn undo(&self, authorized: &Authorized, audit: &mut AuditEntry) {
+        if !authorized.charged.is_empty() {
+            self.refund(&authorized.charged);
+        }
+        if let Some(id) = &authorized.consumed {
+            self.give_back(id, audit);
+        }
+    }
+
     /// Gives back approval `id`, consumed by a call that then stopped before it
     /// ran, and says so in the call's audit record.
-    pub(super) fn give_back(&self, id: &str, audit: &mut AuditEntry) {
+    fn give_back(&self, id: &str, audit: &mut AuditEntry) {
         let note = match self.store.give_back(id) {
             Ok(()) => format!("{id} given back: the call did not run"),
             Err(e) => {

@@ -207,6 +207,7 @@ impl GateBuilder {
             flow,
             tasks: self.tasks.unwrap_or_default(),
             limiter,
+            budgets: spec.budgets.clone(),
         }
     }
 }

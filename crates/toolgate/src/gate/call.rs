@@ -255,9 +255,10 @@ impl Gate {
         let key = call.idempotency_key.as_deref();
         self.recall(request.session, key, tool.as_ref(), audit)?;
         let admitted = self.admit(request, &arguments, audit).await?;
-        let consumed = self.authorize(request, &tool, &entry, &arguments, &admitted, audit)?;
+        let authorized = self.authorize(request, &tool, &entry, &arguments, &admitted, audit)?;
         // From here to the intent, a stop gives back an approval the call
-        // consumed: it did not run, so the answer still stands.
+        // consumed (it did not run, so the answer still stands) and what its
+        // budgets were charged.
         let cleared = async {
             let limited = self.rate_limit(call, principal)?;
             let background = request.options.as_task || tool.descriptor().background.is_some();
@@ -339,8 +340,8 @@ impl Gate {
             })
         }
         .await;
-        if let (Err(_), Some(id)) = (&cleared, &consumed) {
-            self.give_back(id, audit);
+        if cleared.is_err() {
+            self.undo(&authorized, audit);
         }
         cleared
     }

@@ -28,6 +28,7 @@
 mod arguments;
 mod authenticated;
 mod authorize;
+mod budget;
 mod builder;
 mod call;
 mod call_span;
@@ -107,6 +108,8 @@ pub struct Gate {
     /// The spec's rate limits and what they counted (kept by a successor gate
     /// whose limits are the same).
     limiter: Arc<RateLimiter>,
+    /// The spec's budgets (their counters are the store's).
+    budgets: Vec<toolgate_core::spec::Budget>,
 }
 
 impl Gate {

@@ -9,8 +9,8 @@ use toolgate_core::{AuditEntry, AuditRecord};
 
 use super::calls::completed_call;
 use super::{
-    Admission, AdmissionCheck, ApprovalStore, AuditLog, CallHistory, CallLedger, CodeRunStore,
-    LedgerEntry, LedgerName, RateCounters, Settle, StateStore, StoreError, TaskStore,
+    Admission, AdmissionCheck, ApprovalStore, AuditLog, BudgetCounters, CallHistory, CallLedger,
+    CodeRunStore, LedgerEntry, LedgerName, RateCounters, Settle, StateStore, StoreError, TaskStore,
     UntrustedText,
 };
 
@@ -24,6 +24,7 @@ pub trait GateStore:
     + CodeRunStore
     + CallLedger
     + UntrustedText
+    + BudgetCounters
 {
     /// Applies a call's state writes, adds it to the session's call history and
     /// appends its completion record — after its intent record, when that was not

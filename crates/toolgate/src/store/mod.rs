@@ -20,7 +20,7 @@
 //!
 //! The contracts sit at the top of `store/`, one file per concern: conversation
 //! state (`state`), the audit log (`audit`), approvals, call histories (`calls`),
-//! paused programs (`code_runs`), calls that must not run twice (`call_ledger`), pins, rate counters, client sessions, background
+//! paused programs (`code_runs`), calls that must not run twice (`call_ledger`), pins, rate counters, budgets' counters (`budget_counters`), client sessions, background
 //! tasks, a conversation's turn (`turns`), and [`GateStore`], which puts them
 //! together. Each backend is a folder that implements them in files of the same
 //! names: `memory/`, `sqlite/` and (with the `postgres` feature) `postgres/`.
@@ -29,6 +29,7 @@
 
 mod approvals;
 mod audit;
+pub(crate) mod budget_counters;
 mod call_ledger;
 mod calls;
 mod code_runs;
@@ -59,6 +60,7 @@ pub use approvals::{
     Resolution,
 };
 pub use audit::{AuditFilter, AuditLog};
+pub use budget_counters::{BudgetCharge, BudgetCounters, BudgetSpent, BudgetTaken};
 pub use call_ledger::{CallLedger, LedgerEntry, LedgerName, Settle};
 pub use calls::{CallHistory, RecordedCall};
 pub use code_runs::{CODE_RUN_KEY_FILE, CodeRunStore, PausedRun};
@@ -68,8 +70,9 @@ pub use files::ALLOW_SYMLINK_ENV;
 pub(crate) use files::create_private_dir;
 pub use gate_store::GateStore;
 pub use memory::{
-    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCallLedger, MemoryCodeRuns,
-    MemoryGateStore, MemoryPins, MemorySessions, MemoryStore, MemoryTasks, MemoryUntrustedText,
+    MemoryApprovals, MemoryAuditLog, MemoryBudgetCounters, MemoryCallHistory, MemoryCallLedger,
+    MemoryCodeRuns, MemoryGateStore, MemoryPins, MemorySessions, MemoryStore, MemoryTasks,
+    MemoryUntrustedText,
 };
 pub use pin_diff::pin_diff;
 pub use pins::{

@@ -21,6 +21,7 @@ use super::names::*;
 use crate::GateStore;
 use crate::auth::Identity;
 use crate::store::ApprovalStatus;
+use toolgate_core::spec::Budget;
 
 /// The path the endpoint is served at.
 pub const METRICS_PATH: &str = "/metrics";
@@ -147,6 +148,16 @@ impl MetricsEndpoint {
         self
     }
 
+    /// Also report what each of `budgets` has spent in its window now, by
+    /// principal, and its limit, read from `store`'s shared counters.
+    pub fn budgets(mut self, budgets: Vec<Budget>, store: Arc<dyn GateStore>) -> Self {
+        if !budgets.is_empty() {
+            self.samplers
+                .push(Arc::new(move || sample_budgets(&budgets, &*store)));
+        }
+        self
+    }
+
     /// Also run `sample` before each scrape, to set gauges of what only another
     /// part knows: each upstream server's state and quarantined tools
     /// (the MCP client's `Upstreams::metrics_sampler`).
@@ -231,6 +242,11 @@ fn describe() {
         "Calls a rate limit refused, by tool and principal."
     );
     describe_counter!(
+        OVER_BUDGET,
+        Unit::Count,
+        "Calls that would have gone past a budget (and were asked about or refused), by budget (budgets[N])."
+    );
+    describe_counter!(
         SHADOW_DISAGREEMENTS,
         Unit::Count,
         "Calls a shadow rule would have decided otherwise, by rule (policy.rules[N]) and tool."
@@ -246,6 +262,14 @@ fn describe() {
         "Calls sent to upstream MCP servers, by server and outcome (ok, or error: the tool's, the server's, a timeout or a lost connection)."
     );
     describe_gauge!(APPROVALS_PENDING, "Approvals waiting for an answer.");
+    describe_gauge!(
+        BUDGET_SPENT,
+        "What a budget (budgets[N]) has spent in its window now, by principal counted (empty: every caller together); calls or cost units."
+    );
+    describe_gauge!(
+        BUDGET_LIMIT,
+        "The most a budget (budgets[N]) may spend per window."
+    );
     describe_gauge!(
         APPROVAL_OLDEST_AGE,
         Unit::Seconds,
@@ -263,6 +287,18 @@ fn describe() {
         QUARANTINED_TOOLS,
         "Tools of the upstream MCP server withheld until their change is reviewed."
     );
+}
+
+fn sample_budgets(budgets: &[Budget], store: &dyn GateStore) {
+    let Ok(uses) = crate::budgets::budgets_in_use(budgets, store, SystemTime::now()) else {
+        return;
+    };
+    for used in uses {
+        let principal = used.principal.unwrap_or_default();
+        metrics::gauge!(BUDGET_SPENT, "budget" => used.budget.clone(), "principal" => principal)
+            .set(used.spent as f64);
+        metrics::gauge!(BUDGET_LIMIT, "budget" => used.budget).set(used.limit as f64);
+    }
 }
 
 fn sample_approvals(store: &dyn GateStore) {

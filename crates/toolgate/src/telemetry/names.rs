@@ -12,6 +12,7 @@ pub(crate) const COMMIT_DURATION: &str = "toolgate_store_commit_duration_seconds
 pub(crate) const AUDIT_RECORDS: &str = "toolgate_audit_records_total";
 pub(crate) const RATE_LIMITED: &str = "toolgate_rate_limited_total";
 pub(crate) const SHADOW_DISAGREEMENTS: &str = "toolgate_shadow_disagreements_total";
+pub(crate) const OVER_BUDGET: &str = "toolgate_over_budget_total";
 #[cfg(feature = "mcp")]
 pub(crate) use served::*;
 
@@ -26,6 +27,8 @@ mod served {
     pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
     pub(crate) const UPSTREAM_STATE: &str = "toolgate_upstream_state";
     pub(crate) const QUARANTINED_TOOLS: &str = "toolgate_quarantined_tools";
+    pub(crate) const BUDGET_SPENT: &str = "toolgate_budget_spent";
+    pub(crate) const BUDGET_LIMIT: &str = "toolgate_budget_limit";
 }
 
 /// The tool label of a call to a name that is not in the catalog.

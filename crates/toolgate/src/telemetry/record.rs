@@ -58,6 +58,13 @@ pub(crate) fn shadow_disagreement(index: usize, tool: &str) {
     .increment(1);
 }
 
+/// A call would have gone past budget `budgets[index]` (and was asked about
+/// or refused).
+#[inline]
+pub(crate) fn over_budget(index: usize) {
+    metrics::counter!(OVER_BUDGET, "budget" => format!("budgets[{index}]")).increment(1);
+}
+
 /// An upstream MCP server failed and is being started again.
 #[cfg(feature = "mcp")]
 #[inline]

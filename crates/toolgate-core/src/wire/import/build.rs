@@ -74,6 +74,7 @@ pub(super) fn build(draft: Draft, name: String, sink: &mut Sink) -> Option<ToolS
         timeout: None,
         output: None,
         sends: false,
+        cost: None,
         inject: Default::default(),
     })
 }

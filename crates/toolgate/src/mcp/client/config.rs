@@ -80,6 +80,8 @@ pub struct ServerConfig {
     pub effects: IndexMap<String, Effect>,
     /// The operator's output labels by the tool's name on the server (`*`: any).
     pub outputs: IndexMap<String, toolgate_core::ToolOutput>,
+    /// The operator's costs by the tool's name on the server (`*`: any).
+    pub costs: IndexMap<String, toolgate_core::spec::Cost>,
     /// How long starting (or reaching) it and the handshake may take.
     pub connect_timeout: Duration,
     /// How long it has to answer `tools/list`.
@@ -182,6 +184,7 @@ impl ServerConfig {
             transport,
             effects: spec.effects.clone(),
             outputs: spec.outputs.clone(),
+            costs: spec.costs.clone(),
             revision: spec.revision,
             connect_timeout,
             list_timeout,
@@ -280,6 +283,15 @@ impl ServerConfig {
             .get(name)
             .or_else(|| self.outputs.get("*"))
             .map_or(toolgate_core::Labels::UNTRUSTED, |o| o.brings())
+    }
+
+    /// What one call of the server's tool `name` costs: the operator's word
+    /// under `costs:` (by name, else `*`), else nothing.
+    pub fn cost_of(&self, name: &str) -> Option<toolgate_core::spec::Cost> {
+        self.costs
+            .get(name)
+            .or_else(|| self.costs.get("*"))
+            .cloned()
     }
 
     /// `stdio` or `http`.

@@ -375,6 +375,7 @@ impl Upstreams {
                         transport,
                         effects: Default::default(),
                         outputs: Default::default(),
+                        costs: Default::default(),
                         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                         list_timeout: DEFAULT_LIST_TIMEOUT,
                         call_timeout: DEFAULT_CALL_TIMEOUT,

@@ -8,8 +8,8 @@ use toolgate_core::{Anchor, AuditEntry, AuditRecord, Outcome, VerifyReport};
 
 use super::turns::{MemoryTurns, memory_turn, release_in_memory, standing_in_memory};
 use super::{
-    MemoryApprovals, MemoryAuditLog, MemoryCallHistory, MemoryCallLedger, MemoryCodeRuns,
-    MemoryStore, MemoryTasks, MemoryUntrustedText,
+    MemoryApprovals, MemoryAuditLog, MemoryBudgetCounters, MemoryCallHistory, MemoryCallLedger,
+    MemoryCodeRuns, MemoryStore, MemoryTasks, MemoryUntrustedText,
 };
 use crate::store::calls::ran;
 use crate::store::{
@@ -30,6 +30,7 @@ pub struct MemoryGateStore {
     code_runs: MemoryCodeRuns,
     ledger: MemoryCallLedger,
     untrusted: MemoryUntrustedText,
+    budgets: MemoryBudgetCounters,
 }
 
 impl GateStore for MemoryGateStore {
@@ -262,5 +263,20 @@ impl UntrustedText for MemoryGateStore {
     }
     fn untrusted_text(&self, session: &str) -> Result<toolgate_core::Fingerprints, StoreError> {
         self.untrusted.untrusted_text(session)
+    }
+}
+
+impl crate::store::BudgetCounters for MemoryGateStore {
+    fn charge_budgets(
+        &self,
+        charges: &[crate::store::BudgetCharge],
+    ) -> Result<crate::store::BudgetTaken, StoreError> {
+        self.budgets.charge_budgets(charges)
+    }
+    fn refund_budgets(&self, charges: &[crate::store::BudgetCharge]) -> Result<(), StoreError> {
+        self.budgets.refund_budgets(charges)
+    }
+    fn budgets_spent(&self) -> Result<Vec<crate::store::BudgetSpent>, StoreError> {
+        self.budgets.budgets_spent()
     }
 }

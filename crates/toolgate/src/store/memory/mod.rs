@@ -6,6 +6,7 @@
 
 mod approvals;
 mod audit;
+mod budget_counters;
 mod call_ledger;
 mod calls;
 mod code_runs;
@@ -19,6 +20,7 @@ mod untrusted_text;
 
 pub use approvals::MemoryApprovals;
 pub use audit::MemoryAuditLog;
+pub use budget_counters::MemoryBudgetCounters;
 pub use call_ledger::MemoryCallLedger;
 pub use calls::MemoryCallHistory;
 pub use code_runs::MemoryCodeRuns;

@@ -25,6 +25,7 @@
 
 mod approvals;
 mod audit;
+mod budget_counters;
 mod call_ledger;
 mod calls;
 mod code_runs;

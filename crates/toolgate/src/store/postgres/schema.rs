@@ -231,6 +231,41 @@ const MIGRATIONS: &[&str] = &[
         prints  BYTEA NOT NULL,
         PRIMARY KEY (session, run_id)
     );",
+    // Version 8: what the budgets have spent (SQLite's 15; see `budget_counters`).
+    // The function takes every charge or none: it locks the counters in order (so
+    // two calls never deadlock), and reads each as empty once its window passed.
+    "CREATE TABLE budget_spent (
+        counter   TEXT PRIMARY KEY,
+        window_ms BIGINT NOT NULL,
+        spent     BIGINT NOT NULL
+    );
+    CREATE FUNCTION toolgate_charge_budgets(
+        counters TEXT[], windows BIGINT[], amounts BIGINT[], limits BIGINT[],
+        OUT over_by INT, OUT spent_before BIGINT, OUT spent_now BIGINT[]
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+        held BIGINT;
+    BEGIN
+        over_by := 0;
+        spent_before := 0;
+        spent_now := '{}';
+        INSERT INTO budget_spent AS b (counter, window_ms, spent)
+            SELECT DISTINCT c, 0, 0 FROM unnest(counters) AS t(c) ORDER BY c
+            ON CONFLICT (counter) DO UPDATE SET spent = b.spent;
+        FOR i IN 1 .. coalesce(array_length(counters, 1), 0) LOOP
+            SELECT CASE WHEN window_ms = windows[i] THEN spent ELSE 0 END INTO held
+                FROM budget_spent WHERE counter = counters[i];
+            IF limits[i] IS NOT NULL AND held + amounts[i] > limits[i] THEN
+                over_by := i;
+                spent_before := held;
+                spent_now := '{}';
+                RETURN;
+            END IF;
+            spent_now := spent_now || (held + amounts[i]);
+        END LOOP;
+        UPDATE budget_spent AS b SET window_ms = t.w, spent = t.s
+            FROM unnest(counters, windows, spent_now) AS t(c, w, s) WHERE b.counter = t.c;
+    END $$;",
 ];
 
 /// The schema version this toolgate writes and understands.

@@ -11,6 +11,7 @@
 
 mod approvals;
 mod audit;
+mod budget_counters;
 mod call_ledger;
 mod calls;
 mod checkpoint;

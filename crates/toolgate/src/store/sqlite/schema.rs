@@ -133,6 +133,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::call_ledger::MIGRATION),
     // Version 14: the fingerprints of untrusted results, which `tainted:` reads.
     Migration::Sql(super::untrusted_text::MIGRATION),
+    // Version 15: what the budgets have spent (see `budget_counters`).
+    Migration::Sql(super::budget_counters::MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.

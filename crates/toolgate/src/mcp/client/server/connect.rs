@@ -302,6 +302,7 @@ impl Server {
             let remote = match remote_tool(&self.config.name, &value, &self.config.effects) {
                 Ok(mut remote) => {
                     remote.descriptor.output = self.config.output_of(&remote.name);
+                    remote.descriptor.cost = self.config.cost_of(&remote.name);
                     remote
                 }
                 Err(reason) => {
