@@ -251,8 +251,10 @@ fn simulate(
     let records = open_store(args, state)?
         .tail(usize::MAX)
         .map_err(|e| e.to_string())?;
+    // A policy in shadow mode decides nothing: toolgate's defaults would.
+    let (deciding, _) = spec.policy.clone().split_shadow();
     let replay = toolgate::policy::Replay {
-        policy: &spec.policy,
+        policy: &deciding,
         principals: &spec.principals,
         tools: &tools,
     };
@@ -326,9 +328,22 @@ fn since_time(since: Option<&str>) -> Result<Option<String>, String> {
     Ok(Some(humantime::format_rfc3339_millis(from).to_string()))
 }
 
-/// Shadow observations by rule, tool, what was decided and what the rule would have.
-type ShadowCounts =
-    std::collections::BTreeMap<(usize, String, toolgate::Decision, toolgate::Decision), usize>;
+/// Shadow observations by observer (the rule's place, or `None` for a policy
+/// in shadow mode), tool, what was decided and what the observer would have.
+type ShadowCounts = std::collections::BTreeMap<
+    (
+        Option<usize>,
+        String,
+        toolgate::Decision,
+        toolgate::Decision,
+    ),
+    usize,
+>;
+
+/// An observer as the spec file names it: `policy.rules[2]` or `policy`.
+fn observer(rule: Option<usize>) -> String {
+    rule.map_or_else(|| "policy".to_owned(), |i| format!("policy.rules[{i}]"))
+}
 
 /// `toolgate policy shadow-report [--since D]`.
 fn shadow_report(args: &SpecArgs, state: &StateArgs, since: Option<&str>) -> CommandResult {
@@ -355,7 +370,7 @@ fn shadow_report(args: &SpecArgs, state: &StateArgs, since: Option<&str>) -> Com
             continue;
         };
         *counts
-            .entry((shadow.index, entry.tool.clone(), decided, shadow.decision))
+            .entry((shadow.rule, entry.tool.clone(), decided, shadow.decision))
             .or_default() += 1;
     }
     let observed: usize = counts.values().sum();
@@ -367,8 +382,8 @@ fn shadow_report(args: &SpecArgs, state: &StateArgs, since: Option<&str>) -> Com
     if args.json {
         let rows: Vec<Value> = counts
             .iter()
-            .map(|((index, tool, decided, shadow), calls)| {
-                json!({"rule": format!("policy.rules[{index}]"), "tool": tool,
+            .map(|((rule, tool, decided, shadow), calls)| {
+                json!({"rule": observer(*rule), "tool": tool,
                     "decided": decided, "shadow": shadow, "calls": calls})
             })
             .collect();
@@ -379,13 +394,16 @@ fn shadow_report(args: &SpecArgs, state: &StateArgs, since: Option<&str>) -> Com
         "shadow rules observed {observed} call{}; {differ} would have been decided otherwise",
         if observed == 1 { "" } else { "s" }
     );
-    for ((index, tool, decided, shadow), calls) in &counts {
+    for ((rule, tool, decided, shadow), calls) in &counts {
         let flag = match shadow.cmp(decided) {
             std::cmp::Ordering::Less => "would loosen ",
             std::cmp::Ordering::Greater => "would tighten",
             std::cmp::Ordering::Equal => "agrees       ",
         };
-        sayln!("  {flag}  policy.rules[{index}]  {tool}: {decided} → {shadow}  ×{calls}");
+        sayln!(
+            "  {flag}  {}  {tool}: {decided} → {shadow}  ×{calls}",
+            observer(*rule)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

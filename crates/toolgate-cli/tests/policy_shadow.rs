@@ -66,3 +66,63 @@ fn a_shadow_rule_is_recorded_and_reported_but_never_decides() {
     );
     assert!(toolgate(dir.path(), &["audit", "verify"]).status.success());
 }
+
+#[test]
+fn a_policy_in_shadow_mode_observes_while_the_defaults_decide() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = r#"tools:
+  - name: lookup_order
+    description: Look an order up.
+    effect: read
+    response: {found: true}
+  - name: refund_order
+    description: Refund an order.
+    effect: external
+    response: {refunded: true}
+policy:
+  mode: shadow
+  effects: {external: allow}
+  rules:
+    - {tools: lookup_order, decision: deny, reason: lookups go through the new search}
+"#;
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let lookup = toolgate(dir.path(), &["call", "lookup_order", "{}"]);
+    assert_eq!(lookup.status.code(), Some(0), "reads run, as by default");
+    let refund = toolgate(dir.path(), &["call", "refund_order", "{}"]);
+    assert_ne!(
+        refund.status.code(),
+        Some(0),
+        "an external call is asked, as by default"
+    );
+    let report = json(&toolgate(
+        dir.path(),
+        &["policy", "shadow-report", "--json"],
+    ));
+    let rows: Vec<(String, String, String, String)> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_owned();
+            (s("rule"), s("tool"), s("decided"), s("shadow"))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "policy".into(),
+                "lookup_order".into(),
+                "allow".into(),
+                "deny".into()
+            ),
+            (
+                "policy".into(),
+                "refund_order".into(),
+                "ask".into(),
+                "allow".into()
+            ),
+        ]
+    );
+    assert!(toolgate(dir.path(), &["audit", "verify"]).status.success());
+}

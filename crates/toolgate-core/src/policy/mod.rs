@@ -21,6 +21,7 @@ mod approvers;
 mod explain;
 mod labels;
 mod origin;
+mod shadow;
 mod simulate;
 mod taint;
 
@@ -39,6 +40,7 @@ pub use labels::{
     Labels, OutputLabel, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, acts_on_world,
 };
 pub use origin::{FLOW_ORIGIN_META, flow_origin, untrusted_contributors};
+pub use shadow::{RuleMode, Shadowed};
 pub use simulate::{Change, ChangeGroup, Replay, Simulation};
 pub use taint::Fingerprints;
 
@@ -113,6 +115,10 @@ pub struct Policy {
     /// content, private data and an effect on the world (default `ask`).
     #[serde(default, skip_serializing_if = "RuleOfTwo::is_default")]
     pub rule_of_two: RuleOfTwo,
+    /// `shadow`: the whole policy only observes (see `shadow`); toolgate's
+    /// defaults decide meanwhile (default `enforce`).
+    #[serde(default, skip_serializing_if = "RuleMode::is_enforce")]
+    pub mode: RuleMode,
 }
 
 /// A decision per effect.
@@ -198,61 +204,6 @@ pub struct PolicyRule {
     /// decided is recorded, but it never decides (default `enforce`).
     #[serde(default, skip_serializing_if = "RuleMode::is_enforce")]
     pub mode: RuleMode,
-}
-
-/// Whether a rule decides, or only observes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleMode {
-    /// It decides the calls it applies to.
-    #[default]
-    Enforce,
-    /// It only observes: the audit log and `/metrics` say what it would have
-    /// decided; the decision is taken as if it were not there.
-    Shadow,
-}
-
-impl RuleMode {
-    /// Whether it is the default, `enforce` (omitted when serialized).
-    pub fn is_enforce(&self) -> bool {
-        *self == RuleMode::Enforce
-    }
-}
-
-/// What a shadow rule would have decided on one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shadowed {
-    /// The rule's place under `policy.rules`.
-    pub index: usize,
-    /// What it would have decided.
-    pub decision: Decision,
-}
-
-impl Shadowed {
-    /// The audit reason's note: `shadow policy.rules[2] would deny`.
-    pub fn note(&self) -> String {
-        format!(
-            "shadow policy.rules[{}] would {}",
-            self.index, self.decision
-        )
-    }
-
-    /// The shadow rule's note in an audit reason, read back.
-    pub fn from_reason(reason: &str) -> Option<Shadowed> {
-        let (_, rest) = reason.rsplit_once("; shadow policy.rules[")?;
-        let (index, rest) = rest.split_once("] would ")?;
-        let word = rest.split(|c: char| !c.is_ascii_lowercase()).next()?;
-        let decision = match word {
-            "allow" => Decision::Allow,
-            "ask" => Decision::Ask,
-            "deny" => Decision::Deny,
-            _ => return None,
-        };
-        Some(Shadowed {
-            index: index.parse().ok()?,
-            decision,
-        })
-    }
 }
 
 impl PolicyRule {
@@ -500,39 +451,6 @@ impl Policy {
             .filter(|(_, rule)| rule.mode == RuleMode::Enforce)
     }
 
-    /// What the first shadow rule for `tool` that applies to this call would
-    /// have decided; `None` when none applies.
-    pub fn shadow(
-        &self,
-        tool: &ToolDescriptor,
-        principal: &Principal,
-        call: CallFacts<'_>,
-    ) -> Option<Shadowed> {
-        let facts = RuleFacts {
-            call: Some(call),
-            claims: &principal.claims,
-        };
-        self.rules
-            .iter()
-            .enumerate()
-            .find(|(_, rule)| {
-                rule.mode == RuleMode::Shadow
-                    && scope_matches(&rule.tools, &tool.name)
-                    && rule.applies_to_call(&facts)
-            })
-            .map(|(index, rule)| Shadowed {
-                index,
-                decision: rule.decision,
-            })
-    }
-
-    /// Whether some shadow rule may observe calls of `tool`.
-    pub fn shadows(&self, tool: &str) -> bool {
-        self.rules
-            .iter()
-            .any(|rule| rule.mode == RuleMode::Shadow && scope_matches(&rule.tools, tool))
-    }
-
     /// Whether a call of `tool` needs what its conversation has seen: the
     /// rule of two applies to it, or a rule for it reads `seen:`.
     pub fn reads_seen(&self, tool: &ToolDescriptor) -> bool {
@@ -634,48 +552,6 @@ pub(crate) mod tests {
             verdict.reason,
             "`drop_table` needs the destructive tier, and agent may reach only write"
         );
-    }
-
-    #[test]
-    fn a_shadow_rule_observes_and_never_decides() {
-        let policy: Policy = serde_json::from_value(json!({"rules": [
-            {"tools": "refund", "mode": "shadow", "when": {"above": {"arg": "cents", "value": 100}}, "decision": "deny"},
-            {"tools": "refund", "decision": "allow"},
-        ]}))
-        .unwrap();
-        let refund = tool("refund", Effect::External);
-        let operator = Principal::operator();
-        let args = json!({"cents": 500});
-        let state = Map::new();
-        let call = CallFacts {
-            arguments: &args,
-            state: &state,
-            history: &[],
-            seen: None,
-            untrusted: None,
-            untrusted_origin: false,
-        };
-        let verdict = policy.decide_call(&refund, &operator, call);
-        assert_eq!(
-            (verdict.decision, verdict.decided_by.as_str()),
-            (Decision::Allow, "policy.rules[1]")
-        );
-        assert_eq!(policy.decide(&refund, &operator).decision, Decision::Allow);
-        let shadow = policy.shadow(&refund, &operator, call).unwrap();
-        assert_eq!(
-            shadow,
-            Shadowed {
-                index: 0,
-                decision: Decision::Deny
-            }
-        );
-        let reason = format!(
-            "{}; {}; approved (ap-1 by lead via cli)",
-            verdict.audit_reason(),
-            shadow.note()
-        );
-        assert_eq!(Shadowed::from_reason(&reason), Some(shadow));
-        assert_eq!(Shadowed::from_reason("read tools are allowed"), None);
     }
 
     #[test]

@@ -258,10 +258,10 @@ impl Replay<'_> {
         Ok(self.policy.decide_call(tool, &principal, facts))
     }
 
-    /// What the rules for `tool` read.
+    /// What the rules that decide `tool` read (a shadow rule decides nothing).
     fn reads(&self, tool: &str) -> Reads {
         let mut reads = Reads::default();
-        for rule in &self.policy.rules {
+        for rule in self.policy.rules.iter().filter(|r| r.mode.is_enforce()) {
             let Some(when) = rule
                 .when
                 .as_ref()

@@ -19,6 +19,14 @@ pub(super) fn check_policy(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> {
         out: Vec::new(),
     };
     for (i, rule) in spec.policy.rules.iter().enumerate() {
+        if !spec.policy.mode.is_enforce() && !rule.mode.is_enforce() {
+            let d = Diagnostic::warning(
+                format!("/policy/rules/{i}/mode"),
+                "this shadow rule is in a policy in shadow mode, which observes with its enforced rules only: it is never evaluated",
+            )
+            .with_help("remove `mode: shadow` from the rule; the whole policy observes already");
+            checks.push(d);
+        }
         let Some(when) = &rule.when else { continue };
         let tools: Vec<&ToolSpec> = spec
             .tools
@@ -234,6 +242,7 @@ impl Checks<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::spec::check;
 
     fn report(text: &str) -> String {
@@ -287,6 +296,23 @@ tools:
             "{SPEC}policy:\n  rules:\n    - tools: billing.refund\n      when: {{above: {{arg: amount_cents, value: 10000}}}}\n      decision: ask\n    - tools: fs.write_file\n      when: {{not: {{starts_with: {{arg: path, value: /srv/data/}}}}}}\n      decision: deny\n"
         );
         assert_eq!(report(&text), "");
+    }
+
+    #[test]
+    fn a_shadow_rule_in_a_policy_in_shadow_mode_is_a_warning() {
+        let text = "policy:\n  mode: shadow\n  rules:\n    - {tools: a, decision: deny, mode: shadow}\n    - {tools: a, decision: allow}\n";
+        let spec: SpecFile = serde_saphyr::from_str(text).unwrap();
+        let doc = Document::parse(text).unwrap();
+        let found: Vec<String> = check_policy(&doc, &spec)
+            .iter()
+            .map(|d| format!("{} {}", d.path, d.message))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "/policy/rules/0/mode this shadow rule is in a policy in shadow mode, which observes with its enforced rules only: it is never evaluated"
+            ]
+        );
     }
 
     #[test]

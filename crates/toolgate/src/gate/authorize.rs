@@ -81,7 +81,7 @@ impl Gate {
         let decided_why = match shadow {
             Some(shadow) => {
                 if shadow.decision != verdict.decision {
-                    crate::telemetry::shadow_disagreement(shadow.index, &call.name);
+                    crate::telemetry::shadow_disagreement(&shadow.observer(), &call.name);
                 }
                 format!("{}; {}", verdict.audit_reason(), shadow.note())
             }

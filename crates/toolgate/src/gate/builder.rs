@@ -137,8 +137,9 @@ impl GateBuilder {
         let flow = crate::flow::FlowGate::new(spec.flow.clone(), self.flow_visibility, self.turns);
         let declared: HashMap<&str, &toolgate_core::spec::ToolSpec> =
             spec.tools.iter().map(|t| (t.name.as_str(), t)).collect();
-        let policy = self.policy.unwrap_or(spec.policy);
-        let reads_taint = policy.reads_any_taint();
+        let (policy, observer) = self.policy.unwrap_or(spec.policy).split_shadow();
+        let reads_taint =
+            policy.reads_any_taint() || observer.as_ref().is_some_and(|o| o.reads_any_taint());
         let entries = self
             .catalog
             .iter()
@@ -197,6 +198,7 @@ impl GateBuilder {
             entries,
             defaults,
             policy,
+            observer,
             store: self
                 .store
                 .unwrap_or_else(|| Arc::new(MemoryGateStore::default())),

@@ -92,6 +92,9 @@ pub struct Gate {
     entries: HashMap<String, Arc<Entry>>,
     defaults: Map<String, Value>,
     policy: Policy,
+    /// The spec's policy when it is in shadow mode: it observes every call
+    /// while `policy` (toolgate's defaults) decides.
+    observer: Option<Policy>,
     store: Arc<dyn GateStore>,
     options: GateOptions,
     clock: Clock,

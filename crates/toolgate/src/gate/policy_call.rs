@@ -22,9 +22,20 @@ impl Gate {
         origin: &[String],
     ) -> Result<(Verdict, Option<Shadowed>), StoreError> {
         let labelled = self.labelled || !origin.is_empty();
-        let reads_seen = labelled && self.policy.reads_seen(tool);
-        let reads_taint = self.labelled && self.policy.reads_taint(&tool.name);
-        let reads_conversation = self.policy.reads_conversation(&tool.name);
+        let reads = |policy: &toolgate_core::Policy| {
+            (
+                labelled && policy.reads_seen(tool),
+                self.labelled && policy.reads_taint(&tool.name),
+                policy.reads_conversation(&tool.name),
+            )
+        };
+        let (mut reads_seen, mut reads_taint, mut reads_conversation) = reads(&self.policy);
+        if let Some(observer) = &self.observer {
+            let (seen, taint, conversation) = reads(observer);
+            reads_seen |= seen;
+            reads_taint |= taint;
+            reads_conversation |= conversation;
+        }
         let state = if reads_conversation {
             self.state(session)?
         } else {
@@ -58,10 +69,13 @@ impl Gate {
             untrusted: untrusted.as_ref(),
             untrusted_origin: !origin.is_empty(),
         };
-        let shadow = if self.policy.shadows(&tool.name) {
-            self.policy.shadow(tool, principal, call)
-        } else {
-            None
+        let shadow = match &self.observer {
+            Some(observer) => Some(Shadowed {
+                rule: None,
+                decision: observer.decide_call(tool, principal, call).decision,
+            }),
+            None if self.policy.shadows(&tool.name) => self.policy.shadow(tool, principal, call),
+            None => None,
         };
         Ok((self.policy.decide_call(tool, principal, call), shadow))
     }

@@ -249,7 +249,7 @@ fn describe() {
     describe_counter!(
         SHADOW_DISAGREEMENTS,
         Unit::Count,
-        "Calls a shadow rule would have decided otherwise, by rule (policy.rules[N]) and tool."
+        "Calls a shadow rule (policy.rules[N]) or a policy in shadow mode (policy) would have decided otherwise, by rule and tool."
     );
     describe_counter!(
         UPSTREAM_RESTARTS,

@@ -46,13 +46,13 @@ pub(crate) fn rate_limited(tool: &str, principal: &str) {
         .increment(1);
 }
 
-/// A shadow rule (`policy.rules[index]`) would have decided a call of `tool`
-/// otherwise than the policy did.
+/// A shadow rule (`policy.rules[N]`), or a policy in shadow mode (`policy`),
+/// would have decided a call of `tool` otherwise than the gate did.
 #[inline]
-pub(crate) fn shadow_disagreement(index: usize, tool: &str) {
+pub(crate) fn shadow_disagreement(observer: &str, tool: &str) {
     metrics::counter!(
         SHADOW_DISAGREEMENTS,
-        "rule" => format!("policy.rules[{index}]"),
+        "rule" => observer.to_owned(),
         "tool" => tool.to_owned()
     )
     .increment(1);
