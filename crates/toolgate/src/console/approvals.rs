@@ -1,5 +1,6 @@
 //! The Approvals page: the calls waiting for a person, newest first, kept live
-//! by server-sent events, each with approve (once, or with a grant) and deny.
+//! by server-sent events, each with approve (once, or with a grant) and deny;
+//! and below them, what the budgets have spent (`budgets`).
 //!
 //! An answer goes through the same store calls as `toolgate approvals approve`
 //! and `deny` ([`ApprovalStore::approve_by`], [`ApprovalStore::deny_by`]), after
@@ -53,6 +54,7 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
                 tbody #pending sse-swap="approvals" { (rows) }
             }
         }
+        (super::budgets::section(&app, &viewer))
     };
     layout::page("Approvals", Some(&viewer), Nav::Approvals, body).into_response()
 }

@@ -19,6 +19,7 @@
 mod approvals;
 mod assets;
 mod audit;
+mod budgets;
 mod catalog;
 mod conversations;
 mod layout;
@@ -387,5 +388,52 @@ tools:
             .and_then(|rest| rest.get(..8))
             .expect("the request's row");
         insta::assert_snapshot!(page.replace(id, "XXXXXXXX"));
+    }
+
+    #[tokio::test]
+    async fn the_approvals_page_shows_what_each_budget_has_spent() {
+        let (app, gate) = app_of(&format!(
+            "{SPEC}budgets:\n  - {{principal: '*', tools: send_email, calls: 2, per: 1h}}\n  - {{tools: '*', calls: 100, per: 1d, over: ask}}\n"
+        ));
+        let store = gate.store().clone();
+        let hour = toolgate_core::spec::Budget::window_at(&gate.budgets()[0], now_ms())
+            .expect("an hour's window")
+            .0;
+        let charge = crate::store::BudgetCharge {
+            counter: gate.budgets()[0].counter("support_bot"),
+            window_ms: hour,
+            amount: 2,
+            limit: None,
+        };
+        store.charge_budgets(&[charge]).expect("charged");
+        let page = body(approvals::page(State(app), Extension(viewer())).await).await;
+        let section = page
+            .split("<h2>Budgets</h2>")
+            .nth(1)
+            .expect("the budgets section");
+        let cells: Vec<&str> = section
+            .split("<td")
+            .skip(1)
+            .map(|cell| cell.split_once('>').map_or("", |(_, rest)| rest))
+            .map(|cell| cell.split("</td>").next().unwrap_or(""))
+            .collect();
+        insta::assert_snapshot!(cells[..5].join(" | ") + "\n" + &cells[6..11].join(" | "), @r"
+        <code>budgets[0]</code> | each principal's calls to `send_email`: 2 calls per 1h | support_bot | 2 of 2 calls | deny
+        <code>budgets[1]</code> | all calls: 100 calls per 1d | every caller | 0 of 100 calls | ask
+        ");
+        assert!(
+            section.contains(r#"class="bad""#),
+            "a budget used up is marked"
+        );
+    }
+
+    fn now_ms() -> u64 {
+        u64::try_from(
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap()
     }
 }
