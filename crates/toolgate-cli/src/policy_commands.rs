@@ -257,6 +257,7 @@ fn simulate(
         policy: &deciding,
         principals: &spec.principals,
         tools: &tools,
+        spec: Some(spec),
     };
     let run = replay.run(&records, since.as_deref(), caller);
     let loosened = run.loosened();

@@ -109,3 +109,63 @@ fn a_changed_policy_is_replayed_over_the_calls_real_traffic_made() {
         "the current policy changes nothing"
     );
 }
+
+/// A flow that opens refunds once an order is looked up, and keeps the order
+/// looked up in state, which a rule reads.
+const FLOW: &str = r#"state:
+  last_order: {type: string}
+flow:
+  steps:
+    - {id: look, instruction: Look the order up., allow: [lookup_order]}
+    - id: refund
+      instruction: Refund it.
+      gate: {called_ok: lookup_order}
+      allow: [refund_order]
+policy:
+  rules:
+    - {tools: refund_order, when: {is_set: last_order}, decision: allow}
+"#;
+
+#[test]
+fn a_new_flow_is_replayed_over_each_conversation_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), TOOLS).unwrap();
+    let with_flow = TOOLS.replace(
+        "effect: read, response: {status: shipped}}",
+        "effect: read, response: {status: shipped}, set_state: {last_order: \"{args.order_id}\"}}",
+    );
+    std::fs::write(dir.path().join("new.yaml"), format!("{with_flow}{FLOW}")).unwrap();
+    // A refund with nothing looked up, and one after a lookup.
+    call(dir.path(), "a", "refund_order", r#"{"cents": 500}"#);
+    call(dir.path(), "b", "lookup_order", r#"{"order_id": "A-1"}"#);
+    call(dir.path(), "b", "refund_order", r#"{"cents": 500}"#);
+
+    let out = toolgate(
+        dir.path(),
+        &["policy", "simulate", "--spec", "new.yaml", "--json"],
+    );
+    let report = json(&out);
+    let changes: Vec<(String, String, String, String)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap().to_owned();
+            (s("session"), s("old"), s("new"), s("decided_by"))
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (
+                "b".into(),
+                "ask".into(),
+                "allow".into(),
+                "policy.rules[0]".into()
+            ),
+            ("a".into(), "ask".into(), "deny".into(), "flow".into()),
+        ],
+        "{report}"
+    );
+    assert_eq!(report["unjudged"], serde_json::json!({}), "{report}");
+}

@@ -1,8 +1,10 @@
 //! How long `toolgate policy simulate` takes on a large audit log: a SQLite
 //! state file of `TOOLGATE_SIMULATE_RECORDS` records (default 1,000,000: an
 //! intent and a completion per call, over 10,000 conversations, a lookup then a
-//! refund in each), read whole and replayed through a policy whose rules read
-//! the call's arguments and the conversation's history.
+//! refund in each), read whole and replayed through a flow (a refund once an
+//! order is looked up), state rebuilt from each lookup's arguments, and a
+//! policy whose rules read the call's arguments, the conversation's history
+//! and its state.
 //!
 //! Run with `cargo bench -p toolgate --bench policy_simulate`; it prints the time
 //! to write the log (not part of a simulation), to read it, and to replay it.
@@ -92,16 +94,29 @@ fn main() {
             ToolSource::Builtin,
         ),
     ];
-    let policy = serde_json::from_value(json!({"rules": [
-        {"tools": "refund_order", "when": {"above": {"arg": "cents", "value": 10000}}, "decision": "deny"},
-        {"tools": "refund_order", "when": {"called_ok": "lookup_order"}, "decision": "allow"},
-    ]}))
-    .expect("the policy reads");
-    let principals = Default::default();
+    let spec: toolgate::spec::SpecFile = serde_json::from_value(json!({
+        "state": {"last_order": {"type": "string"}},
+        "tools": [
+            {"name": "lookup_order", "description": "", "effect": "read",
+             "set_state": {"last_order": "{args.order_id}"}},
+            {"name": "refund_order", "description": "", "effect": "external"},
+        ],
+        "policy": {"rules": [
+            {"tools": "refund_order", "when": {"above": {"arg": "cents", "value": 10000}}, "decision": "deny"},
+            {"tools": "refund_order", "when": {"is_set": "last_order"}, "decision": "allow"},
+        ]},
+        "flow": {"steps": [
+            {"id": "look", "instruction": "Look the order up.", "allow": ["lookup_order"]},
+            {"id": "refund", "instruction": "Refund it.", "gate": {"called_ok": "lookup_order"},
+             "allow": ["refund_order"]},
+        ]},
+    }))
+    .expect("the spec reads");
     let replay = Replay {
-        policy: &policy,
-        principals: &principals,
+        policy: &spec.policy,
+        principals: &spec.principals,
         tools: &tools,
+        spec: Some(&spec),
     };
     let started = Instant::now();
     let run = replay.run(&log, None, None);

@@ -21,6 +21,7 @@ mod approvers;
 mod explain;
 mod labels;
 mod origin;
+mod replayed;
 mod shadow;
 mod simulate;
 mod taint;
@@ -94,6 +95,27 @@ impl Verdict {
     /// The audit log's reason: the reason and what decided.
     pub fn audit_reason(&self) -> String {
         format!("{} (decided by {})", self.reason, self.decided_by)
+    }
+
+    /// The verdict on a call the flow asks the user to confirm (`confirm`
+    /// says why): an allowed call is asked (the user or an approver may
+    /// answer), an asked one asks for both reasons, a denied one stays denied.
+    pub fn confirmed_by_flow(self, confirm: &str) -> Verdict {
+        match self.decision {
+            Decision::Allow => Verdict {
+                decision: Decision::Ask,
+                reason: confirm.to_owned(),
+                decided_by: "flow.confirm".into(),
+                answered_by: AnsweredBy::Either,
+            },
+            Decision::Ask => Verdict {
+                decision: Decision::Ask,
+                reason: format!("{}; {confirm}", self.reason),
+                decided_by: format!("{} and flow.confirm", self.decided_by),
+                answered_by: self.answered_by,
+            },
+            Decision::Deny => self,
+        }
     }
 }
 

@@ -1,28 +1,35 @@
 //! What a changed policy would have done to the calls already made: the audit
-//! log's decisions replayed through another spec's policy and principals.
+//! log's decisions replayed through another spec's flow, policy and principals.
 //!
-//! Each record that carries a policy decision (an intent, or a refusal that
-//! the policy or a person decided) is decided again, with the conversation's
-//! call history rebuilt from the completions before it, in log order, and what
-//! it had seen read off that history by the new spec's labels. Nothing runs.
+//! Each record that carries a decision (an intent, or a refusal that the flow,
+//! the policy or a person decided) is decided again, in log order, with its
+//! conversation rebuilt from the records before it (`replayed`): the call
+//! history from the completions, the state from the new spec's `set_state` of
+//! each successful call, and what it had seen from the history by the new
+//! spec's labels. The new flow admits it (a call it blocks is denied, one it
+//! asks to confirm is asked), then the new policy decides. Nothing runs.
 //!
 //! A call the new spec cannot judge is counted apart, with why, never decided
-//! by a guess: its tool or principal is gone; a rule for it reads what the log
-//! does not keep — the conversation's state, the caller's claims, untrusted
-//! results' text (`tainted:`), or arguments the log kept only in part (clipped
-//! or redacted). A flow's admission is not replayed: a call a flow refused
-//! carries no policy decision and is left out.
+//! by a guess: its tool or principal is gone; the flow or a rule for it reads
+//! state the log cannot tell (a result wrote it, or arguments the log kept
+//! only in part filled it); a rule reads what the log does not keep — the
+//! caller's claims, untrusted results' text (`tainted:`), or arguments the log
+//! kept only in part (clipped or redacted).
 //!
 //! A replay can differ from what would really have happened: a call the new
-//! policy would have refused did run, so the later calls of its conversation
-//! saw its result and its effects.
+//! spec would have refused did run, so the later calls of its conversation
+//! saw its result and its effects (and its state writes); a call it would have
+//! let through was refused, so nothing it would have written is there; and
+//! state a host or an operator wrote is not in the log.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use super::replayed::Replayed;
 use super::{CallFacts, Decision, Policy, Seen, Verdict};
-use crate::flow::{CallRecord, Guard};
+use crate::flow::{Guard, Monitor, ToolStatus};
+use crate::spec::SpecFile;
 use crate::{
     AuditRecord, CLIPPED_KEY, Principal, PrincipalSpec, REDACTED, RecordKind, ToolDescriptor,
     scope_matches,
@@ -124,7 +131,8 @@ impl Simulation {
     }
 }
 
-/// The new spec a log is replayed through: its policy, principals and tools.
+/// The new spec a log is replayed through: its policy, principals and tools,
+/// and the spec file itself for its flow and its tools' state writes.
 pub struct Replay<'a> {
     /// The policy that decides.
     pub policy: &'a Policy,
@@ -132,6 +140,10 @@ pub struct Replay<'a> {
     pub principals: &'a indexmap::IndexMap<String, PrincipalSpec>,
     /// Its tools.
     pub tools: &'a [ToolDescriptor],
+    /// The spec file: its `flow:` admits each call again, and its `state:`
+    /// defaults and tools' `set_state` rebuild each conversation's state.
+    /// Without it, no flow is replayed and no rule reading state is judged.
+    pub spec: Option<&'a SpecFile>,
 }
 
 /// What a rule's `when:` reads that the log may not hold.
@@ -156,29 +168,25 @@ impl Replay<'_> {
     ) -> Simulation {
         let tools: HashMap<&str, &ToolDescriptor> =
             self.tools.iter().map(|t| (t.name.as_str(), t)).collect();
-        let mut histories: HashMap<&str, Vec<(&str, bool, &str)>> = HashMap::new();
+        let mut conversations: HashMap<&str, Replayed> = HashMap::new();
         let mut out = Simulation::default();
         for record in records {
             let entry = &record.entry;
-            if entry.kind == RecordKind::Completion {
-                if entry.outcome.as_deref() != Some("cancelled") {
-                    let ok = entry.outcome.as_deref() == Some("ok");
-                    histories.entry(&entry.session).or_default().push((
-                        &entry.tool,
-                        ok,
-                        &entry.time,
-                    ));
-                }
+            let conversation = conversations
+                .entry(&entry.session)
+                .or_insert_with(|| Replayed::new(self.spec));
+            let blocked = entry.outcome.as_deref() == Some("blocked");
+            let old = entry.decision.or(blocked.then_some(Decision::Deny));
+            let judged = entry.kind != RecordKind::Completion
+                && old.is_some()
+                && !since.is_some_and(|s| entry.time.as_str() < s)
+                && !principal.is_some_and(|p| p != entry.principal);
+            let verdict = judged.then(|| self.judge(record, &tools, conversation));
+            conversation.record(entry, self.spec);
+            let (Some(verdict), Some(old)) = (verdict, old) else {
                 continue;
-            }
-            let Some(old) = entry.decision else { continue };
-            if since.is_some_and(|s| entry.time.as_str() < s)
-                || principal.is_some_and(|p| p != entry.principal)
-            {
-                continue;
-            }
-            let history = histories.get(entry.session.as_str());
-            match self.judge(record, &tools, history.map_or(&[][..], Vec::as_slice)) {
+            };
+            match verdict {
                 Err(why) => *out.unjudged.entry(why).or_default() += 1,
                 Ok(verdict) => {
                     out.judged += 1;
@@ -209,7 +217,7 @@ impl Replay<'_> {
         &self,
         record: &AuditRecord,
         tools: &HashMap<&str, &ToolDescriptor>,
-        history: &[(&str, bool, &str)],
+        conversation: &Replayed,
     ) -> Result<Verdict, String> {
         let entry = &record.entry;
         let Some(tool) = tools.get(entry.tool.as_str()) else {
@@ -223,10 +231,12 @@ impl Replay<'_> {
             },
         };
         let reads = self.reads(&tool.name);
-        if reads.state {
-            return Err(
-                "a rule reads the conversation's state, which the log does not keep".into(),
-            );
+        let state_told = self.spec.is_some() && conversation.unknown.is_empty();
+        if reads.state && !state_told {
+            return Err(match self.spec {
+                None => "a rule reads the conversation's state, which the log does not keep".into(),
+                Some(_) => unknown_state(conversation),
+            });
         }
         if reads.claims {
             return Err("a rule reads the caller's claims, which the log does not keep".into());
@@ -239,23 +249,43 @@ impl Replay<'_> {
         if reads.arguments && !whole(&entry.arguments) {
             return Err("a rule reads arguments the log kept only in part".into());
         }
-        let calls: Vec<CallRecord> = history
-            .iter()
-            .map(|(tool, ok, _)| CallRecord::new(*tool, *ok))
-            .collect();
-        let seen = Seen::from_calls(history.iter().copied(), |name| {
+        let calls = conversation.history();
+        let confirm = match self.spec.and_then(|s| s.flow.as_ref()) {
+            Some(flow) if flow.governs(&tool.name) => {
+                if !conversation.unknown.is_empty() {
+                    return Err(unknown_state(conversation));
+                }
+                let monitor = Monitor::new(flow);
+                match monitor.admit(&conversation.state, &calls, &tool.name, &entry.arguments) {
+                    ToolStatus::Allowed { confirm } => confirm,
+                    blocked => {
+                        return Ok(Verdict {
+                            decision: Decision::Deny,
+                            reason: blocked.reason().unwrap_or("blocked").to_owned(),
+                            decided_by: "flow".into(),
+                            answered_by: Default::default(),
+                        });
+                    }
+                }
+            }
+            _ => None,
+        };
+        let seen = Seen::from_calls(conversation.calls.iter().copied(), |name| {
             self.tools.iter().find(|t| t.name == name).map(|t| t.output)
         });
-        let state = serde_json::Map::new();
         let facts = CallFacts {
             arguments: &entry.arguments,
-            state: &state,
+            state: &conversation.state,
             history: &calls,
             seen: Some(&seen),
             untrusted: None,
             untrusted_origin: false,
         };
-        Ok(self.policy.decide_call(tool, &principal, facts))
+        let verdict = self.policy.decide_call(tool, &principal, facts);
+        Ok(match confirm {
+            Some(confirm) => verdict.confirmed_by_flow(&confirm),
+            None => verdict,
+        })
     }
 
     /// What the rules that decide `tool` read (a shadow rule decides nothing).
@@ -285,8 +315,17 @@ impl Replay<'_> {
     }
 }
 
+/// Why a call whose conversation holds state the log cannot tell is not judged.
+fn unknown_state(conversation: &Replayed) -> String {
+    let keys: Vec<&str> = conversation.unknown.iter().map(String::as_str).collect();
+    format!(
+        "the flow or a rule reads the conversation's state, and the log cannot tell `{}` (a result wrote it, or arguments kept only in part)",
+        keys.join("`, `")
+    )
+}
+
 /// Whether the log kept `arguments` whole: nothing clipped or redacted.
-fn whole(arguments: &serde_json::Value) -> bool {
+pub(super) fn whole(arguments: &serde_json::Value) -> bool {
     match arguments {
         serde_json::Value::String(s) => s != REDACTED && !s.contains(" bytes more; sha256 "),
         serde_json::Value::Array(items) => items.iter().all(whole),
@@ -357,6 +396,7 @@ mod tests {
             policy: &policy,
             principals: &principals,
             tools,
+            spec: None,
         };
         replay.run(log, since, caller)
     }
@@ -458,5 +498,77 @@ mod tests {
             simulate(rules, &tools, &log, None, Some("someone")).judged,
             0
         );
+    }
+
+    #[test]
+    fn the_new_flow_admits_each_call_again_on_state_rebuilt_from_the_log() {
+        let spec: SpecFile = serde_json::from_value(json!({
+            "state": {"verified": {"type": "boolean", "default": false}},
+            "tools": [
+                {"name": "verify", "description": "d", "effect": "read", "set_state": {"verified": true}},
+                {"name": "lookup", "description": "d", "effect": "read"},
+                {"name": "refund", "description": "d", "effect": "external"},
+            ],
+            "policy": {"rules": [
+                {"tools": "refund", "when": {"is_true": "verified"}, "decision": "allow"},
+                {"tools": "refund", "decision": "deny"},
+            ]},
+            "flow": {"steps": [
+                {"id": "look", "instruction": "Look it up.", "allow": ["verify", "lookup"]},
+                {"id": "refund", "instruction": "Refund it.", "gate": {"called_ok": "lookup"}, "allow": ["refund"]},
+            ]},
+        }))
+        .unwrap();
+        let tools = [
+            tool("verify", Effect::Read),
+            tool("lookup", Effect::Read),
+            tool("refund", Effect::External),
+        ];
+        // A completion, of the intent just before it.
+        let ok = |seq: u64, tool: &str| {
+            sealed(seq, RecordKind::Completion, tool, |e| {
+                e.outcome = Some("ok".into());
+                e.run_id = format!("run-{}", seq - 1);
+            })
+        };
+        let log = [
+            // A refund straight away: allowed then, blocked by the new flow.
+            decided(1, RecordKind::Intent, "refund", Decision::Allow, json!({})),
+            ok(2, "refund"),
+            // Verified and looked up: the new rule reads the rebuilt state.
+            decided(3, RecordKind::Intent, "verify", Decision::Allow, json!({})),
+            ok(4, "verify"),
+            decided(5, RecordKind::Intent, "lookup", Decision::Allow, json!({})),
+            ok(6, "lookup"),
+            decided(7, RecordKind::Intent, "refund", Decision::Ask, json!({})),
+            ok(8, "refund"),
+            // Refused by the old flow (no decision, outcome blocked).
+            sealed(9, RecordKind::Refusal, "verify", |e| {
+                e.outcome = Some("blocked".into())
+            }),
+        ];
+        let principals = indexmap::IndexMap::new();
+        let replay = Replay {
+            policy: &spec.policy,
+            principals: &principals,
+            tools: &tools,
+            spec: Some(&spec),
+        };
+        let run = replay.run(&log, None, None);
+        let changes: Vec<(u64, Decision, Decision, &str)> = run
+            .changes
+            .iter()
+            .map(|c| (c.seq, c.old, c.new, c.decided_by.as_str()))
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                (7, Decision::Ask, Decision::Allow, "policy.rules[0]"),
+                (9, Decision::Deny, Decision::Allow, "policy.effects.read"),
+                (1, Decision::Allow, Decision::Deny, "flow"),
+            ]
+        );
+        assert_eq!((run.judged, run.same), (5, 2));
+        assert!(run.unjudged.is_empty(), "{:?}", run.unjudged);
     }
 }

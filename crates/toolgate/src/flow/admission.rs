@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::flow::{CallRecord, Flow, FlowVisibility, Monitor, ToolStatus};
-use toolgate_core::{AuditEntry, Decision, Principal, Tier, Verdict};
+use toolgate_core::{AuditEntry, Principal, Tier, Verdict};
 
 use crate::gate::{Gate, Outcome};
 use crate::store::{Admission, RecordedCall, StoreError};
@@ -312,23 +312,9 @@ impl Admitted {
     /// and so may an approver); one that already asks says why twice over, and
     /// is answered as the policy says.
     pub(crate) fn decide(&self, verdict: Verdict) -> Verdict {
-        let Some(confirm) = &self.confirm else {
-            return verdict;
-        };
-        match verdict.decision {
-            Decision::Allow => Verdict {
-                decision: Decision::Ask,
-                reason: confirm.clone(),
-                decided_by: "flow.confirm".into(),
-                answered_by: toolgate_core::AnsweredBy::Either,
-            },
-            Decision::Ask => Verdict {
-                decision: Decision::Ask,
-                reason: format!("{}; {confirm}", verdict.reason),
-                decided_by: format!("{} and flow.confirm", verdict.decided_by),
-                answered_by: verdict.answered_by,
-            },
-            Decision::Deny => verdict,
+        match &self.confirm {
+            Some(confirm) => verdict.confirmed_by_flow(confirm),
+            None => verdict,
         }
     }
 }
