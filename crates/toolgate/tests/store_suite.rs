@@ -165,6 +165,8 @@ mod call_ledger;
 mod code_runs;
 #[path = "store_suite/pins.rs"]
 mod pins;
+#[path = "store_suite/policy_trials.rs"]
+mod policy_trials;
 #[path = "store_suite/rate_limits.rs"]
 mod rate_limits;
 #[path = "store_suite/schema.rs"]
@@ -214,6 +216,7 @@ suite!(
     call_ledger::an_intent_and_its_key_are_written_together_and_settled_with_the_completion,
     untrusted_text::untrusted_text_recorded_on_one_handle_taints_on_another,
     budgets::a_budget_lets_exactly_its_calls_through_eight_callers_on_two_gates,
+    policy_trials::shadow_records_verify_and_replay_through_a_new_spec,
 );
 
 /// An audit record of `kind` for run `run` of `tool` in `session`.
