@@ -22,6 +22,7 @@ mod explain;
 mod labels;
 mod origin;
 mod replayed;
+mod replayed_budgets;
 mod shadow;
 mod simulate;
 mod taint;

@@ -7,7 +7,8 @@
 //! history from the completions, the state from the new spec's `set_state` of
 //! each successful call, and what it had seen from the history by the new
 //! spec's labels. The new flow admits it (a call it blocks is denied, one it
-//! asks to confirm is asked), then the new policy decides. Nothing runs.
+//! asks to confirm is asked), the new policy decides, and a call let through
+//! is charged to the new budgets (`replayed_budgets`). Nothing runs.
 //!
 //! A call the new spec cannot judge is counted apart, with why, never decided
 //! by a guess: its tool or principal is gone; the flow or a rule for it reads
@@ -27,6 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::replayed::Replayed;
+use super::replayed_budgets::ReplayedBudgets;
 use super::{CallFacts, Decision, Policy, Seen, Verdict};
 use crate::flow::{Guard, Monitor, ToolStatus};
 use crate::spec::SpecFile;
@@ -169,6 +171,7 @@ impl Replay<'_> {
         let tools: HashMap<&str, &ToolDescriptor> =
             self.tools.iter().map(|t| (t.name.as_str(), t)).collect();
         let mut conversations: HashMap<&str, Replayed> = HashMap::new();
+        let mut budgets = ReplayedBudgets::new(self.spec.map_or(&[][..], |s| &s.budgets));
         let mut out = Simulation::default();
         for record in records {
             let entry = &record.entry;
@@ -181,7 +184,17 @@ impl Replay<'_> {
                 && old.is_some()
                 && !since.is_some_and(|s| entry.time.as_str() < s)
                 && !principal.is_some_and(|p| p != entry.principal);
-            let verdict = judged.then(|| self.judge(record, &tools, conversation));
+            let verdict = judged.then(|| {
+                let verdict = self.judge(record, &tools, conversation)?;
+                let tool = tools[entry.tool.as_str()];
+                budgets.judge(
+                    tool,
+                    &entry.principal,
+                    &entry.arguments,
+                    &entry.time,
+                    verdict,
+                )
+            });
             conversation.record(entry, self.spec);
             let (Some(verdict), Some(old)) = (verdict, old) else {
                 continue;
@@ -570,5 +583,45 @@ mod tests {
         );
         assert_eq!((run.judged, run.same), (5, 2));
         assert!(run.unjudged.is_empty(), "{:?}", run.unjudged);
+    }
+
+    #[test]
+    fn the_new_budgets_charge_the_calls_let_through_at_the_time_they_were_made() {
+        let spec: SpecFile = serde_json::from_value(json!({
+            "policy": {"effects": {"external": "allow"}},
+            "budgets": [{"tools": "refund", "calls": 1, "per": "1h"}],
+        }))
+        .unwrap();
+        let tools = [tool("refund", Effect::External)];
+        let at = |seq: u64, time: &str| {
+            sealed(seq, RecordKind::Intent, "refund", |e| {
+                e.decision = Some(Decision::Allow);
+                e.time = time.into();
+            })
+        };
+        let log = [
+            at(1, "2026-12-04T12:00:01.000Z"),
+            at(2, "2026-12-04T12:30:00.000Z"),
+            at(3, "2026-12-04T13:00:01.000Z"),
+        ];
+        let principals = indexmap::IndexMap::new();
+        let replay = Replay {
+            policy: &spec.policy,
+            principals: &principals,
+            tools: &tools,
+            spec: Some(&spec),
+        };
+        let run = replay.run(&log, None, None);
+        assert_eq!(run.changes.len(), 1, "{:?}", run.changes);
+        let change = &run.changes[0];
+        assert_eq!((change.seq, change.new), (2, Decision::Deny));
+        assert_eq!(change.decided_by, "budgets[0]");
+        assert!(
+            change
+                .reason
+                .ends_with("starts afresh at 2026-12-04T13:00:00Z (in 30m), try then"),
+            "{}",
+            change.reason
+        );
     }
 }

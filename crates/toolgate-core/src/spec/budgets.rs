@@ -178,6 +178,68 @@ impl Budget {
         )
     }
 
+    /// The verdict on a call that would take this budget (`budgets[index]`)
+    /// past its limit: its window has spent `spent`, the call would spend
+    /// `amount`, and the window ends at `window_end_ms` (`now_ms` is now; both
+    /// milliseconds since the epoch). The words say how far over, and when the
+    /// budget starts afresh.
+    pub fn over(
+        &self,
+        index: usize,
+        spent: u64,
+        amount: u64,
+        window_end_ms: u64,
+        now_ms: u64,
+    ) -> crate::Verdict {
+        let after = spent.saturating_add(amount);
+        let (limit, unit) = (self.limit(), self.unit());
+        let costs = if unit == "cost" {
+            format!("; this call costs {amount}")
+        } else {
+            String::new()
+        };
+        let reason = format!(
+            "over budget ({}): {spent} of {limit} {unit} spent this window{costs}, so it would make {after} ({} over)",
+            self.describe(),
+            after.saturating_sub(limit),
+        );
+        let (decision, reason) = match self.over {
+            OverBudget::Deny => {
+                let afresh = std::time::UNIX_EPOCH + Duration::from_millis(window_end_ms);
+                let wait = Duration::from_secs(window_end_ms.saturating_sub(now_ms).div_ceil(1000));
+                (
+                    crate::Decision::Deny,
+                    format!(
+                        "{reason}; the budget starts afresh at {} (in {}), try then",
+                        humantime::format_rfc3339_seconds(afresh),
+                        humantime::format_duration(wait)
+                    ),
+                )
+            }
+            OverBudget::Ask => (
+                crate::Decision::Ask,
+                format!("{reason}; approve to let it run past the budget"),
+            ),
+        };
+        crate::Verdict {
+            decision,
+            reason,
+            decided_by: format!("budgets[{index}]"),
+            answered_by: crate::AnsweredBy::Approver,
+        }
+    }
+
+    /// What a call of `tool` with `arguments` spends of this budget: 1 for a
+    /// budget of calls, its cost for one of cost (0 for a tool without one),
+    /// or why its cost cannot be told.
+    pub fn amount(&self, tool: &crate::ToolDescriptor, arguments: &Value) -> Result<u64, String> {
+        match (self.calls, &tool.cost) {
+            (Some(_), _) => Ok(1),
+            (None, Some(cost)) => cost.of(arguments),
+            (None, None) => Ok(0),
+        }
+    }
+
     /// What the budget holds to, in words: `support_bot's calls to
     /// `refund_*`: 20 calls per 1h`.
     pub fn describe(&self) -> String {

@@ -9,11 +9,11 @@
 //! charged once approved (its `deny` budgets still hold). A call charged that
 //! then stops before it runs is refunded.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use toolgate_core::spec::{Budget, OverBudget};
-use toolgate_core::{AnsweredBy, Decision, Principal, ToolDescriptor, Verdict};
+use toolgate_core::{Principal, ToolDescriptor, Verdict};
 
 use super::Gate;
 use crate::store::{BudgetCharge, BudgetTaken, StoreError};
@@ -31,68 +31,6 @@ pub(super) struct Charges {
 impl Charges {
     pub(super) fn is_empty(&self) -> bool {
         self.charges.is_empty()
-    }
-}
-
-/// A budget a call would go past.
-struct Over<'a> {
-    index: usize,
-    budget: &'a Budget,
-    spent: u64,
-    amount: u64,
-    window_end_ms: u64,
-    now_ms: u64,
-}
-
-impl Over<'_> {
-    /// The decision and the words for it: what the budget is, how far over
-    /// the call would take it, and when it starts afresh.
-    fn verdict(&self) -> Verdict {
-        let Over {
-            budget,
-            spent,
-            amount,
-            ..
-        } = *self;
-        let after = spent.saturating_add(amount);
-        let limit = budget.limit();
-        let unit = budget.unit();
-        let costs = if unit == "cost" {
-            format!("; this call costs {amount}")
-        } else {
-            String::new()
-        };
-        let afresh = SystemTime::UNIX_EPOCH + Duration::from_millis(self.window_end_ms);
-        let wait = Duration::from_secs(
-            self.window_end_ms
-                .saturating_sub(self.now_ms)
-                .div_ceil(1000),
-        );
-        let reason = format!(
-            "over budget ({}): {spent} of {limit} {unit} spent this window{costs}, so it would make {after} ({} over)",
-            budget.describe(),
-            after.saturating_sub(limit),
-        );
-        let (decision, reason) = match budget.over {
-            OverBudget::Deny => (
-                Decision::Deny,
-                format!(
-                    "{reason}; the budget starts afresh at {} (in {}), try then",
-                    humantime::format_rfc3339_seconds(afresh),
-                    humantime::format_duration(wait)
-                ),
-            ),
-            OverBudget::Ask => (
-                Decision::Ask,
-                format!("{reason}; approve to let it run past the budget"),
-            ),
-        };
-        Verdict {
-            decision,
-            reason,
-            decided_by: format!("budgets[{}]", self.index),
-            answered_by: AnsweredBy::Approver,
-        }
     }
 }
 
@@ -126,11 +64,7 @@ impl Gate {
             else {
                 continue;
             };
-            let amount = match (budget.calls, &tool.cost) {
-                (Some(_), _) => 1,
-                (None, Some(cost)) => cost.of(arguments)?,
-                (None, None) => 0,
-            };
+            let amount = budget.amount(tool, arguments)?;
             if amount == 0 {
                 continue;
             }
@@ -178,15 +112,13 @@ impl Gate {
             BudgetTaken::Over { charge, spent } => {
                 let index = charges.budgets[charge];
                 crate::telemetry::over_budget(index);
-                let over = Over {
+                Ok(Some(self.budgets[index].over(
                     index,
-                    budget: &self.budgets[index],
                     spent,
-                    amount: asked[charge].amount,
-                    window_end_ms: charges.window_ends[charge],
-                    now_ms: epoch_ms(self.clock_time()),
-                };
-                Ok(Some(over.verdict()))
+                    asked[charge].amount,
+                    charges.window_ends[charge],
+                    epoch_ms(self.clock_time()),
+                )))
             }
         }
     }
