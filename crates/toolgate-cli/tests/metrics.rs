@@ -474,3 +474,32 @@ async fn a_call_a_rate_limit_refuses_is_counted_by_tool_and_principal() {
     assert_eq!(sample(&text, "toolgate_rate_limited_total", &other), None);
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn metrics_show_what_each_budget_has_spent_and_the_calls_past_it() {
+    let spec = format!("{SPEC}budgets:\n  - {{tools: lookup, calls: 1, per: 1d}}\n");
+    let served = serve_spec(&spec, &["--metrics"]);
+    let at = served.metrics.clone().unwrap();
+    let client = client(&served.url, None).await;
+    for id in ["a", "b"] {
+        client
+            .call_tool(call("lookup", json!({"id": id})))
+            .await
+            .unwrap();
+    }
+    let (_, _, text) = scrape(&at, None).await;
+    let budget = [("budget", "budgets[0]")];
+    let every_caller = [("budget", "budgets[0]"), ("principal", "")];
+    assert_eq!(
+        sample(&text, "toolgate_budget_spent", &every_caller),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "toolgate_budget_limit", &budget), Some(1.0));
+    assert_eq!(
+        sample(&text, "toolgate_over_budget_total", &budget),
+        Some(1.0),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
+}
