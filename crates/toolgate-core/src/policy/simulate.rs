@@ -182,8 +182,8 @@ impl Replay<'_> {
             let old = entry.decision.or(blocked.then_some(Decision::Deny));
             let judged = entry.kind != RecordKind::Completion
                 && old.is_some()
-                && !since.is_some_and(|s| entry.time.as_str() < s)
-                && !principal.is_some_and(|p| p != entry.principal);
+                && since.is_none_or(|s| entry.time.as_str() >= s)
+                && principal.is_none_or(|p| p == entry.principal);
             let verdict = judged.then(|| {
                 let verdict = self.judge(record, &tools, conversation)?;
                 let tool = tools[entry.tool.as_str()];
