@@ -247,7 +247,7 @@ fn check_passes_the_helpdesk_and_fails_a_broken_file_with_every_problem() {
         "{printed}"
     );
     assert!(
-        printed.ends_with("toolgate.yaml: 6 errors, 11 warnings\n"),
+        printed.ends_with("toolgate.yaml: 6 errors, 12 warnings\n"),
         "{printed}"
     );
 }
