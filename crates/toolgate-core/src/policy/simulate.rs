@@ -513,6 +513,17 @@ mod tests {
         );
     }
 
+    /// `log` replayed through the whole of `spec`: its flow, state and budgets too.
+    fn replay_spec(spec: &SpecFile, tools: &[ToolDescriptor], log: &[AuditRecord]) -> Simulation {
+        let replay = Replay {
+            policy: &spec.policy,
+            principals: &spec.principals,
+            tools,
+            spec: Some(spec),
+        };
+        replay.run(log, None, None)
+    }
+
     #[test]
     fn the_new_flow_admits_each_call_again_on_state_rebuilt_from_the_log() {
         let spec: SpecFile = serde_json::from_value(json!({
@@ -560,14 +571,7 @@ mod tests {
                 e.outcome = Some("blocked".into())
             }),
         ];
-        let principals = indexmap::IndexMap::new();
-        let replay = Replay {
-            policy: &spec.policy,
-            principals: &principals,
-            tools: &tools,
-            spec: Some(&spec),
-        };
-        let run = replay.run(&log, None, None);
+        let run = replay_spec(&spec, &tools, &log);
         let changes: Vec<(u64, Decision, Decision, &str)> = run
             .changes
             .iter()
@@ -604,14 +608,7 @@ mod tests {
             at(2, "2026-12-04T12:30:00.000Z"),
             at(3, "2026-12-04T13:00:01.000Z"),
         ];
-        let principals = indexmap::IndexMap::new();
-        let replay = Replay {
-            policy: &spec.policy,
-            principals: &principals,
-            tools: &tools,
-            spec: Some(&spec),
-        };
-        let run = replay.run(&log, None, None);
+        let run = replay_spec(&spec, &tools, &log);
         assert_eq!(run.changes.len(), 1, "{:?}", run.changes);
         let change = &run.changes[0];
         assert_eq!((change.seq, change.new), (2, Decision::Deny));

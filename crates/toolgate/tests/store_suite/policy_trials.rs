@@ -6,11 +6,8 @@ use super::*;
 use toolgate::policy::{Replay, Shadowed};
 use toolgate::{Catalog, Decision, Gate, Principal, ToolCall};
 
-const SPEC: &str = r#"
-policy:
-  rules:
-    - {tools: refund, mode: shadow, when: {above: {arg: cents, value: 1000}}, decision: deny}
-    - {tools: refund, decision: allow}
+/// The tools and state both specs declare.
+const TOOLS: &str = r#"
 tools:
   - {name: lookup, description: Look an order up., effect: read, set_state: {looked_up: true}}
   - name: refund
@@ -19,6 +16,14 @@ tools:
     parameters: {type: object, properties: {cents: {type: integer}}, required: [cents]}
 state:
   looked_up: {type: boolean, default: false}
+"#;
+
+/// The policy in force: refunds run, and a shadow rule trials refusing big ones.
+const CURRENT: &str = r#"
+policy:
+  rules:
+    - {tools: refund, mode: shadow, when: {above: {arg: cents, value: 1000}}, decision: deny}
+    - {tools: refund, decision: allow}
 "#;
 
 /// The change tried: refunds only once an order is looked up, by the state
@@ -28,22 +33,15 @@ policy:
   rules:
     - {tools: refund, when: {is_true: looked_up}, decision: allow}
     - {tools: refund, decision: deny}
-tools:
-  - {name: lookup, description: Look an order up., effect: read, set_state: {looked_up: true}}
-  - name: refund
-    description: Refund an order.
-    effect: external
-    parameters: {type: object, properties: {cents: {type: integer}}, required: [cents]}
-state:
-  looked_up: {type: boolean, default: false}
 "#;
 
-fn spec(text: &str) -> toolgate::spec::SpecFile {
-    serde_json::from_value(toolgate::spec::Document::parse(text).unwrap().value).unwrap()
+fn spec(policy: &str) -> toolgate::spec::SpecFile {
+    let text = format!("{TOOLS}{policy}");
+    serde_json::from_value(toolgate::spec::Document::parse(&text).unwrap().value).unwrap()
 }
 
 pub(super) fn shadow_records_verify_and_replay_through_a_new_spec(backend: &dyn Backend) {
-    let current = spec(SPEC);
+    let current = spec(CURRENT);
     let gate = |store: Arc<dyn Store>| {
         Gate::from_spec(&current, "toolgate.yaml", &Catalog::new(), store).unwrap()
     };
