@@ -61,7 +61,10 @@ pub use policy::{
     Simulation, ToolOutput, Verdict, acts_on_world, flow_origin, untrusted_contributors,
 };
 pub use principal::{Claims, Principal, PrincipalSpec, scope_matches};
-pub use redact::{REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers};
+pub use redact::{
+    REDACTED, is_secret_header, is_secret_key, redact_arguments, redact_headers,
+    schema_marks_secrets,
+};
 pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
     sanitize_description, sanitize_output, sanitize_value,

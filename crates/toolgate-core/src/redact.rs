@@ -169,32 +169,72 @@ pub fn is_secret_key(key: &str) -> bool {
 fn words(key: &str) -> Vec<String> {
     let mut words = Vec::new();
     for part in key.split(|c: char| !c.is_alphanumeric()) {
-        let chars: Vec<char> = part.chars().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (a, b) = (chars[i - 1], chars[i]);
-            let hump = a.is_lowercase() && b.is_uppercase();
-            let acronym_end = a.is_uppercase()
-                && b.is_uppercase()
-                && chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-            if hump || acronym_end {
-                words.push(chars[start..i].iter().collect::<String>());
-                start = i;
-            }
-        }
-        if start < chars.len() {
-            words.push(chars[start..].iter().collect::<String>());
+        // Keys are nearly always ASCII: split them by byte, lowercased in place.
+        if part.is_ascii() {
+            ascii_words(part, &mut words);
+        } else {
+            char_words(part, &mut words);
         }
     }
+    words.retain(|w| !w.is_empty());
     words
-        .into_iter()
-        .map(|w| {
-            w.to_lowercase()
-                .trim_end_matches(|c: char| c.is_ascii_digit())
-                .to_owned()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
+}
+
+/// [`words`] of one part, by `char`: humps where a lowercase letter meets an
+/// uppercase one, or an acronym ends (`APIKey` → `api`, `key`).
+fn char_words(part: &str, words: &mut Vec<String>) {
+    let chars: Vec<char> = part.chars().collect();
+    let mut start = 0;
+    for i in 1..chars.len() {
+        let (a, b) = (chars[i - 1], chars[i]);
+        let hump = a.is_lowercase() && b.is_uppercase();
+        let acronym_end = a.is_uppercase()
+            && b.is_uppercase()
+            && chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+        if hump || acronym_end {
+            words.push(normalized(&chars[start..i].iter().collect::<String>()));
+            start = i;
+        }
+    }
+    if start < chars.len() {
+        words.push(normalized(&chars[start..].iter().collect::<String>()));
+    }
+}
+
+/// [`char_words`] of an ASCII part: the same humps, found by byte.
+fn ascii_words(part: &str, words: &mut Vec<String>) {
+    let bytes = part.as_bytes();
+    let mut start = 0;
+    for i in 1..bytes.len() {
+        let (a, b) = (bytes[i - 1], bytes[i]);
+        let hump = a.is_ascii_lowercase() && b.is_ascii_uppercase();
+        let acronym_end = a.is_ascii_uppercase()
+            && b.is_ascii_uppercase()
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+        if hump || acronym_end {
+            words.push(ascii_normalized(&part[start..i]));
+            start = i;
+        }
+    }
+    if start < bytes.len() {
+        words.push(ascii_normalized(&part[start..]));
+    }
+}
+
+/// A word lowercased, without trailing digits (`Token2` → `token`).
+fn normalized(word: &str) -> String {
+    word.to_lowercase()
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .to_owned()
+}
+
+/// [`normalized`] for an ASCII word: one allocation.
+fn ascii_normalized(word: &str) -> String {
+    let mut out = word
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .to_owned();
+    out.make_ascii_lowercase();
+    out
 }
 
 /// A copy of `arguments` with every secret value replaced by `"[redacted]"`: values the
@@ -254,6 +294,19 @@ fn redact_value(value: &Value, root: &Value, schemas: &[&Value]) -> Value {
             })
             .collect(),
         other => other.clone(),
+    }
+}
+
+/// Whether anything in `schema` marks a value secret (`writeOnly`,
+/// `x-secret`, `format: password`). When nothing does, [`redact_arguments`]
+/// with it redacts exactly what it does with no schema (by key names alone),
+/// so a caller that knows this once per schema may pass `Value::Null` and
+/// spare every call the walk.
+pub fn schema_marks_secrets(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => marks_secret(schema) || map.values().any(schema_marks_secrets),
+        Value::Array(items) => items.iter().any(schema_marks_secrets),
+        _ => false,
     }
 }
 
@@ -396,6 +449,34 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_schema_that_marks_nothing_secret_redacts_as_no_schema_does() {
+        let plain = json!({"type": "object", "properties": {"order_id": {"type": "string"}, "api_key": {"type": "string"}}});
+        let marked = json!({"$defs": {"pin": {"type": "string", "writeOnly": true}}, "properties": {"pin": {"$ref": "#/$defs/pin"}}});
+        assert!(!schema_marks_secrets(&plain));
+        assert!(schema_marks_secrets(&marked));
+        let args = json!({"order_id": "A-1", "api_key": "k", "pin": "1234"});
+        assert_eq!(
+            redact_arguments(&args, &plain),
+            redact_arguments(&args, &Value::Null)
+        );
+        assert_ne!(
+            redact_arguments(&args, &marked),
+            redact_arguments(&args, &Value::Null)
+        );
+    }
+
+    proptest::proptest! {
+        /// The byte path splits an ASCII key exactly as the `char` path does.
+        #[test]
+        fn ascii_keys_split_by_byte_as_by_char(part in "[A-Za-z0-9]{0,24}") {
+            let (mut by_byte, mut by_char) = (Vec::new(), Vec::new());
+            ascii_words(&part, &mut by_byte);
+            char_words(&part, &mut by_char);
+            proptest::prop_assert_eq!(by_byte, by_char);
+        }
+    }
 
     fn no_schema(args: &Value) -> Value {
         redact_arguments(args, &json!({}))

@@ -171,6 +171,7 @@ impl GateBuilder {
                         .span_arguments_of(tool.name())
                         .map(<[String]>::to_vec),
                     fingerprints: reads_taint && tool.descriptor().output.untrusted,
+                    schema_redacts: toolgate_core::schema_marks_secrets(tool.input_schema()),
                 };
                 (tool.name().to_owned(), Arc::new(entry))
             })

@@ -447,7 +447,11 @@ impl Gate {
             Some(inject) => super::inject::fill(call, principal, inject, &mut arguments)?,
             None => Vec::new(),
         };
-        audit.arguments = audit_arguments(&arguments, tool.input_schema());
+        let schema = match entry.schema_redacts {
+            true => tool.input_schema(),
+            false => &Value::Null,
+        };
+        audit.arguments = audit_arguments(&arguments, schema);
         super::inject::mask(&mut audit.arguments, &secret);
         // What "the same call" means, where something reads it: a key, a call
         // in doubt, an approval (an unkeyed read is spared the hashing).

@@ -82,6 +82,10 @@ struct Entry {
     /// Its results are untrusted and a policy rule reads `tainted:`: each
     /// leaves its fingerprints in the conversation.
     fingerprints: bool,
+    /// Its input schema marks some value secret (`writeOnly`, `x-secret`,
+    /// `format: password`), so the audit's redaction walks it; without, keys
+    /// alone decide, and every call is spared the walk.
+    schema_redacts: bool,
 }
 
 type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;

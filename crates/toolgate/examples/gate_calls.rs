@@ -1,0 +1,78 @@
+//! Makes N calls through a gate, for counting the instructions a call costs
+//! with callgrind, which load does not move: run it with N and 2N and take the
+//! difference over N (the setup cancels out).
+//!
+//! `cargo build --release -p toolgate --example gate_calls`, then
+//! `valgrind --tool=callgrind target/release/examples/gate_calls STORE TOOL N`,
+//! where STORE is `memory` or `sqlite` (durable, in a temporary directory),
+//! TOOL is `read` (a lookup) or `write` (a call with effects), and N the calls.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolgate::{Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall};
+
+const SPEC: &str = r#"
+tools:
+  - name: lookup_order
+    description: Look up an order.
+    effect: read
+    parameters:
+      type: object
+      properties:
+        order_id: {type: string, pattern: "^A-[0-9]+$"}
+        verbose: {type: boolean, default: false}
+      required: [order_id]
+      additionalProperties: false
+    response: {order_id: "{args.order_id}", status: shipped}
+  - name: tag_order
+    description: Tag an order.
+    effect: write
+    parameters:
+      type: object
+      properties:
+        order_id: {type: string, pattern: "^A-[0-9]+$"}
+      required: [order_id]
+      additionalProperties: false
+    response: {order_id: "{args.order_id}", tagged: true}
+policy:
+  effects: {write: allow}
+"#;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: gate_calls memory|sqlite read|write N";
+    let (store, tool, calls) = match args.as_slice() {
+        [_, store, tool, n] => (
+            store.as_str(),
+            tool.as_str(),
+            n.parse::<usize>().expect(usage),
+        ),
+        _ => panic!("{usage}"),
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store: Arc<dyn toolgate::GateStore> = match store {
+        "memory" => Arc::new(MemoryGateStore::default()),
+        "sqlite" => Arc::new(SqliteStore::open_in_dir(dir.path()).expect("the store opens")),
+        _ => panic!("{usage}"),
+    };
+    let tool = match tool {
+        "read" => "lookup_order",
+        "write" => "tag_order",
+        _ => panic!("{usage}"),
+    };
+    let spec = toolgate::spec::check(SPEC).spec.expect("the spec is valid");
+    let gate = Gate::from_spec(&spec, "bench.yaml", &Catalog::new(), store).expect("the gate");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let principal = Principal::operator();
+    runtime.block_on(async {
+        for i in 0..calls {
+            let call = ToolCall::new(format!("c{i}"), tool, json!({"order_id": "A-1001"}));
+            let outcome = gate.call("s", call, &principal).await;
+            assert!(outcome.is_ok(), "{outcome:?}");
+        }
+    });
+}
