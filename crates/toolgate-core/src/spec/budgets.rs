@@ -321,15 +321,18 @@ pub(super) fn check_budgets(doc: &Document, spec: &SpecFile) -> Vec<Diagnostic> 
                 "name one declared under `principals:`, or `*` for each principal",
             );
         }
+        // Two budgets on one counter (a budget of neither or both is an error above).
         let counter = budget.counter("");
-        if counters.contains(&counter) {
-            error(
-                at(""),
-                "this budget counts the same calls over the same window as one above it".into(),
-                "keep one of them, with the smaller limit",
-            );
+        if budget.calls.is_some() != budget.cost.is_some() {
+            if counters.contains(&counter) {
+                error(
+                    at(""),
+                    "this budget counts the same calls over the same window as one above it".into(),
+                    "keep one of them, with the smaller limit",
+                );
+            }
+            counters.push(counter);
         }
-        counters.push(counter);
         if budget.cost.is_some() && !cost_feeds(spec, budget) {
             error(
                 at("/tools"),
