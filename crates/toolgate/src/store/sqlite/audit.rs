@@ -2,9 +2,13 @@
 //! the write queue so several processes write one chain.
 //!
 //! Paging through the log filtered by session, principal, tool, outcome and time
-//! (what the console's Audit page asks) is answered in SQL on indexes of the
-//! record's fields (schema 10), so a page of a log of 100,000 records costs a few
-//! index lookups whatever the filter.
+//! (what the console's Audit page asks) is answered in SQL on indexes of those
+//! fields, so a page of a log of 100,000 records costs a few index lookups
+//! whatever the filter. Since schema 16 every column beside the record is
+//! written by the appender from the record it seals (before, columns computed
+//! from the record and expression indexes had SQLite parse each record as it
+//! was inserted); `verify` holds each to the record, so one edited apart from
+//! it is reported as a change.
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{OptionalExtension, params};
@@ -17,8 +21,10 @@ use crate::store::group_commit::Write;
 use crate::store::{AuditFilter, AuditLog, StoreError};
 
 const SELECT_HEAD: &str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
-/// `kind`, `run_id`, `prev_hash` and `hash` are computed from `record` (schema 5).
-const INSERT: &str = "INSERT INTO audit (seq, record) VALUES (?1, ?2)";
+/// Every column beside `record` is written from the record sealed (schema 16).
+const INSERT: &str = "INSERT INTO audit
+    (seq, record, kind, run_id, prev_hash, hash, session, principal, tool, outcome, time)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 impl SqliteStore {
     fn audit_location(&self) -> String {
@@ -75,9 +81,19 @@ pub(super) fn append_in(
     let (seq, prev_hash) = head.unwrap_or((0, GENESIS_HASH.to_owned()));
     let seq = u64::try_from(seq).unwrap_or_default() + 1;
     let record = AuditRecord::seal(seq, &prev_hash, entry);
+    let entry = &record.entry;
     tx.prepare_cached(INSERT)?.execute(params![
         i64::try_from(record.seq).unwrap_or(i64::MAX),
         record.to_canonical_json(),
+        entry.kind.as_str(),
+        entry.run_id,
+        record.prev_hash,
+        record.hash,
+        entry.session,
+        entry.principal,
+        entry.tool,
+        entry.outcome,
+        entry.time,
     ])?;
     Ok(record)
 }
@@ -110,7 +126,9 @@ impl AuditLog for SqliteStore {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT seq, CAST(record AS BLOB), CAST(prev_hash AS TEXT), CAST(hash AS TEXT),
-                        CAST(kind AS TEXT), CAST(run_id AS TEXT)
+                        CAST(kind AS TEXT), CAST(run_id AS TEXT), CAST(session AS TEXT),
+                        CAST(principal AS TEXT), CAST(tool AS TEXT), CAST(outcome AS TEXT),
+                        CAST(time AS TEXT)
                  FROM audit ORDER BY seq",
             )
             .map_err(&error)?;
@@ -123,6 +141,10 @@ impl AuditLog for SqliteStore {
             let hash: Option<String> = row.get(3).map_err(&error)?;
             let kind: Option<String> = row.get(4).map_err(&error)?;
             let run_id: Option<String> = row.get(5).map_err(&error)?;
+            let mut fields: [Option<String>; 5] = Default::default();
+            for (i, field) in fields.iter_mut().enumerate() {
+                *field = row.get(6 + i).map_err(&error)?;
+            }
             let changed = ChainBreak::Changed {
                 seq: u64::try_from(seq).unwrap_or_default(),
             };
@@ -140,14 +162,22 @@ impl AuditLog for SqliteStore {
             if verifier.push(&record).is_some() {
                 break;
             }
-            // The columns mirror the record; one that disagrees was edited. (They
-            // are computed from the record since schema 5, so only a table rebuilt
-            // by hand can disagree.)
+            // The columns mirror the record; one that disagrees was edited apart
+            // from it (they are written beside it since schema 16).
+            let entry = &record.entry;
+            let written = [
+                Some(entry.session.as_str()),
+                Some(entry.principal.as_str()),
+                Some(entry.tool.as_str()),
+                entry.outcome.as_deref(),
+                Some(entry.time.as_str()),
+            ];
             let columns_agree = i64::try_from(record.seq) == Ok(seq)
                 && prev_hash.as_deref() == Some(record.prev_hash.as_str())
                 && hash.as_deref() == Some(record.hash.as_str())
-                && kind.as_deref() == Some(record.entry.kind.as_str())
-                && run_id.as_deref() == Some(record.entry.run_id.as_str());
+                && kind.as_deref() == Some(entry.kind.as_str())
+                && run_id.as_deref() == Some(entry.run_id.as_str())
+                && fields.iter().map(Option::as_deref).eq(written);
             if !columns_agree {
                 verifier.fail(changed);
                 break;
@@ -168,24 +198,27 @@ impl AuditLog for SqliteStore {
     fn pending(&self) -> Result<Vec<AuditRecord>, StoreError> {
         self.query_audit_records(
             "listing pending audit intents",
-            // `NOT IN` collects the completed runs once, so this is one pass over the
-            // log whether or not `run_id` is indexed.
-            "SELECT seq, record FROM audit
-             WHERE kind = 'intent'
-               AND run_id NOT IN (SELECT run_id FROM audit WHERE kind = 'completion')
+            // Read from the records themselves, not the columns beside them, so an
+            // edit of a column cannot hide a crashed call from this list (it would
+            // only make `verify` fail). `NOT IN` collects the completed runs once,
+            // so this is one pass over the log.
+            "SELECT seq, record FROM (
+                 SELECT seq, record, json_extract(record, '$.kind') AS k,
+                        json_extract(record, '$.run_id') AS r
+                 FROM audit WHERE typeof(record) = 'text' AND json_valid(record))
+             WHERE k = 'intent'
+               AND r NOT IN (
+                   SELECT json_extract(record, '$.run_id') FROM audit
+                   WHERE typeof(record) = 'text' AND json_valid(record)
+                     AND json_extract(record, '$.kind') = 'completion')
              ORDER BY seq",
             None,
         )
     }
 }
 
-/// The SQL of the record fields a filter tests, and the index that serves each.
-const FIELDS: &[(&str, &str)] = &[
-    ("session", "json_extract(record, '$.session')"),
-    ("principal", "json_extract(record, '$.principal')"),
-    ("tool", "json_extract(record, '$.tool')"),
-    ("outcome", "json_extract(record, '$.outcome')"),
-];
+/// The columns of the record fields a filter tests, each indexed.
+const FIELDS: &[&str] = &["session", "principal", "tool", "outcome"];
 
 /// Schema 10: an index per filterable field, so a filtered page is found by
 /// index whatever the log's size (expression indexes: the record stays the one
@@ -196,6 +229,48 @@ pub(super) const MIGRATION: &str = "
     CREATE INDEX IF NOT EXISTS audit_tool ON audit (json_extract(record, '$.tool'));
     CREATE INDEX IF NOT EXISTS audit_outcome ON audit (json_extract(record, '$.outcome'));
     CREATE INDEX IF NOT EXISTS audit_time ON audit (json_extract(record, '$.time'));";
+
+/// Schema 16: every column beside the record written by the appender from the
+/// record it seals (the fields a filter reads indexed plainly), and no
+/// `json_valid` check, so SQLite no longer parses a record as it is inserted:
+/// schema 5's columns computed from the record were computed on every insert.
+/// `verify` holds every column to the record, so one edited apart from it is
+/// reported as a change. Every record is copied with its fields read from it
+/// once; a row whose record is no JSON keeps empty fields, which `verify`
+/// reports.
+pub(super) const COLUMNS_MIGRATION: &str = "CREATE TABLE audit_v16 (
+        seq       INTEGER PRIMARY KEY,
+        record    TEXT NOT NULL,
+        kind      TEXT NOT NULL,
+        run_id    TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash      TEXT NOT NULL,
+        session   TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        tool      TEXT NOT NULL,
+        outcome   TEXT,
+        time      TEXT NOT NULL
+    );
+    INSERT INTO audit_v16
+        SELECT seq, record,
+               coalesce(kind, ''), coalesce(run_id, ''), coalesce(prev_hash, ''),
+               coalesce(hash, ''),
+               coalesce(CASE WHEN valid THEN json_extract(record, '$.session') END, ''),
+               coalesce(CASE WHEN valid THEN json_extract(record, '$.principal') END, ''),
+               coalesce(CASE WHEN valid THEN json_extract(record, '$.tool') END, ''),
+               CASE WHEN valid THEN json_extract(record, '$.outcome') END,
+               coalesce(CASE WHEN valid THEN json_extract(record, '$.time') END, '')
+        FROM (SELECT seq, record, kind, run_id, prev_hash, hash,
+                     typeof(record) = 'text' AND json_valid(record) AS valid
+              FROM audit)
+        ORDER BY seq;
+    DROP TABLE audit;
+    ALTER TABLE audit_v16 RENAME TO audit;
+    CREATE INDEX audit_session ON audit (session);
+    CREATE INDEX audit_principal ON audit (principal);
+    CREATE INDEX audit_tool ON audit (tool);
+    CREATE INDEX audit_outcome ON audit (outcome);
+    CREATE INDEX audit_time ON audit (time);";
 
 impl SqliteStore {
     /// [`AuditLog::query`] in SQL: only the conditions
@@ -218,18 +293,18 @@ impl SqliteStore {
             &filter.tool,
             &filter.outcome,
         ];
-        for ((_, sql), want) in FIELDS.iter().zip(wanted) {
+        for (column, want) in FIELDS.iter().zip(wanted) {
             if let Some(want) = want {
-                conditions.push(format!("{sql} = ?"));
+                conditions.push(format!("{column} = ?"));
                 params.push(SqlValue::Text(want.clone()));
             }
         }
         if let Some(since) = &filter.since {
-            conditions.push("json_extract(record, '$.time') >= ?".to_owned());
+            conditions.push("time >= ?".to_owned());
             params.push(SqlValue::Text(since.clone()));
         }
         if let Some(until) = &filter.until {
-            conditions.push("json_extract(record, '$.time') < ?".to_owned());
+            conditions.push("time < ?".to_owned());
             params.push(SqlValue::Text(until.clone()));
         }
         let mut sql = "SELECT seq, record FROM audit".to_owned();

@@ -135,6 +135,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::untrusted_text::MIGRATION),
     // Version 15: what the budgets have spent (see `budget_counters`).
     Migration::Sql(super::budget_counters::MIGRATION),
+    // Version 16: the audit's filtered fields as columns written beside the record.
+    Migration::Sql(super::audit::COLUMNS_MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.
