@@ -116,9 +116,25 @@ fn an_anchor_file_catches_a_log_cut_short_emptied_or_rewritten() {
         let mut record: toolgate::audit::AuditRecord = serde_json::from_str(&record).unwrap();
         record.entry.tool = "forged".into();
         let forged = toolgate::audit::AuditRecord::seal(record.seq, &prev, record.entry);
+        // Its columns beside it as toolgate writes them, so that it verifies.
+        let e = &forged.entry;
         conn.execute(
-            "INSERT INTO audit (seq, record) VALUES (?1, ?2)",
-            (forged.seq as i64, forged.to_canonical_json()),
+            "INSERT INTO audit (seq, record, kind, run_id, prev_hash, hash, session,
+                                principal, tool, outcome, time)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            rusqlite::params![
+                forged.seq as i64,
+                forged.to_canonical_json(),
+                e.kind.as_str(),
+                e.run_id,
+                forged.prev_hash,
+                forged.hash,
+                e.session,
+                e.principal,
+                e.tool,
+                e.outcome,
+                e.time,
+            ],
         )
         .unwrap();
         prev = forged.hash;
