@@ -24,32 +24,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use toolgate::{Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall, ToolCtx};
 
-const SPEC: &str = r#"
-tools:
-  - name: lookup_order
-    description: Look up an order.
-    effect: read
-    parameters:
-      type: object
-      properties:
-        order_id: {type: string, pattern: "^A-[0-9]+$"}
-        verbose: {type: boolean, default: false}
-      required: [order_id]
-      additionalProperties: false
-    response: {order_id: "{args.order_id}", status: shipped}
-  - name: tag_order
-    description: Tag an order.
-    effect: write
-    parameters:
-      type: object
-      properties:
-        order_id: {type: string, pattern: "^A-[0-9]+$"}
-      required: [order_id]
-      additionalProperties: false
-    response: {order_id: "{args.order_id}", tagged: true}
-policy:
-  effects: {write: allow}
-"#;
+/// Two mock tools, a lookup and a call with effects (shared with the
+/// `gate_calls` example, which counts their instructions).
+const SPEC: &str = include_str!("gate_calls.yaml");
 
 /// A tool whose results are untrusted: with it, a conversation can have seen a label.
 const LABELLED: &str = r#"

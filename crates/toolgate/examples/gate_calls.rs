@@ -12,32 +12,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolgate::{Catalog, Gate, MemoryGateStore, Principal, SqliteStore, ToolCall};
 
-const SPEC: &str = r#"
-tools:
-  - name: lookup_order
-    description: Look up an order.
-    effect: read
-    parameters:
-      type: object
-      properties:
-        order_id: {type: string, pattern: "^A-[0-9]+$"}
-        verbose: {type: boolean, default: false}
-      required: [order_id]
-      additionalProperties: false
-    response: {order_id: "{args.order_id}", status: shipped}
-  - name: tag_order
-    description: Tag an order.
-    effect: write
-    parameters:
-      type: object
-      properties:
-        order_id: {type: string, pattern: "^A-[0-9]+$"}
-      required: [order_id]
-      additionalProperties: false
-    response: {order_id: "{args.order_id}", tagged: true}
-policy:
-  effects: {write: allow}
-"#;
+/// The tools of the `gate_overhead` benchmark: a lookup and a call with effects.
+const SPEC: &str = include_str!("../benches/gate_calls.yaml");
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
