@@ -42,9 +42,7 @@ pub fn budgets_in_use(
     now: SystemTime,
 ) -> Result<Vec<BudgetUse>, StoreError> {
     let spent = counters.budgets_spent()?;
-    let now_ms = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let now_ms = epoch_ms(now);
     let mut out = Vec::new();
     for (index, budget) in budgets.iter().enumerate() {
         let Some((start, end)) = budget.window_at(now_ms) else {
@@ -77,6 +75,12 @@ pub fn budgets_in_use(
         out.extend(counted);
     }
     Ok(out)
+}
+
+/// Milliseconds since the epoch at `time`, as budgets' windows are counted.
+pub(crate) fn epoch_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn rfc3339(ms: u64) -> String {

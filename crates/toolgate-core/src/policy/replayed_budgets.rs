@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::simulate::whole;
 use super::{Decision, Verdict};
 use crate::ToolDescriptor;
-use crate::spec::Budget;
+use crate::spec::{Budget, charges};
 
 /// The budgets and what the replay has charged them: by counter, the window
 /// it counts and what that window spent.
@@ -53,47 +53,43 @@ impl<'a> ReplayedBudgets<'a> {
         else {
             return Err("the log's time of the call does not read as a time".into());
         };
-        let mut charges: Vec<(usize, String, u64, u64, u64)> = Vec::new();
-        for (index, budget) in self.budgets.iter().enumerate() {
-            let (Some(counted), true) = (budget.counted(principal), budget.covers(&tool.name))
-            else {
-                continue;
-            };
-            let Some((window, end)) = budget.window_at(now_ms) else {
-                continue;
-            };
-            if budget.cost.is_some() && tool.cost.is_some() && !whole(arguments) {
-                return Err(
-                    "a budget reads the call's cost from arguments the log kept only in part"
-                        .into(),
-                );
+        let reads_cost = tool.cost.is_some()
+            && self
+                .budgets
+                .iter()
+                .any(|b| b.cost.is_some() && b.covers(&tool.name));
+        if reads_cost && !whole(arguments) {
+            return Err(
+                "a budget reads the call's cost from arguments the log kept only in part".into(),
+            );
+        }
+        let charges = match charges(self.budgets, tool, principal, arguments, now_ms) {
+            Ok(charges) => charges,
+            Err(reason) => {
+                return Ok(Verdict {
+                    decision: Decision::Deny,
+                    reason,
+                    decided_by: "budgets".into(),
+                    answered_by: Default::default(),
+                });
             }
-            let amount = match budget.amount(tool, arguments) {
-                Ok(amount) => amount,
-                Err(reason) => {
-                    return Ok(Verdict {
-                        decision: Decision::Deny,
-                        reason,
-                        decided_by: "budgets".into(),
-                        answered_by: Default::default(),
-                    });
-                }
-            };
-            if amount == 0 {
-                continue;
-            }
-            let counter = budget.counter(&counted);
-            let spent = match self.spent.get(&counter) {
-                Some(&(w, spent)) if w == window => spent,
+        };
+        let mut taken = Vec::with_capacity(charges.len());
+        for charge in &charges {
+            let spent = match self.spent.get(&charge.counter) {
+                Some(&(window, spent)) if window == charge.window.0 => spent,
                 _ => 0,
             };
-            if spent.saturating_add(amount) > budget.limit() {
-                return Ok(budget.over(index, spent, amount, end, now_ms));
+            if spent.saturating_add(charge.amount) > charge.limit {
+                let budget = &self.budgets[charge.budget];
+                let over =
+                    budget.over(charge.budget, spent, charge.amount, charge.window.1, now_ms);
+                return Ok(over);
             }
-            charges.push((index, counter, window, spent, amount));
+            taken.push(spent + charge.amount);
         }
-        for (_, counter, window, spent, amount) in charges {
-            self.spent.insert(counter, (window, spent + amount));
+        for (charge, spent) in charges.into_iter().zip(taken) {
+            self.spent.insert(charge.counter, (charge.window.0, spent));
         }
         Ok(verdict)
     }

@@ -115,6 +115,62 @@ impl Cost {
     }
 }
 
+/// What a call spends of one budget it falls under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Charge {
+    /// The budget's place under `budgets:`.
+    pub budget: usize,
+    /// The counter it is charged to ([`Budget::counter`]).
+    pub counter: String,
+    /// The window the call falls in: its start and end, in milliseconds since
+    /// the epoch.
+    pub window: (u64, u64),
+    /// What the call spends: 1 call, or its cost.
+    pub amount: u64,
+    /// The most the window may spend.
+    pub limit: u64,
+}
+
+/// What a call of `tool` by `principal` with `arguments`, made at `now_ms`
+/// (milliseconds since the epoch), spends of each of `budgets` it falls under
+/// — a budget it spends nothing of is left out, and of two on one counter
+/// (which `check` refuses) the smaller limit holds — or why its cost cannot be
+/// told. What the gate charges, and what a replay of the log charges.
+pub fn charges(
+    budgets: &[Budget],
+    tool: &crate::ToolDescriptor,
+    principal: &str,
+    arguments: &Value,
+    now_ms: u64,
+) -> Result<Vec<Charge>, String> {
+    let mut out: Vec<Charge> = Vec::new();
+    for (index, budget) in budgets.iter().enumerate() {
+        let (Some(counted), true) = (budget.counted(principal), budget.covers(&tool.name)) else {
+            continue;
+        };
+        let Some(window) = budget.window_at(now_ms) else {
+            continue;
+        };
+        let amount = budget.amount(tool, arguments)?;
+        if amount == 0 {
+            continue;
+        }
+        let counter = budget.counter(&counted);
+        let limit = budget.limit();
+        match out.iter_mut().find(|c| c.counter == counter) {
+            Some(same) => same.limit = same.limit.min(limit),
+            None => out.push(Charge {
+                budget: index,
+                counter,
+                window,
+                amount,
+                limit,
+            }),
+        }
+    }
+    Ok(out)
+}
+
 impl Budget {
     /// The window, when `per` is a duration of at least a second.
     pub fn window(&self) -> Option<Duration> {
@@ -232,7 +288,7 @@ impl Budget {
     /// What a call of `tool` with `arguments` spends of this budget: 1 for a
     /// budget of calls, its cost for one of cost (0 for a tool without one),
     /// or why its cost cannot be told.
-    pub fn amount(&self, tool: &crate::ToolDescriptor, arguments: &Value) -> Result<u64, String> {
+    fn amount(&self, tool: &crate::ToolDescriptor, arguments: &Value) -> Result<u64, String> {
         match (self.calls, &tool.cost) {
             (Some(_), _) => Ok(1),
             (None, Some(cost)) => cost.of(arguments),

@@ -37,7 +37,7 @@ pub use auth::{
     ApiKeysSection, AuthSection, DEFAULT_TOKEN_ALGORITHMS, OAuthSection, TOKEN_ALGORITHMS,
     is_https_or_loopback, is_jwks_url,
 };
-pub use budgets::{Budget, Cost, OverBudget};
+pub use budgets::{Budget, Charge, Cost, OverBudget, charges};
 pub use code_mode::{CodeModeSection, MIN_CODE_MEMORY_BYTES};
 pub(crate) use diagnostic::did_you_mean;
 pub use diagnostic::{Diagnostic, Severity, Span};

@@ -9,35 +9,37 @@
 //! charged once approved (its `deny` budgets still hold). A call charged that
 //! then stops before it runs is refunded.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde_json::Value;
-use toolgate_core::spec::{Budget, OverBudget};
+use toolgate_core::spec::{Budget, Charge, OverBudget, charges};
 use toolgate_core::{Principal, ToolDescriptor, Verdict};
 
 use super::Gate;
+use crate::budgets::epoch_ms;
 use crate::store::{BudgetCharge, BudgetTaken, StoreError};
 
 /// What one call spends: a charge per budget it falls under.
 #[derive(Debug, Default)]
-pub(super) struct Charges {
-    /// The budgets charged, by their place under `budgets:`.
-    budgets: Vec<usize>,
-    charges: Vec<BudgetCharge>,
-    /// When each charge's window ends, in milliseconds since the epoch.
-    window_ends: Vec<u64>,
-}
+pub(super) struct Charges(Vec<Charge>);
 
 impl Charges {
     pub(super) fn is_empty(&self) -> bool {
-        self.charges.is_empty()
+        self.0.is_empty()
     }
-}
 
-/// Milliseconds since the epoch at `time`.
-fn epoch_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    /// The charges as the store takes them; with `approved`, those of `ask`
+    /// budgets without a limit.
+    fn for_store(&self, budgets: &[Budget], approved: bool) -> Vec<BudgetCharge> {
+        self.0
+            .iter()
+            .map(|c| BudgetCharge {
+                counter: c.counter.clone(),
+                window_ms: c.window.0,
+                amount: c.amount,
+                limit: (!(approved && budgets[c.budget].over == OverBudget::Ask))
+                    .then_some(c.limit),
+            })
+            .collect()
+    }
 }
 
 impl Gate {
@@ -50,41 +52,11 @@ impl Gate {
         principal: &Principal,
         arguments: &Value,
     ) -> Result<Charges, String> {
-        let mut out = Charges::default();
         if self.budgets.is_empty() {
-            return Ok(out);
+            return Ok(Charges::default());
         }
         let now_ms = epoch_ms(self.clock_time());
-        for (index, budget) in self.budgets.iter().enumerate() {
-            let Some(counted) = budget.counted(&principal.id) else {
-                continue;
-            };
-            let (Some((window_ms, window_end)), true) =
-                (budget.window_at(now_ms), budget.covers(&tool.name))
-            else {
-                continue;
-            };
-            let amount = budget.amount(tool, arguments)?;
-            if amount == 0 {
-                continue;
-            }
-            let counter = budget.counter(&counted);
-            let limit = budget.limit();
-            // Two budgets on one counter (which `check` refuses): the smaller holds.
-            if let Some(same) = out.charges.iter_mut().find(|c| c.counter == counter) {
-                same.limit = same.limit.min(Some(limit));
-                continue;
-            }
-            out.budgets.push(index);
-            out.charges.push(BudgetCharge {
-                counter,
-                window_ms,
-                amount,
-                limit: Some(limit),
-            });
-            out.window_ends.push(window_end);
-        }
-        Ok(out)
+        charges(&self.budgets, tool, &principal.id, arguments, now_ms).map(Charges)
     }
 
     /// Charges `charges`, all or none; with `approved` (a human let the call
@@ -95,28 +67,17 @@ impl Gate {
         charges: &Charges,
         approved: bool,
     ) -> Result<Option<Verdict>, StoreError> {
-        let asked: Vec<BudgetCharge> = charges
-            .charges
-            .iter()
-            .zip(&charges.budgets)
-            .map(|(charge, &index)| {
-                let mut charge = charge.clone();
-                if approved && self.budgets[index].over == OverBudget::Ask {
-                    charge.limit = None;
-                }
-                charge
-            })
-            .collect();
+        let asked = charges.for_store(&self.budgets, approved);
         match self.store.charge_budgets(&asked)? {
             BudgetTaken::Taken(_) => Ok(None),
             BudgetTaken::Over { charge, spent } => {
-                let index = charges.budgets[charge];
-                crate::telemetry::over_budget(index);
-                Ok(Some(self.budgets[index].over(
-                    index,
+                let over = &charges.0[charge];
+                crate::telemetry::over_budget(over.budget);
+                Ok(Some(self.budgets[over.budget].over(
+                    over.budget,
                     spent,
-                    asked[charge].amount,
-                    charges.window_ends[charge],
+                    over.amount,
+                    over.window.1,
                     epoch_ms(self.clock_time()),
                 )))
             }
@@ -125,7 +86,8 @@ impl Gate {
 
     /// Gives back what a call was charged, when it then did not run.
     pub(super) fn refund(&self, charges: &Charges) {
-        if let Err(e) = self.store.refund_budgets(&charges.charges) {
+        let charged = charges.for_store(&self.budgets, false);
+        if let Err(e) = self.store.refund_budgets(&charged) {
             tracing::warn!(error = %e, "a call's budgets could not be refunded");
         }
     }
