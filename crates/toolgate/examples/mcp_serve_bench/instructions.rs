@@ -1,15 +1,24 @@
-//! What telemetry costs a call, counted in instructions (`--telemetry
-//! --instructions N`): the same `toolgate serve` with telemetry off and on (spans
-//! exported over OTLP/HTTP to the bench's sink, `--metrics` on, not scraped), each
-//! run under callgrind, which counts every instruction of every thread of the
-//! server whatever the machine's load. One client makes warm-up calls; once
-//! their spans have gone out, the counts are zeroed, the client makes N calls,
-//! and once their spans have gone out too, the counts are dumped: a call's
-//! figure counts the exporter's thread as well as the call's own path.
+//! A served call counted in instructions, under callgrind, which counts every
+//! instruction of every thread of a server whatever the machine's load.
+//!
+//! - `--instructions N`: the bare rmcp server beside `toolgate serve` (SQLite
+//!   store, durable audit), and their ratio: the count the load generator's
+//!   rates are read against.
+//! - `--telemetry --instructions N`: `toolgate serve` with telemetry off and on
+//!   (spans exported over OTLP/HTTP to the bench's sink, `--metrics` on, not
+//!   scraped).
+//!
+//! One client makes warm-up calls; once they have settled (their spans gone
+//! out, where telemetry is on), the counts are zeroed, the client makes N
+//! calls, and once those have settled too, the counts are dumped: a call's
+//! figure counts every thread the call touched, an exporter's too.
+//!
+//! The dumps are written to the directory `$CALLGRIND_OUT` names, to read
+//! with `callgrind_annotate`, else beside the servers' state and removed.
 //!
 //! Needs `valgrind` (`callgrind_control` comes with it). A server under
-//! callgrind runs about fifty times slower: each server's 1,200 calls took
-//! about five minutes on a two-core machine.
+//! callgrind runs about fifty times slower: 1,200 calls take a few minutes on a
+//! two-core machine.
 
 use std::path::Path;
 use std::process::Command;
@@ -26,9 +35,62 @@ const WARM_UP: u64 = 200;
 /// before has been exported.
 const EXPORTED: Duration = Duration::from_secs(7);
 
-/// Counts both servers' instructions a call in each lifecycle and prints them
-/// side by side.
-pub async fn compare(
+/// Long enough for a server without an exporter to finish what a call left
+/// behind (its audit's group commit, a session's touch).
+const SETTLED: Duration = Duration::from_secs(1);
+
+/// A server to count: its name, how to start it (after `valgrind`'s own
+/// arguments), and how long its calls take to settle.
+struct Counted {
+    name: String,
+    program: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    settle: Duration,
+}
+
+/// The bare rmcp server beside `toolgate serve`, in each lifecycle, and the
+/// ratio of their counts.
+pub async fn versus_bare(
+    toolgate: &str,
+    spec: &Path,
+    dir: &Path,
+    lifecycles: &[Lifecycle],
+    calls: u64,
+) {
+    let bare = std::env::current_exe().expect("the bench knows its own path");
+    println!(
+        "instructions a tools/call on one mock tool, counted by callgrind over {calls} calls after {WARM_UP} warm-up calls, one client"
+    );
+    for &lifecycle in lifecycles {
+        let servers = [
+            Counted {
+                name: "bare rmcp".into(),
+                program: vec![bare.display().to_string(), "bare".into()],
+                env: Vec::new(),
+                settle: SETTLED,
+            },
+            served(
+                toolgate,
+                spec,
+                dir,
+                &format!("{}-serve", lifecycle.name()),
+                false,
+                None,
+            ),
+        ];
+        let [bare, gate] = count_each(&servers, lifecycle, dir, calls).await[..] else {
+            unreachable!("two servers counted")
+        };
+        println!(
+            "{:9} toolgate serve / bare rmcp: {:.2}×",
+            lifecycle.name(),
+            gate / bare
+        );
+    }
+}
+
+/// `toolgate serve` with telemetry off and on, in each lifecycle.
+pub async fn telemetry(
     toolgate: &str,
     spec: &Path,
     dir: &Path,
@@ -40,52 +102,14 @@ pub async fn compare(
         "instructions a tools/call on one mock tool, counted by callgrind over {calls} calls after {WARM_UP} warm-up calls, one client"
     );
     for &lifecycle in lifecycles {
-        let mut counted = Vec::new();
-        for telemetry in [false, true] {
-            let state = if telemetry { "on" } else { "off" };
-            let name = format!("{}-{state}", lifecycle.name());
-            let out = dir.join(format!("{name}.callgrind"));
-            let mut command = Command::new("valgrind");
-            command
-                .args(["--tool=callgrind", "--dump-instr=no"])
-                .arg(format!("--callgrind-out-file={}", out.display()))
-                .args([toolgate, "serve", "--http", "127.0.0.1:0", "-f"])
-                .arg(spec)
-                .arg("--state-dir")
-                .arg(dir.join(format!("{name}-state")));
-            if telemetry {
-                command
-                    .arg("--metrics")
-                    .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{sink}"))
-                    .env("OTEL_SERVICE_NAME", "mcp_serve_bench");
-            }
-            let (mut child, url) = spawn(command);
-            let pid = child.id().to_string();
-            let caller = Caller::connect(lifecycle, &url, 0, None).await;
-            for n in 1..=WARM_UP {
-                caller.call(n, format!("A-0-{n}")).await;
-            }
-            tokio::time::sleep(EXPORTED).await;
-            callgrind_control(&["--zero", &pid]);
-            let spans_before = SPANS.load(Ordering::Relaxed);
-            for n in WARM_UP + 1..=WARM_UP + calls {
-                caller.call(n, format!("A-0-{n}")).await;
-            }
-            tokio::time::sleep(EXPORTED).await;
-            callgrind_control(&["--dump", &pid]);
-            let spans = SPANS.load(Ordering::Relaxed) - spans_before;
-            caller.close().await;
-            let _ = child.kill();
-            let _ = child.wait();
-            let per_call = dumped_instructions(&out) as f64 / calls as f64;
-            println!(
-                "{:9} telemetry {state:3}  {:8.1}k instructions a call   ({spans} spans exported)",
-                lifecycle.name(),
-                per_call / 1e3,
-            );
-            counted.push(per_call);
-        }
-        let (off, on) = (counted[0], counted[1]);
+        let servers = [false, true].map(|on| {
+            let state = if on { "on" } else { "off" };
+            let name = format!("{}-telemetry-{state}", lifecycle.name());
+            served(toolgate, spec, dir, &name, on, on.then_some(sink))
+        });
+        let [off, on] = count_each(&servers, lifecycle, dir, calls).await[..] else {
+            unreachable!("two servers counted")
+        };
         println!(
             "{:9} telemetry costs {:+.1}k instructions a call ({:+.1}%)",
             lifecycle.name(),
@@ -93,6 +117,87 @@ pub async fn compare(
             (on / off - 1.0) * 100.0
         );
     }
+}
+
+/// `toolgate serve --http` on the spec, its state under `dir/NAME-state`,
+/// with `--metrics` and spans exported to `sink` when given.
+fn served(
+    toolgate: &str,
+    spec: &Path,
+    dir: &Path,
+    name: &str,
+    metrics: bool,
+    sink: Option<std::net::SocketAddr>,
+) -> Counted {
+    let mut program: Vec<String> = [toolgate, "serve", "--http", "127.0.0.1:0", "-f"]
+        .map(String::from)
+        .into();
+    program.push(spec.display().to_string());
+    program.push("--state-dir".into());
+    program.push(dir.join(format!("{name}-state")).display().to_string());
+    if metrics {
+        program.push("--metrics".into());
+    }
+    let env = sink.map_or_else(Vec::new, |sink| {
+        vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{sink}")),
+            ("OTEL_SERVICE_NAME", "mcp_serve_bench".to_owned()),
+        ]
+    });
+    Counted {
+        name: format!("toolgate serve ({name})"),
+        program,
+        env,
+        settle: if sink.is_some() { EXPORTED } else { SETTLED },
+    }
+}
+
+/// Each server's instructions a call, printed as counted.
+async fn count_each(servers: &[Counted], lifecycle: Lifecycle, dir: &Path, calls: u64) -> Vec<f64> {
+    let mut counts = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        let out = std::env::var_os("CALLGRIND_OUT")
+            .map_or_else(|| dir.to_owned(), Into::into)
+            .join(format!("{}-{i}.callgrind", lifecycle.name()));
+        let mut command = Command::new("valgrind");
+        command
+            .args(["--tool=callgrind", "--dump-instr=no"])
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .args(&server.program)
+            .envs(server.env.iter().map(|(k, v)| (k, v)));
+        let (mut child, url) = spawn(command);
+        let pid = child.id().to_string();
+        let caller = Caller::connect(lifecycle, &url, 0, None).await;
+        for n in 1..=WARM_UP {
+            caller.call(n, format!("A-0-{n}")).await;
+        }
+        tokio::time::sleep(server.settle).await;
+        callgrind_control(&["--zero", &pid]);
+        let spans_before = SPANS.load(Ordering::Relaxed);
+        for n in WARM_UP + 1..=WARM_UP + calls {
+            caller.call(n, format!("A-0-{n}")).await;
+        }
+        tokio::time::sleep(server.settle).await;
+        callgrind_control(&["--dump", &pid]);
+        let spans = SPANS.load(Ordering::Relaxed) - spans_before;
+        caller.close().await;
+        let _ = child.kill();
+        let _ = child.wait();
+        let per_call = dumped_instructions(&out) as f64 / calls as f64;
+        let exported = if spans > 0 {
+            format!("   ({spans} spans exported)")
+        } else {
+            String::new()
+        };
+        println!(
+            "{:9} {:40} {:8.1}k instructions a call{exported}",
+            lifecycle.name(),
+            server.name,
+            per_call / 1e3,
+        );
+        counts.push(per_call);
+    }
+    counts
 }
 
 fn callgrind_control(args: &[&str]) {

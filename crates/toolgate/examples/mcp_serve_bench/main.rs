@@ -24,9 +24,11 @@
 //!
 //! `--telemetry` measures only `toolgate serve` with telemetry off beside the
 //! same server with `--metrics` (scraped every second) and its spans exported
-//! over OTLP/HTTP to a sink on loopback. `--telemetry --instructions N` counts
-//! instead what each costs a call in instructions, under callgrind (see
-//! `instructions.rs`).
+//! over OTLP/HTTP to a sink on loopback. `--instructions N` counts instead the
+//! instructions a call costs the bare server and `toolgate serve`, under
+//! callgrind, and `--telemetry --instructions N` what telemetry adds (see
+//! `instructions.rs`). `--versus-bare` measures only the bare server and
+//! `toolgate serve`.
 //!
 //! Options: `--clients N` (concurrent clients, default 8), `--seconds S` (per
 //! round, default 5), `--rounds R` (rounds of every lifecycle and server, taken
@@ -565,12 +567,16 @@ async fn main() {
     let spec = dir.path().join("toolgate.yaml");
     std::fs::write(&spec, SPEC).unwrap();
     let telemetry = args.iter().any(|a| a == "--telemetry");
-    if let (true, Some(calls)) = (telemetry, option(&args, "--instructions")) {
+    if let Some(calls) = option(&args, "--instructions") {
         let calls = calls
             .parse()
             .expect("--instructions takes a number of calls");
-        let sink = otlp_sink().await;
-        return instructions::compare(&toolgate, &spec, dir.path(), sink, &lifecycles, calls).await;
+        if telemetry {
+            let sink = otlp_sink().await;
+            return instructions::telemetry(&toolgate, &spec, dir.path(), sink, &lifecycles, calls)
+                .await;
+        }
+        return instructions::versus_bare(&toolgate, &spec, dir.path(), &lifecycles, calls).await;
     }
     let mut gate = Command::new(&toolgate);
     gate.args(["serve", "--http", "127.0.0.1:0", "-f"])
@@ -660,6 +666,9 @@ async fn main() {
         started.push((child, String::new()));
     }
 
+    if args.iter().any(|a| a == "--versus-bare") {
+        servers.retain(|(name, ..)| ["bare rmcp", "toolgate serve"].contains(name));
+    }
     println!(
         "tools/call on one mock tool, {clients} concurrent clients, {seconds}s per round, {rounds} rounds each"
     );

@@ -191,6 +191,39 @@ impl Session {
         });
         Ok(id.clone())
     }
+
+    /// Serves a subscription until it ends (see [`ServerHandler::listen`]),
+    /// boxed by its caller: its state is larger than every other request's.
+    async fn listen_for_changes(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let context = subscription.request_context();
+        let caller = self.caller(context)?;
+        let session = self.conversation(context, &caller.principal)?;
+        let mut generation = self.shared.generation.subscribe();
+        let mut changed = self.shared.conversations.subscribe();
+        loop {
+            let tell = tokio::select! {
+                _ = subscription.cancelled() => return Ok(()),
+                replaced = generation.changed() => {
+                    if replaced.is_err() {
+                        return Ok(());
+                    }
+                    true
+                }
+                heard = changed.recv() => match heard {
+                    Ok(id) => id == session,
+                    Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            };
+            if tell {
+                let notification =
+                    ServerNotification::ToolListChangedNotification(Default::default());
+                if subscription.sink().send(notification).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
 }
 
 impl Session {
@@ -342,34 +375,7 @@ impl ServerHandler for Session {
     /// A stateless client's subscription hears when the server's catalog is
     /// replaced, and when a call in its conversation changed what it is offered.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
-        let context = subscription.request_context();
-        let caller = self.caller(context)?;
-        let session = self.conversation(context, &caller.principal)?;
-        let mut generation = self.shared.generation.subscribe();
-        let mut changed = self.shared.conversations.subscribe();
-        loop {
-            let tell = tokio::select! {
-                _ = subscription.cancelled() => return Ok(()),
-                replaced = generation.changed() => {
-                    if replaced.is_err() {
-                        return Ok(());
-                    }
-                    true
-                }
-                heard = changed.recv() => match heard {
-                    Ok(id) => id == session,
-                    Err(broadcast::error::RecvError::Lagged(_)) => true,
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-            };
-            if tell {
-                let notification =
-                    ServerNotification::ToolListChangedNotification(Default::default());
-                if subscription.sink().send(notification).await.is_err() {
-                    return Ok(());
-                }
-            }
-        }
+        Box::pin(self.listen_for_changes(subscription)).await
     }
 
     /// Tells the client whenever the server's catalog is replaced, for as long as
@@ -424,10 +430,9 @@ impl ServerHandler for Session {
         let forwarded = self
             .forwarded(true)
             .ok_or_else(McpError::method_not_found::<ListPromptsRequestMethod>)?;
+        let principal = self.caller(&context)?.principal;
         Ok(ListPromptsResult::with_all_items(
-            forwarded
-                .list_prompts(&self.caller(&context)?.principal)
-                .await,
+            Box::pin(forwarded.list_prompts(&principal)).await,
         ))
     }
 
@@ -439,8 +444,8 @@ impl ServerHandler for Session {
         let forwarded = self
             .forwarded(true)
             .ok_or_else(McpError::method_not_found::<GetPromptRequestMethod>)?;
-        forwarded
-            .get_prompt(&self.caller(&context)?.principal, request)
+        let principal = self.caller(&context)?.principal;
+        Box::pin(forwarded.get_prompt(&principal, request))
             .await
             .map(GetPromptResponse::from)
     }
@@ -453,10 +458,9 @@ impl ServerHandler for Session {
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ListResourcesRequestMethod>)?;
+        let principal = self.caller(&context)?.principal;
         Ok(ListResourcesResult::with_all_items(
-            forwarded
-                .list_resources(&self.caller(&context)?.principal)
-                .await,
+            Box::pin(forwarded.list_resources(&principal)).await,
         ))
     }
 
@@ -468,10 +472,9 @@ impl ServerHandler for Session {
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ListResourceTemplatesRequestMethod>)?;
+        let principal = self.caller(&context)?.principal;
         Ok(ListResourceTemplatesResult::with_all_items(
-            forwarded
-                .list_resource_templates(&self.caller(&context)?.principal)
-                .await,
+            Box::pin(forwarded.list_resource_templates(&principal)).await,
         ))
     }
 
@@ -483,8 +486,8 @@ impl ServerHandler for Session {
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ReadResourceRequestMethod>)?;
-        forwarded
-            .read_resource(&self.caller(&context)?.principal, request)
+        let principal = self.caller(&context)?.principal;
+        Box::pin(forwarded.read_resource(&principal, request))
             .await
             .map(ReadResourceResponse::from)
     }
@@ -500,7 +503,8 @@ impl ServerHandler for Session {
             let (gate, principal) = (&caller.offering.gate, &caller.principal);
             let id = &request.task_id;
             let envelope = options.authorization_denials;
-            if let Some(found) = super::approval_task::get(gate, principal, id, envelope).await {
+            let found = Box::pin(super::approval_task::get(gate, principal, id, envelope));
+            if let Some(found) = found.await {
                 return found;
             }
         }
