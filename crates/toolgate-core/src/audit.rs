@@ -265,7 +265,14 @@ impl AuditRecord {
     /// types cannot hold the character itself, and a record every store can
     /// keep is worth more than that one character. The escaped text is what the
     /// hash covers, so the chain verifies on every backend alike.
-    pub fn seal(seq: u64, prev_hash: &str, mut entry: AuditEntry) -> AuditRecord {
+    pub fn seal(seq: u64, prev_hash: &str, entry: AuditEntry) -> AuditRecord {
+        Self::seal_stored(seq, prev_hash, entry).0
+    }
+
+    /// [`seal`](Self::seal), with the record's [canonical
+    /// JSON](Self::to_canonical_json) made from the text its hash was taken of,
+    /// so a store writes it without serializing the record a second time.
+    pub fn seal_stored(seq: u64, prev_hash: &str, mut entry: AuditEntry) -> (AuditRecord, String) {
         entry.escape_nul();
         let mut record = AuditRecord {
             seq,
@@ -273,19 +280,27 @@ impl AuditRecord {
             prev_hash: prev_hash.to_owned(),
             hash: String::new(),
         };
-        record.hash = record.expected_hash();
-        record
+        let (body, hash_at) = record.write_canonical(None);
+        record.hash = chain_hash(prev_hash, &body);
+        // `arguments` always comes first, so the hash follows a comma.
+        let mut stored = String::with_capacity(body.len() + 75);
+        stored.push_str(&body[..hash_at]);
+        stored.push_str(",\"hash\":\"");
+        stored.push_str(&record.hash);
+        stored.push('"');
+        stored.push_str(&body[hash_at..]);
+        (record, stored)
     }
 
     /// The hash this record's content and `prev_hash` call for; equal to `hash`
     /// unless the record was altered.
     pub fn expected_hash(&self) -> String {
-        chain_hash(&self.prev_hash, &self.write_canonical(false))
+        chain_hash(&self.prev_hash, &self.write_canonical(None).0)
     }
 
     /// The record as canonical JSON, `hash` included: the form a store keeps.
     pub fn to_canonical_json(&self) -> String {
-        self.write_canonical(true)
+        self.write_canonical(Some(&self.hash)).0
     }
 
     /// Whether the call may be run again without asking anyone: only a `read`.
@@ -298,11 +313,11 @@ impl AuditRecord {
             .is_some_and(|effect| effect.retry() == Retry::Freely)
     }
 
-    /// `canonical_json` of the serialized record, written field by field: this runs
-    /// twice for every record the gate writes, and going through a `Value` map costs
-    /// several times more. Keys must stay in byte order; a test holds this equal to
-    /// the generic path.
-    fn write_canonical(&self, with_hash: bool) -> String {
+    /// `canonical_json` of the serialized record, with `hash` or without, written
+    /// field by field: going through a `Value` map costs several times more. Keys
+    /// must stay in byte order; a test holds this equal to the generic path.
+    /// Returns the text and the byte offset where `hash` is or would be.
+    fn write_canonical(&self, hash: Option<&str>) -> (String, usize) {
         let e = &self.entry;
         let arguments = canonical_json(&e.arguments);
         let mut w = CanonicalObject::with_capacity(384 + arguments.len());
@@ -329,8 +344,9 @@ impl AuditRecord {
         if let Some(effect) = e.effect {
             w.string("effect", effect.as_str());
         }
-        if with_hash {
-            w.string("hash", &self.hash);
+        let hash_at = w.out.len();
+        if let Some(hash) = hash {
+            w.string("hash", hash);
         }
         if let Some(key) = &e.idempotency_key {
             w.string("idempotency_key", key);
@@ -352,7 +368,7 @@ impl AuditRecord {
         w.string("session", &e.session);
         w.string("time", &e.time);
         w.string("tool", &e.tool);
-        w.finish()
+        (w.finish(), hash_at)
     }
 }
 
@@ -520,6 +536,9 @@ pub(crate) mod tests {
                 record.expected_hash(),
                 chain_hash(&record.prev_hash, &generic_canonical(record, false))
             );
+            let (sealed, stored) =
+                AuditRecord::seal_stored(record.seq, &record.prev_hash, record.entry.clone());
+            assert_eq!(stored, generic_canonical(&sealed, true));
         }
     }
 
@@ -536,6 +555,8 @@ pub(crate) mod tests {
             record.entry.duration_ms = ms;
             record.entry.arguments = json!({ key: "v" });
             proptest::prop_assert_eq!(record.to_canonical_json(), generic_canonical(&record, true));
+            let (sealed, stored) = AuditRecord::seal_stored(seq, &record.prev_hash, record.entry);
+            proptest::prop_assert_eq!(stored, generic_canonical(&sealed, true));
         }
     }
 

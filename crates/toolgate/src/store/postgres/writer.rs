@@ -141,11 +141,11 @@ impl Chain {
     /// Seals `entry` as the next record.
     pub(super) fn push(&mut self, entry: AuditEntry) -> AuditRecord {
         self.seq += 1;
-        let record = AuditRecord::seal(self.seq, &self.hash, entry);
+        let (record, stored) = AuditRecord::seal_stored(self.seq, &self.hash, entry);
         self.hash = record.hash.clone();
         self.seqs
             .push(i64::try_from(record.seq).unwrap_or(i64::MAX));
-        self.texts.push(record.to_canonical_json());
+        self.texts.push(stored);
         record
     }
 

@@ -80,11 +80,11 @@ pub(super) fn append_in(
         .optional()?;
     let (seq, prev_hash) = head.unwrap_or((0, GENESIS_HASH.to_owned()));
     let seq = u64::try_from(seq).unwrap_or_default() + 1;
-    let record = AuditRecord::seal(seq, &prev_hash, entry);
+    let (record, stored) = AuditRecord::seal_stored(seq, &prev_hash, entry);
     let entry = &record.entry;
     tx.prepare_cached(INSERT)?.execute(params![
         i64::try_from(record.seq).unwrap_or(i64::MAX),
-        record.to_canonical_json(),
+        stored,
         entry.kind.as_str(),
         entry.run_id,
         record.prev_hash,
