@@ -1,9 +1,12 @@
 //! A served call counted in instructions, under callgrind, which counts every
 //! instruction of every thread of a server whatever the machine's load.
 //!
-//! - `--instructions N`: the bare rmcp server beside `toolgate serve` (SQLite
-//!   store, durable audit), and their ratio: the count the load generator's
-//!   rates are read against.
+//! - `--instructions N`: the bare rmcp server beside the gate on its in-memory
+//!   store and `toolgate serve` (SQLite store, durable audit), and the ratio of
+//!   each to the first: the count the load generator's rates are read
+//!   against. The bare server and the in-memory gate are this bench's binary,
+//!   on the system allocator; `toolgate serve` runs on mimalloc, so the
+//!   difference between the last two is not the durable store's alone.
 //! - `--telemetry --instructions N`: `toolgate serve` with telemetry off and on
 //!   (spans exported over OTLP/HTTP to the bench's sink, `--metrics` on, not
 //!   scraped).
@@ -48,8 +51,8 @@ struct Counted {
     settle: Duration,
 }
 
-/// The bare rmcp server beside `toolgate serve`, in each lifecycle, and the
-/// ratio of their counts.
+/// The bare rmcp server, the gate on its in-memory store and `toolgate serve`,
+/// in each lifecycle, and their ratios to the first.
 pub async fn versus_bare(
     toolgate: &str,
     spec: &Path,
@@ -69,6 +72,16 @@ pub async fn versus_bare(
                 env: Vec::new(),
                 settle: SETTLED,
             },
+            Counted {
+                name: "gate, memory store".into(),
+                program: vec![
+                    bare.display().to_string(),
+                    "memory".into(),
+                    spec.display().to_string(),
+                ],
+                env: Vec::new(),
+                settle: SETTLED,
+            },
             served(
                 toolgate,
                 spec,
@@ -78,13 +91,14 @@ pub async fn versus_bare(
                 None,
             ),
         ];
-        let [bare, gate] = count_each(&servers, lifecycle, dir, calls).await[..] else {
-            unreachable!("two servers counted")
+        let [bare, memory, gate] = count_each(&servers, lifecycle, dir, calls).await[..] else {
+            unreachable!("three servers counted")
         };
         println!(
-            "{:9} toolgate serve / bare rmcp: {:.2}×",
+            "{:9} toolgate serve / bare rmcp: {:.2}×, the gate in memory / bare rmcp: {:.2}×",
             lifecycle.name(),
-            gate / bare
+            gate / bare,
+            memory / bare,
         );
     }
 }
