@@ -17,6 +17,7 @@ mod keys_commands;
 mod openapi_commands;
 mod pins_commands;
 mod policy_commands;
+mod reload;
 mod search_commands;
 mod semantic_search;
 mod serve_commands;

@@ -14,8 +14,7 @@ use toolgate::mcp::server::{
     DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, McpServer,
     ServeOptions, SessionLimits, check_path, shutdown_signal,
 };
-use toolgate::serve::{DEFAULT_HTTP_ADDR, FrontDoor};
-use toolgate::spec::SpecFile;
+use toolgate::serve::{DEFAULT_HTTP_ADDR, FrontDoor, Health, SpecStatus, serve_health};
 use toolgate::telemetry::{METRICS_PATH, MetricsEndpoint, serve_metrics};
 use toolgate::{GateStore, store::PinStore, store::ServedStore, store::resolve_state_dir};
 
@@ -25,6 +24,7 @@ use crate::context::{
     Searching, SpecArgs, StateArgs, load, open_chosen, open_served_gate, principal, store_choice,
     with_spec_auth,
 };
+use crate::reload::{CurrentSpec, Reloader};
 
 /// Options of `toolgate serve`.
 #[derive(clap::Args, Clone)]
@@ -104,6 +104,18 @@ pub struct ServeArgs {
     /// no credential (bind it where only the scraper reaches).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, requires = "http")]
     metrics: Option<Option<SocketAddr>>,
+    /// Serve the health checks (`/healthz`, `/readyz`) on a listener of their
+    /// own at ADDR too; they are always served beside the MCP endpoint.
+    #[arg(long, value_name = "ADDR", requires = "http")]
+    health: Option<SocketAddr>,
+    /// Read the spec file again whenever its content changes (as on SIGHUP).
+    #[arg(long)]
+    watch: bool,
+    /// Load everything a start would (the spec, the store and its migrations,
+    /// upstream servers, keys), report whether the server would be ready, and
+    /// exit: 0 if it would, 1 if not.
+    #[arg(long)]
+    check: bool,
 }
 
 pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> CommandResult {
@@ -141,6 +153,12 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    // Heard from the start: SIGHUP's default would end the server.
+    let hangup = {
+        let _runtime = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| format!("cannot listen for SIGHUP: {e}"))?
+    };
     let choice = store_choice(spec_args, state)?;
     let store = open_chosen(&choice, spec_args, state)?;
     if choice.is_shared() {
@@ -284,16 +302,55 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         _ => None,
     };
     let server = builder.build();
+    let status = Arc::new(SpecStatus::new(toolgate::audit::sha256_hex(&source.text)));
+    let gate_store: Arc<dyn GateStore> = store.clone();
+    let mut health = Health::new(server.clone(), gate_store, status.clone());
+    if let Some(upstreams) = &upstreams {
+        let required = spec.mcp_servers.iter().filter(|(_, s)| s.required);
+        health = health.upstreams(upstreams.clone(), required.map(|(ns, _)| ns.clone()));
+    }
+    if args.check {
+        return Ok(check_report(&runtime.block_on(health.readiness()), &server));
+    }
+    let serving: CurrentSpec = Arc::new(tokio::sync::Mutex::new(Arc::new(spec.clone())));
     if let Some(upstreams) = &upstreams {
         let _guard = runtime.enter();
         follow_upstreams(
             &server,
             upstreams.clone(),
-            spec.clone(),
-            file,
-            store,
-            search,
+            serving.clone(),
+            file.clone(),
+            store.clone(),
+            search.clone(),
         );
+    }
+    let reloader = Reloader {
+        seen: status.get().sha256,
+        path: source.path.clone(),
+        file,
+        caller: args.caller.clone(),
+        max_argument_bytes: args.max_argument_bytes,
+        spec: serving,
+        server: server.clone(),
+        store,
+        upstreams: upstreams.clone(),
+        search,
+        code_mode: args.code_mode,
+        status,
+    };
+    runtime.spawn(reloader.run(hangup, args.watch));
+    if let Some(addr) = args.health {
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .map_err(|e| format!("cannot listen on {addr} for --health: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        tellln!("toolgate: health checks at http://{bound}/healthz and /readyz");
+        let health = health.clone();
+        runtime.spawn(async move {
+            if let Err(e) = serve_health(listener, health, shutdown_signal()).await {
+                tellln!("warning: the health checks stopped: {e}");
+            }
+        });
     }
     let shown = server.tool_names();
     for (tool, why) in server.left_out() {
@@ -332,7 +389,9 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                         ""
                     }
                 );
-                let mut door = FrontDoor::new(server, access).path(&args.path);
+                let mut door = FrontDoor::new(server, access)
+                    .path(&args.path)
+                    .health(health);
                 if let Some(console) = console {
                     console_commands::announce(&console, bound);
                     door = door.console(console);
@@ -368,14 +427,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
 fn follow_upstreams(
     server: &McpServer,
     upstreams: Arc<Upstreams>,
-    spec: SpecFile,
+    spec_now: CurrentSpec,
     file: String,
     store: Arc<dyn ServedStore>,
     search: Option<Searching>,
 ) {
     let server = server.clone();
     let mut events = upstreams.subscribe();
-    let (spec, file) = (Arc::new(spec), Arc::<str>::from(file));
+    let file = Arc::<str>::from(file);
     tokio::spawn(async move {
         loop {
             match events.recv().await {
@@ -383,8 +442,10 @@ fn follow_upstreams(
                 Ok(_) => continue,
                 Err(RecvError::Closed) => break,
             }
+            // Held until the new gate serves, so a reload waits for it.
+            let spec = spec_now.clone().lock_owned().await;
             let serving = server.gate();
-            let (spec, file, upstreams) = (spec.clone(), file.clone(), upstreams.clone());
+            let (file, upstreams) = (file.clone(), upstreams.clone());
             let (store, search) = (store.clone(), search.clone());
             // A model embeds the new tools: on a blocking thread, not this worker.
             let built = crate::semantic_search::off_the_workers(move || {
@@ -405,6 +466,22 @@ fn follow_upstreams(
             }
         }
     });
+}
+
+/// `serve --check`'s verdict on stdout: ready or not, and why; 0 when ready.
+fn check_report(readiness: &toolgate::serve::Readiness, server: &McpServer) -> ExitCode {
+    let tools = server.tool_names().len();
+    if readiness.is_ready() {
+        sayln!(
+            "ready: the spec, the store and the required upstream servers are in order; {tools} tools would be served"
+        );
+        return ExitCode::SUCCESS;
+    }
+    sayln!("not ready:");
+    for reason in &readiness.reasons {
+        sayln!("  - {reason}");
+    }
+    ExitCode::FAILURE
 }
 
 /// The protocol revision each upstream server speaks; servers that are not ready,

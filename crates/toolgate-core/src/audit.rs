@@ -34,6 +34,10 @@ pub enum RecordKind {
     Completion,
     /// Written instead of running: the call was invalid, denied or is waiting for approval.
     Refusal,
+    /// Written when a running server read its spec file again: `arguments` names
+    /// the file and its SHA-256, `outcome` is `ok` when the new spec serves and
+    /// `refused` when the old one still does. No tool ran.
+    Reload,
 }
 
 impl RecordKind {
@@ -43,6 +47,7 @@ impl RecordKind {
             RecordKind::Intent => "intent",
             RecordKind::Completion => "completion",
             RecordKind::Refusal => "refusal",
+            RecordKind::Reload => "reload",
         }
     }
 }

@@ -175,6 +175,9 @@ impl Replay<'_> {
         let mut out = Simulation::default();
         for record in records {
             let entry = &record.entry;
+            if entry.kind == RecordKind::Reload {
+                continue;
+            }
             let conversation = conversations
                 .entry(&entry.session)
                 .or_insert_with(|| Replayed::new(self.spec));

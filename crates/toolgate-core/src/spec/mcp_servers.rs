@@ -72,6 +72,11 @@ pub struct McpServerSpec {
     /// `stateless` (2026-07-28 only).
     #[serde(default, skip_serializing_if = "UpstreamRevision::is_auto")]
     pub revision: UpstreamRevision,
+    /// Whether `toolgate serve` is ready for traffic (`/readyz`) only while
+    /// this server is connected or restarting (default: no; while it is down
+    /// its tools are unavailable and the rest serve).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
 }
 
 /// Which MCP revision toolgate speaks to an upstream server.

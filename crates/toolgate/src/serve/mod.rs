@@ -7,7 +7,8 @@
 //! its pages, the exporter its metrics; none of them checks `Host`, `Origin` or
 //! credentials. The front door puts every route behind the rebinding guard,
 //! the MCP endpoint and `/metrics` behind the credential check, and the console
-//! beside them with its own login sessions. It also owns shutting down:
+//! beside them with its own login sessions; the health checks sit outside
+//! all of it, open to a load balancer's probe. It also owns shutting down:
 //! stop accepting, let the server's running calls finish, end the sessions.
 //!
 //! ```no_run
@@ -29,8 +30,14 @@
 //! # }
 //! ```
 
+mod health;
 #[cfg(feature = "console")]
 mod upstream_view;
+
+pub use health::{
+    Health, LIVE_PATH, LastReload, READY_PATH, Readiness, STORE_PROBE_BOUND, SpecState, SpecStatus,
+    serve_health,
+};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -58,6 +65,7 @@ pub struct FrontDoor {
     path: String,
     access: HttpAccess,
     metrics: Option<MetricsEndpoint>,
+    health: Option<Health>,
     #[cfg(feature = "console")]
     console: Option<crate::console::Console>,
 }
@@ -70,6 +78,7 @@ impl FrontDoor {
             path: DEFAULT_HTTP_PATH.to_owned(),
             access,
             metrics: None,
+            health: None,
             #[cfg(feature = "console")]
             console: None,
         }
@@ -87,6 +96,13 @@ impl FrontDoor {
     /// metrics are then not served (with a warning).
     pub fn metrics(mut self, endpoint: MetricsEndpoint) -> Self {
         self.metrics = Some(endpoint);
+        self
+    }
+
+    /// Serve `/healthz` and `/readyz` beside the MCP endpoint, open to any
+    /// caller and outside the `Host` check: a load balancer probes by address.
+    pub fn health(mut self, health: Health) -> Self {
+        self.health = Some(health);
         self
     }
 
@@ -134,7 +150,11 @@ impl FrontDoor {
             None => app,
         };
         let guard = Guard::new(addr, self.access.allowed().clone());
-        app.layer(middleware::from_fn_with_state(guard, rebinding::check))
+        let app = app.layer(middleware::from_fn_with_state(guard, rebinding::check));
+        match &self.health {
+            Some(health) => app.merge(health.router()),
+            None => app,
+        }
     }
 
     /// Serves on `listener` until `shutdown` resolves; then stops accepting,

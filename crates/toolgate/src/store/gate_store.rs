@@ -106,6 +106,13 @@ pub trait GateStore:
         check: &mut AdmissionCheck<'_>,
     ) -> Result<Admission, StoreError>;
 
+    /// Whether the store takes a call now, for a readiness probe: `Ok` once it
+    /// answered. A store that is down errs; one that is locked may block, so the
+    /// caller bounds the wait. By default, reads the audit log's last record.
+    fn probe(&self) -> Result<(), StoreError> {
+        self.tail(1).map(drop)
+    }
+
     /// The rate-limit counters this store keeps for every process sharing it, or
     /// `None` (the default) when each gate counts its calls in its own process.
     fn rate_counters(&self) -> Option<&dyn RateCounters> {

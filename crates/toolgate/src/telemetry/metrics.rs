@@ -252,6 +252,11 @@ fn describe() {
         "Calls a shadow rule (policy.rules[N]) or a policy in shadow mode (policy) would have decided otherwise, by rule and tool."
     );
     describe_counter!(
+        SPEC_RELOADS,
+        Unit::Count,
+        "Times a running server read its spec again, by outcome (ok: the new spec serves; refused: it has errors or changes what only a restart applies, and the old one still serves)."
+    );
+    describe_counter!(
         UPSTREAM_RESTARTS,
         Unit::Count,
         "Restarts of upstream MCP servers after a failure."

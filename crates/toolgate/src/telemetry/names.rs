@@ -21,6 +21,7 @@ pub(crate) use served::*;
 #[cfg(feature = "mcp")]
 mod served {
     pub(crate) const UPSTREAM_RESTARTS: &str = "toolgate_upstream_restarts_total";
+    pub(crate) const SPEC_RELOADS: &str = "toolgate_spec_reloads_total";
     pub(crate) const UPSTREAM_CALLS: &str = "toolgate_upstream_calls_total";
     pub(crate) const APPROVALS_PENDING: &str = "toolgate_approvals_pending";
     pub(crate) const APPROVAL_OLDEST_AGE: &str = "toolgate_approval_oldest_age_seconds";

@@ -65,6 +65,15 @@ pub(crate) fn over_budget(index: usize) {
     metrics::counter!(OVER_BUDGET, "budget" => format!("budgets[{index}]")).increment(1);
 }
 
+/// A running server read its spec again: the new one serves (`ok`) or the
+/// old one still does (`refused`).
+#[cfg(feature = "mcp")]
+#[inline]
+pub(crate) fn spec_reload(ok: bool) {
+    let outcome = if ok { "ok" } else { "refused" };
+    metrics::counter!(SPEC_RELOADS, "outcome" => outcome).increment(1);
+}
+
 /// An upstream MCP server failed and is being started again.
 #[cfg(feature = "mcp")]
 #[inline]

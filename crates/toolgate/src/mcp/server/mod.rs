@@ -185,10 +185,8 @@ pub(crate) struct Shared {
     offering: RwLock<Arc<Offering>>,
     /// Counts replaced offerings; sessions watch it to tell their clients.
     generation: watch::Sender<u64>,
-    /// Whom requests without a credential of their own run as.
-    principal: Principal,
-    /// The principals a credential may name, by id.
-    principals: HashMap<String, Principal>,
+    /// Whom requests run as; a reload replaces them.
+    principals: RwLock<Arc<Principals>>,
     /// What the server offers principals other than `principal`, built on first use:
     /// by id, then by scopes (a token may narrow its principal's scopes).
     offerings: RwLock<HashMap<String, Views>>,
@@ -215,7 +213,23 @@ pub(crate) struct Shared {
     hold_approvals: bool,
 }
 
+/// Whom a server's requests run as.
+pub(crate) struct Principals {
+    /// Whom requests without a credential of their own run as.
+    pub(crate) served: Principal,
+    /// The principals a credential may name, by id.
+    declared: HashMap<String, Principal>,
+}
+
 impl Shared {
+    /// Whom requests run as now.
+    pub(crate) fn principals(&self) -> Arc<Principals> {
+        self.principals
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// What the server offers now.
     pub(crate) fn offering(&self) -> Arc<Offering> {
         self.offering
@@ -226,9 +240,10 @@ impl Shared {
 
     /// The declared principal `id` (the operator is always declared).
     pub(crate) fn principal_named(&self, id: &str) -> Option<Principal> {
-        match self.principals.get(id) {
+        let principals = self.principals();
+        match principals.declared.get(id) {
             Some(principal) => Some(principal.clone()),
-            None if id == self.principal.id => Some(self.principal.clone()),
+            None if id == principals.served.id => Some(principals.served.clone()),
             None => (id == "operator").then(Principal::operator),
         }
     }
@@ -237,7 +252,8 @@ impl Shared {
     /// Looked up on every request, so without allocating.
     pub(crate) fn offering_for(&self, principal: &Principal) -> Arc<Offering> {
         let current = self.offering();
-        if principal.id == self.principal.id && principal.scopes == self.principal.scopes {
+        let served = &self.principals().served;
+        if principal.id == served.id && principal.scopes == served.scopes {
             return current;
         }
         let cached = self
@@ -389,8 +405,10 @@ impl McpServerBuilder {
             shared: Arc::new(Shared {
                 offering: RwLock::new(Arc::new(offering)),
                 generation: watch::Sender::new(0),
-                principal: self.principal,
-                principals: self.principals,
+                principals: RwLock::new(Arc::new(Principals {
+                    served: self.principal,
+                    declared: self.principals,
+                })),
                 offerings: RwLock::default(),
                 conversations: Conversations::new(
                     self.options.sessions.max_sessions.saturating_mul(4),
@@ -472,7 +490,8 @@ impl McpServer {
     /// client is told the tool list changed. Calls already running finish on the
     /// gate they started with.
     pub fn replace_gate(&self, gate: Arc<Gate>, withheld: Vec<String>) {
-        let offering = Arc::new(Offering::new(gate, &self.shared.principal, withheld));
+        let served = self.shared.principals().served.clone();
+        let offering = Arc::new(Offering::new(gate, &served, withheld));
         *self
             .shared
             .offering
@@ -484,6 +503,27 @@ impl McpServer {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
         self.shared.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Serves a reloaded spec from now on: `gate` built from it (succeeding the
+    /// gate serving now, so `once` and turns hold), `served` and `declared` its
+    /// principals. Sessions, conversations and their state carry over; calls
+    /// already running finish on the gate they started with; every connected
+    /// client is told the tool list changed.
+    pub fn reload(
+        &self,
+        gate: Arc<Gate>,
+        withheld: Vec<String>,
+        served: Principal,
+        declared: impl IntoIterator<Item = Principal>,
+    ) {
+        let declared = declared.into_iter().map(|p| (p.id.clone(), p)).collect();
+        *self
+            .shared
+            .principals
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(Principals { served, declared });
+        self.replace_gate(gate, withheld);
     }
 
     /// Serves one session over standard input and output until the client

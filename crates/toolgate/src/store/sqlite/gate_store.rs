@@ -13,6 +13,20 @@ use crate::store::{
 };
 
 impl GateStore for SqliteStore {
+    /// Takes the write lock and lets it go: a file another process holds
+    /// locked (or that cannot be written) is not ready, though it can be read.
+    fn probe(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let error = self.error("probing the store");
+        conn.prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut begin| begin.execute([]))
+            .map_err(&error)?;
+        conn.prepare_cached("ROLLBACK")
+            .and_then(|mut rollback| rollback.execute([]))
+            .map(drop)
+            .map_err(error)
+    }
+
     fn complete(
         &self,
         session: &str,

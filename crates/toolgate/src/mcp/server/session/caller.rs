@@ -61,7 +61,7 @@ pub(super) fn resolve(
         }
     }
     let principal = match identity.and_then(|i| i.principal.as_deref()) {
-        None => shared.principal.clone(),
+        None => shared.principals().served.clone(),
         Some(id) => shared.principal_named(id).ok_or_else(|| {
             McpError::invalid_request(
                 format!(

@@ -171,7 +171,7 @@ impl Session {
         if stateless::is_stateless(context) {
             let named = stateless::named_conversation(context)?;
             let id = named.as_deref().unwrap_or(stateless::DEFAULT_CONVERSATION);
-            return Ok(if principal.id == self.shared.principal.id {
+            return Ok(if principal.id == self.shared.principals().served.id {
                 format!("mcp-{id}")
             } else {
                 format!("mcp-{}-{id}", principal.id)
