@@ -7,7 +7,8 @@
 //! with, and sessions, conversations, approvals, grants, tasks and paused
 //! programs carry over, as do `once` and turns (the new gate succeeds the
 //! old). Anything else changes nothing: the old spec keeps serving and the
-//! reason goes to the log, `/readyz` and `toolgate_spec_reloads_total`. Each
+//! reason goes to the log, `/readyz`, the console's Catalog and
+//! `toolgate_spec_reloads_total`. Each
 //! reload, taken or refused, is a `reload` record in the audit log, with the
 //! file's SHA-256.
 
@@ -51,6 +52,8 @@ pub(crate) struct Reloader {
     pub(crate) search: Option<Searching>,
     pub(crate) code_mode: bool,
     pub(crate) status: Arc<SpecStatus>,
+    /// The web console, whose approvers come from the spec.
+    pub(crate) console: Option<toolgate::console::Console>,
     /// The SHA-256 of the file's content last read, so `--watch` tries a
     /// changed file once rather than every second.
     pub(crate) seen: String,
@@ -195,6 +198,9 @@ impl Reloader {
             .collect::<Vec<_>>();
         self.server
             .reload(Arc::new(gate), withheld, served, declared);
+        if let Some(console) = &self.console {
+            console.reload(&spec);
+        }
         *serving = Arc::new(spec);
         Ok(self.server.tool_names().len())
     }

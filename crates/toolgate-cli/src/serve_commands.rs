@@ -292,17 +292,18 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             Some(at)
         }
     };
+    let status = Arc::new(SpecStatus::new(toolgate::audit::sha256_hex(&source.text)));
     let console = match (args.console, http) {
         (true, Some(addr)) => {
             let console = console_commands::console(&spec, &access, addr)?;
-            let console = console_commands::upstream_parts(console, &store, upstreams.as_ref());
+            let console = console_commands::upstream_parts(console, &store, upstreams.as_ref())
+                .with_spec_status(status.clone());
             builder = builder.hold_approvals();
             Some(console)
         }
         _ => None,
     };
     let server = builder.build();
-    let status = Arc::new(SpecStatus::new(toolgate::audit::sha256_hex(&source.text)));
     let gate_store: Arc<dyn GateStore> = store.clone();
     let mut health = Health::new(server.clone(), gate_store, status.clone());
     if let Some(upstreams) = &upstreams {
@@ -337,6 +338,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         search,
         code_mode: args.code_mode,
         status,
+        console: console.clone(),
     };
     runtime.spawn(reloader.run(hangup, args.watch));
     if let Some(addr) = args.health {

@@ -396,3 +396,37 @@ fn serve_check_says_whether_a_start_would_be_ready() {
     let complained = format!("{said}{}", String::from_utf8_lossy(&out.stderr));
     assert!(complained.contains("store"), "{complained}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_s_catalog_says_a_reload_was_refused_and_the_old_spec_still_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("toolgate.yaml");
+    std::fs::write(&spec, ORDERS).unwrap();
+    let served = support::console::start(dir, &["serve", "--http", "127.0.0.1:0", "--console"]);
+    let cookie = support::console::log_in(&served).await;
+    let (_, page) = support::console::get(&served, "/catalog", &cookie).await;
+    let sha256 = toolgate::audit::sha256_hex(ORDERS);
+    assert!(page.contains(&sha256[..12]), "{page}");
+
+    std::fs::write(&spec, "tools: [oops").unwrap();
+    let sent = Command::new("kill")
+        .args(["-HUP", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, page) = support::console::get(&served, "/catalog", &cookie).await;
+        if page.contains("was refused") {
+            assert!(page.contains("1 error in the spec file"), "{page}");
+            assert!(page.contains(&sha256[..12]), "{page}");
+            assert!(page.contains("tool-lookup_order"), "{page}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Catalog never told of the reload: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -112,7 +112,8 @@ fn pending(app: &App, viewer: &Viewer) -> Result<Vec<Approval>, String> {
 fn rows_markup(app: &App, viewer: &Viewer) -> Result<Markup, String> {
     let list = pending(app, viewer)?;
     let gate = app.gate();
-    let approvers = app.console.approvers();
+    let spec = app.console.spec();
+    let approvers = super::approvers(&spec);
     Ok(html! {
         @if list.is_empty() {
             tr { td colspan="8" .muted { "Nothing is waiting for approval." } }
@@ -207,7 +208,8 @@ pub(super) async fn approve(
         Ok(asked) => asked,
         Err(page) => return *page,
     };
-    if let Err(why) = app.console.approvers().may_approve(
+    let spec = app.console.spec();
+    if let Err(why) = super::approvers(&spec).may_approve(
         &viewer.who,
         &asked.tool,
         &asked.principal,
@@ -246,7 +248,8 @@ pub(super) async fn deny(
         Ok(asked) => asked,
         Err(page) => return *page,
     };
-    if let Err(why) = app.console.approvers().may_deny(&viewer.who, &asked.tool) {
+    let spec = app.console.spec();
+    if let Err(why) = super::approvers(&spec).may_deny(&viewer.who, &asked.tool) {
         let message = format!("{} is not denied: {why}", asked.id);
         return error_page(StatusCode::FORBIDDEN, Some(&viewer), &message);
     }

@@ -19,7 +19,7 @@ use toolgate_core::{ToolDescriptor, ToolSource};
 /// `GET /catalog`.
 pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Viewer>) -> Response {
     let gate = app.gate();
-    let spec = &app.console.inner.spec;
+    let spec = app.console.spec();
     // A viewer who sees only its own doings sees only the tools `tools/list`
     // shows it, and no upstream server.
     let restricted = viewer.only.as_deref().map(|id| {
@@ -32,7 +32,10 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
         Some(principal) => principal.as_ref().is_some_and(|p| gate.knows(name, p)),
     };
     let body = html! {
-        @if restricted.is_none() { (super::upstreams::sections(&app, &viewer)) }
+        @if restricted.is_none() {
+            @if let Some(status) = app.console.inner.status.get() { (spec_status(&status.get())) }
+            (super::upstreams::sections(&app, &viewer))
+        }
         h2 { "Tools" }
         table #catalog {
             thead { tr {
@@ -92,6 +95,23 @@ fn declarations(tool: &ToolDescriptor) -> Markup {
                     }
                 }
                 @for declaration in &rendered.tools { (layout::json(declaration)) }
+            }
+        }
+    }
+}
+
+/// The spec serving (its SHA-256) and what became of its last reload.
+fn spec_status(status: &crate::serve::SpecState) -> Markup {
+    html! {
+        p #spec-status {
+            "Spec " code { (status.sha256.get(..12).unwrap_or(&status.sha256)) }
+            @if let Some(last) = &status.last_reload {
+                @if last.ok { " — reloaded at " (last.at) }
+                @else {
+                    " — " span.bad { "the reload at " (last.at) " was refused" } ": "
+                    (last.refused.as_deref().unwrap_or_default())
+                    "; the previous spec still serves (the server's log has the diagnostics)"
+                }
             }
         }
     }

@@ -27,7 +27,7 @@ mod login;
 mod upstreams;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -57,8 +57,11 @@ pub struct Console {
 
 struct Inner {
     /// The spec file the gate was built from: its principals say who may
-    /// approve (`approve:` grants), its tools their bindings.
-    spec: SpecFile,
+    /// approve (`approve:` grants), its tools their bindings. A reload
+    /// replaces it.
+    spec: RwLock<Arc<SpecFile>>,
+    /// The spec serving and its last reload, for the Catalog.
+    status: OnceLock<Arc<crate::serve::SpecStatus>>,
     /// The one-time login token of a console on loopback without `auth:`.
     login: Option<LoginToken>,
     sessions: Sessions,
@@ -86,7 +89,8 @@ impl Console {
     pub fn new(spec: &SpecFile, login: Option<LoginToken>) -> Self {
         Console {
             inner: Arc::new(Inner {
-                spec: spec.clone(),
+                spec: RwLock::new(Arc::new(spec.clone())),
+                status: OnceLock::new(),
                 login,
                 sessions: Sessions::default(),
                 operator: operator_name(),
@@ -109,6 +113,32 @@ impl Console {
     pub fn with_sessions(self, store: Arc<dyn crate::store::StoredSessions>) -> Self {
         self.inner.sessions.keep_in(store);
         self
+    }
+
+    /// Shows the spec serving and what became of its last reload on the
+    /// Catalog. Set once.
+    pub fn with_spec_status(self, status: Arc<crate::serve::SpecStatus>) -> Self {
+        let _ = self.inner.status.set(status);
+        self
+    }
+
+    /// Answers from `spec` from now on: a reloaded spec's principals say who
+    /// may approve.
+    pub fn reload(&self, spec: &SpecFile) {
+        *self
+            .inner
+            .spec
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(spec.clone());
+    }
+
+    /// The spec the console answers from now.
+    fn spec(&self) -> Arc<SpecFile> {
+        self.inner
+            .spec
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Shows the health and circuit state of the running `upstreams` on the
@@ -190,18 +220,18 @@ impl Console {
     /// Whether `principal` sees every principal's calls: an approver does (as
     /// does everyone when the spec declares no approvers: then anyone answers).
     fn sees_everything(&self, principal: &str) -> bool {
-        let spec = &self.inner.spec;
-        !self.approvers().declared()
+        let spec = self.spec();
+        !approvers(&spec).declared()
             || spec
                 .principals
                 .get(principal)
                 .is_some_and(|p| !p.approve.is_empty())
     }
+}
 
-    fn approvers(&self) -> Approvers<'_> {
-        let spec = &self.inner.spec;
-        Approvers::new(&spec.principals, spec.policy.self_approve)
-    }
+/// Who may approve what under `spec`.
+fn approvers(spec: &SpecFile) -> Approvers<'_> {
+    Approvers::new(&spec.principals, spec.policy.self_approve)
 }
 
 /// What every console handler gets.

@@ -131,7 +131,8 @@ fn server_row(server: &UpstreamRow) -> Markup {
 }
 
 fn quarantined(app: &App, viewer: &Viewer, pin: &Pin) -> Markup {
-    let may = app.console.approvers().may_deny(&viewer.who, &pin.tool);
+    let spec = app.console.spec();
+    let may = super::approvers(&spec).may_deny(&viewer.who, &pin.tool);
     let seen = pin.change.as_ref().map_or("", |c| c.seen_at.as_str());
     html! {
         section.quarantined id={ "pin-" (pin.tool) } {
@@ -181,7 +182,8 @@ pub(super) async fn accept(
         let message = "this console has no pin store; accept with `toolgate pins accept`";
         return error_page(StatusCode::NOT_FOUND, Some(&viewer), message);
     };
-    if let Err(why) = app.console.approvers().may_deny(&viewer.who, &tool) {
+    let spec = app.console.spec();
+    if let Err(why) = super::approvers(&spec).may_deny(&viewer.who, &tool) {
         let message = format!("the change of `{tool}` is not accepted: {why}");
         return error_page(StatusCode::FORBIDDEN, Some(&viewer), &message);
     }
