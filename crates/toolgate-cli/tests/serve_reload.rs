@@ -29,17 +29,8 @@ tools:
     response: {order_id: "{args.order_id}", status: shipped}
 "#;
 
-/// `ORDERS` and a second tool.
-const ORDERS_AND_CANCEL: &str = r#"
-tools:
-  - name: lookup_order
-    description: Look up an order by its id.
-    effect: read
-    parameters:
-      type: object
-      properties: {order_id: {type: string}}
-      required: [order_id]
-    response: {order_id: "{args.order_id}", status: shipped}
+/// A tool to add to `ORDERS`.
+const CANCEL: &str = r#"
   - name: cancel_order
     description: Cancel an order that has not shipped.
     effect: idempotent
@@ -49,6 +40,11 @@ tools:
       required: [order_id]
     response: {order_id: "{args.order_id}", status: cancelled}
 "#;
+
+/// `ORDERS` and a second tool.
+fn orders_and_cancel() -> String {
+    format!("{}{}", ORDERS.trim_end(), CANCEL)
+}
 
 /// A running `toolgate serve --http` on a spec in a scratch directory.
 struct Served {
@@ -241,7 +237,7 @@ async fn a_reload_under_eight_clients_loses_no_call_and_no_session_and_the_new_t
         }));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    std::fs::write(served.spec(), ORDERS_AND_CANCEL).unwrap();
+    std::fs::write(served.spec(), orders_and_cancel()).unwrap();
     served.hang_up();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !tool_names(&clients[0])
@@ -286,7 +282,7 @@ async fn a_reload_under_eight_clients_loses_no_call_and_no_session_and_the_new_t
     let reloads: Vec<&Value> = records.iter().filter(|r| r["kind"] == "reload").collect();
     assert_eq!(reloads.len(), 1);
     assert_eq!(reloads[0]["outcome"], "ok");
-    let sha256 = toolgate::audit::sha256_hex(ORDERS_AND_CANCEL);
+    let sha256 = toolgate::audit::sha256_hex(orders_and_cancel());
     assert_eq!(reloads[0]["arguments"]["sha256"], sha256.as_str());
     let verified = served.toolgate(&["audit", "verify"]);
     assert!(verified.status.success(), "{verified:?}");
@@ -294,7 +290,7 @@ async fn a_reload_under_eight_clients_loses_no_call_and_no_session_and_the_new_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_spec_on_reload_leaves_the_old_one_serving_and_says_why() {
-    let served = Served::start(ORDERS_AND_CANCEL, &["--watch", "--metrics"]);
+    let served = Served::start(&orders_and_cancel(), &["--watch", "--metrics"]);
     let session = client(&served.url).await;
     let ready = format!("{}/readyz", served.base());
     let (_, before) = probe(&ready).await;
