@@ -1,6 +1,7 @@
 //! The PostgreSQL database restarted under three `toolgate serve --http` instances
-//! while stateless MCP clients call them: calls during the outage fail clearly, and
-//! the instances serve again without being restarted. Every test's database goes
+//! while stateless MCP clients call them: calls during the outage fail clearly,
+//! `/readyz` says not ready meanwhile, and the instances serve again without
+//! being restarted. Every test's database goes
 //! down with it, so `scripts/postgres-store` runs this file alone, after the others.
 //!
 //! Without `TOOLGATE_TEST_POSTGRES` (and `TOOLGATE_TEST_POSTGRES_CTL`) the test
@@ -50,6 +51,11 @@ fn run_pg_ctl(ctl: &[String], args: &[&str]) {
     );
 }
 
+/// The status `/readyz` answers.
+async fn readiness(url: &str) -> u16 {
+    reqwest::get(url).await.unwrap().status().as_u16()
+}
+
 /// What one call under load came to, and when it ended (since the load began).
 #[derive(Debug)]
 struct Served {
@@ -63,7 +69,8 @@ struct Served {
 /// own (`scripts/postgres-store` runs it apart), since every test's database
 /// goes down with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances_serve_again() {
+async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances_are_not_ready_then_serve_again()
+ {
     let Some(db) = Database::new("inst") else {
         return;
     };
@@ -107,20 +114,38 @@ async fn the_database_restarted_under_load_fails_calls_clearly_and_the_instances
         })
         .collect();
     tokio::time::sleep(Duration::from_secs(1)).await;
+    // A load balancer's probe: ready before the outage, not during it, ready
+    // again after it.
+    let ready = urls[0].replace("/mcp", "/readyz");
+    assert_eq!(readiness(&ready).await, 200, "ready before the outage");
     // Down for a few seconds, then up again as it was (`restart` reads the
     // options it was started with).
     let down = began.elapsed();
-    tokio::task::spawn_blocking({
+    let pg = |args: &'static [&'static str]| {
         let ctl = ctl.clone();
-        move || {
-            run_pg_ctl(&ctl, &["stop", "-m", "fast", "-w"]);
-            std::thread::sleep(Duration::from_secs(3));
-            run_pg_ctl(&ctl, &["restart", "-m", "fast", "-w", "-t", "60"]);
-        }
-    })
-    .await
-    .unwrap();
+        tokio::task::spawn_blocking(move || run_pg_ctl(&ctl, args))
+    };
+    pg(&["stop", "-m", "fast", "-w"]).await.unwrap();
+    let probed = std::time::Instant::now();
+    while readiness(&ready).await != 503 {
+        assert!(
+            probed.elapsed() < Duration::from_secs(10),
+            "never not ready while the database was down"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(probed.elapsed())).await;
+    pg(&["restart", "-m", "fast", "-w", "-t", "60"])
+        .await
+        .unwrap();
     let up = began.elapsed();
+    while readiness(&ready).await != 200 {
+        assert!(
+            began.elapsed() < up + Duration::from_secs(20),
+            "never ready again after the outage"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::SeqCst);
     let mut served = Vec::new();
