@@ -11,6 +11,9 @@
 //! - `gate/memory+labels`, `gate/sqlite/write+labels`: the same calls where another
 //!   tool's results are labelled untrusted, so the rule of two reads what the
 //!   conversation has seen before a call that acts (the write).
+//! - `gate/sqlite/8 callers`, `gate/sqlite/write/8 callers`: eight callers at
+//!   once on two worker threads; the time is per call over all of them, so
+//!   calls/s is its inverse.
 //!
 //! Overhead is `gate/* − direct`; a key costs `write+key − write`; labels cost
 //! `*+labels − *`. What a spec without labels pays for them is compared across
@@ -119,7 +122,51 @@ fn bench(c: &mut Criterion) {
     timed("gate/sqlite/write", &sqlite, &tag);
     timed("gate/sqlite/write+key", &sqlite, &keyed_tag);
     timed("gate/sqlite/write+labels", &sqlite, &tag);
+
+    // Eight callers at once, each in a conversation of its own, on two worker
+    // threads: a call's time is the wall time over all their calls, so calls/s
+    // is its inverse, with group commit sharing the store's transactions.
+    let parallel = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (name, tool) in [
+        ("gate/sqlite/8 callers", "lookup_order"),
+        ("gate/sqlite/write/8 callers", "tag_order"),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let gate = Arc::new(gate(sqlite()));
+                parallel.block_on(async {
+                    let start = Instant::now();
+                    let callers: Vec<_> = (0..CALLERS)
+                        .map(|i| {
+                            let (gate, principal, args) =
+                                (gate.clone(), principal.clone(), args.clone());
+                            tokio::spawn(async move {
+                                let session = format!("s{i}");
+                                for _ in 0..iters.div_ceil(CALLERS) {
+                                    let call = ToolCall::new("c1", tool, args.clone());
+                                    std::hint::black_box(
+                                        gate.call(&session, call, &principal).await,
+                                    );
+                                }
+                            })
+                        })
+                        .collect();
+                    for caller in callers {
+                        caller.await.unwrap();
+                    }
+                    start.elapsed()
+                })
+            })
+        });
+    }
 }
+
+/// Concurrent callers in the `8 callers` measurements.
+const CALLERS: u64 = 8;
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
