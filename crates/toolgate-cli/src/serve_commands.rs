@@ -245,6 +245,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             upstreams.peer(ns)
         });
     }
+    // The server, once built: the metrics sample the budgets of its gate.
+    let served: Arc<std::sync::OnceLock<McpServer>> = Arc::default();
     let mut metrics_beside = None;
     let metrics = match args.metrics {
         None => None,
@@ -255,10 +257,11 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 ));
             }
             let store: Arc<dyn GateStore> = store.clone();
+            let serving = served.clone();
             let mut endpoint = MetricsEndpoint::install()
                 .map_err(|e| e.to_string())?
                 .store(store.clone())
-                .budgets(spec.budgets.clone(), store);
+                .budgets(move || serving.get().map(McpServer::gate), store);
             // Where the spec names approvers, only they read the metrics.
             let approvers: Vec<String> = spec
                 .principals
@@ -304,6 +307,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         _ => None,
     };
     let server = builder.build();
+    let _ = served.set(server.clone());
     let gate_store: Arc<dyn GateStore> = store.clone();
     let mut health = Health::new(server.clone(), gate_store, status.clone());
     if let Some(upstreams) = &upstreams {

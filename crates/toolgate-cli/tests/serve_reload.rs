@@ -317,10 +317,12 @@ async fn a_broken_spec_on_reload_leaves_the_old_one_serving_and_says_why() {
         "cancelled"
     );
 
-    // Fixed, it serves; a change only a restart applies is refused.
-    std::fs::write(served.spec(), ORDERS).unwrap();
+    // Fixed, with a budget, it serves; a change only a restart applies is
+    // refused.
+    let fixed = format!("{ORDERS}budgets:\n  - {{tools: lookup_order, calls: 1000, per: 1h}}\n");
+    std::fs::write(served.spec(), &fixed).unwrap();
     probe_until(&ready, |_, body| body["tools"] == json!(1)).await;
-    let with_auth = format!("auth: {{api_keys: {{}}}}\n{ORDERS}");
+    let with_auth = format!("auth: {{api_keys: {{}}}}\n{fixed}");
     std::fs::write(served.spec(), &with_auth).unwrap();
     let (_, after) = probe_until(&ready, |_, body| {
         body["spec"]["last_reload"]["ok"] == json!(false)
@@ -345,6 +347,9 @@ async fn a_broken_spec_on_reload_leaves_the_old_one_serving_and_says_why() {
         metrics.contains(r#"toolgate_spec_reloads_total{outcome="refused"} 2"#),
         "{metrics}"
     );
+    // The budget gauges follow the spec serving.
+    let limit = r#"toolgate_budget_limit{budget="budgets[0]"} 1000"#;
+    assert!(metrics.contains(limit), "{metrics}");
 
     let tail = support::json(&served.toolgate(&["audit", "tail", "--json"]));
     let reloads: Vec<(&str, &str)> = tail
@@ -364,7 +369,7 @@ async fn a_broken_spec_on_reload_leaves_the_old_one_serving_and_says_why() {
         reloads,
         [
             ("refused", hash(&broken).as_str()),
-            ("ok", hash(ORDERS).as_str()),
+            ("ok", hash(&fixed).as_str()),
             ("refused", hash(&with_auth).as_str()),
         ]
     );

@@ -148,13 +148,20 @@ impl MetricsEndpoint {
         self
     }
 
-    /// Also report what each of `budgets` has spent in its window now, by
-    /// principal, and its limit, read from `store`'s shared counters.
-    pub fn budgets(mut self, budgets: Vec<Budget>, store: Arc<dyn GateStore>) -> Self {
-        if !budgets.is_empty() {
-            self.samplers
-                .push(Arc::new(move || sample_budgets(&budgets, &*store)));
-        }
+    /// Also report what each budget of the gate `serving` returns (the one
+    /// serving at each scrape, so a reloaded spec's budgets) has spent in its
+    /// window now, by principal, and its limit, read from `store`'s shared
+    /// counters.
+    pub fn budgets(
+        mut self,
+        serving: impl Fn() -> Option<Arc<crate::Gate>> + Send + Sync + 'static,
+        store: Arc<dyn GateStore>,
+    ) -> Self {
+        self.samplers.push(Arc::new(move || {
+            if let Some(gate) = serving() {
+                sample_budgets(gate.budgets(), &*store);
+            }
+        }));
         self
     }
 
