@@ -90,7 +90,8 @@ pub fn run(spec_args: &SpecArgs, state: &StateArgs, args: &ConsoleArgs) -> Comma
     let store = open_store(spec_args, state)?;
     let console = upstream_parts(console, &store, None);
     let file = source.path.display().to_string();
-    let (gate, _) = open_served_gate(&spec, &file, None, &store, None, None)?;
+    let skills = crate::context::spec_skills(&source);
+    let (gate, _) = open_served_gate(&spec, &file, None, &store, None, Some(&skills), None)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

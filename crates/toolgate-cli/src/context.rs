@@ -11,6 +11,7 @@ use std::sync::Arc;
 use toolgate::auth::{ApiKeys, HttpAccess, OAuth, key_file_path};
 use toolgate::mcp::client::Upstreams;
 use toolgate::search::Exclusion;
+use toolgate::skills::Skills;
 use toolgate::spec::SpecFile;
 use toolgate::{
     Catalog, DynTool, Gate, Principal, ToolError, search::SearchTools, spec::SpecSource,
@@ -134,7 +135,10 @@ pub(crate) fn open_gate(
 ) -> Result<Gate, String> {
     let file = source.path.display().to_string();
     let catalog = spec_catalog(spec, &file, natives).map_err(|e| e.to_string())?;
-    let builder = Gate::builder(catalog).spec(spec);
+    let builder = with_skills(
+        Gate::builder(catalog).spec(spec),
+        Some(&spec_skills(source)),
+    );
     Ok(match store {
         Some(store) => builder.store(store),
         None => builder,
@@ -161,6 +165,7 @@ pub(crate) fn open_served_gate(
     upstreams: Option<&Upstreams>,
     store: &Arc<dyn ServedStore>,
     search: Option<&Searching>,
+    skills: Option<&Arc<Skills>>,
     previous: Option<&Gate>,
 ) -> Result<(Gate, Vec<String>), String> {
     let natives = upstreams.map(Upstreams::catalog).unwrap_or_default();
@@ -194,11 +199,27 @@ pub(crate) fn open_served_gate(
             .register(Arc::new(search))
             .map_err(|e| e.to_string())?;
     }
-    let mut builder = Gate::builder(catalog).spec(spec).store(store.clone());
+    let mut builder = with_skills(Gate::builder(catalog).spec(spec), skills).store(store.clone());
     if let Some(previous) = previous {
         builder = builder.succeeding(previous);
     }
     Ok((builder.build(), withheld))
+}
+
+/// The skills a spec file's `skills:` section names, as its source read them.
+pub(crate) fn spec_skills(source: &SpecSource) -> Arc<Skills> {
+    Arc::new(Skills::new(source.skills.clone()))
+}
+
+/// `builder` offering `skills` (and `read_skill`) when there are any.
+fn with_skills(
+    builder: toolgate::GateBuilder,
+    skills: Option<&Arc<Skills>>,
+) -> toolgate::GateBuilder {
+    match skills {
+        Some(skills) if !skills.is_empty() => builder.skills(skills.clone()),
+        _ => builder,
+    }
 }
 
 /// What a command ends with: its exit code, or the message that says why it failed.

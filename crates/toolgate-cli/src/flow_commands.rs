@@ -75,7 +75,11 @@ pub fn test(args: &SpecArgs, path: Option<&Path>, junit: Option<&Path>) -> Comma
                 "{name} has no `tests:` section; add scripted conversations under `tests:` (see examples/helpdesk/toolgate.yaml)"
             ));
         }
-        let tests = runtime.block_on(TestRunner::new(spec, &source.text, &name).run_all());
+        let tests = runtime.block_on(
+            TestRunner::new(spec, &source.text, &name)
+                .with_skills(crate::context::spec_skills(&source))
+                .run_all(),
+        );
         if !args.json {
             say!("{}", render_tests(&tests, several));
         }

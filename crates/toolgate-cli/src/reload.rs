@@ -50,6 +50,10 @@ pub(crate) struct Reloader {
     pub(crate) store: Arc<dyn ServedStore>,
     pub(crate) upstreams: Option<Arc<Upstreams>>,
     pub(crate) search: Option<Searching>,
+    /// The skills served: the spec's own are replaced by the reloaded spec's.
+    pub(crate) skills: Arc<toolgate::skills::Skills>,
+    /// The spec's own skills serving now.
+    pub(crate) local_skills: Vec<toolgate::skills::LocalSkill>,
     pub(crate) code_mode: bool,
     pub(crate) status: Arc<SpecStatus>,
     /// The web console, whose approvers come from the spec.
@@ -173,10 +177,15 @@ impl Reloader {
             )));
         }
         let served = principal(&spec, self.caller.as_deref()).map_err(Refused::plain)?;
+        // The new gate describes the reloaded spec's skills; a refused build
+        // puts the serving ones back.
+        let serving_skills = std::mem::replace(&mut self.local_skills, source.skills.clone());
+        self.skills.set_local(self.local_skills.clone());
         let build = {
             let (spec, file) = (spec.clone(), self.file.clone());
             let (upstreams, store) = (self.upstreams.clone(), self.store.clone());
             let (search, previous) = (self.search.clone(), self.server.gate());
+            let skills = self.skills.clone();
             move || {
                 open_served_gate(
                     &spec,
@@ -184,13 +193,21 @@ impl Reloader {
                     upstreams.as_deref(),
                     &store,
                     search.as_ref(),
+                    Some(&skills),
                     Some(&previous),
                 )
             }
         };
-        let (gate, withheld) = crate::semantic_search::off_the_workers(build)
-            .await
-            .map_err(|e| Refused::plain(format!("the new catalog cannot be served: {e}")))?;
+        let (gate, withheld) = match crate::semantic_search::off_the_workers(build).await {
+            Ok(built) => built,
+            Err(e) => {
+                self.skills.set_local(serving_skills.clone());
+                self.local_skills = serving_skills;
+                return Err(Refused::plain(format!(
+                    "the new catalog cannot be served: {e}"
+                )));
+            }
+        };
         let declared = spec
             .principals
             .iter()

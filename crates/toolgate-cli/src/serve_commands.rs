@@ -164,6 +164,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
     if choice.is_shared() {
         tellln!("toolgate: store {}", choice.shown());
     }
+    // The spec's skills, and upstream servers' as they list them.
+    let skills = crate::context::spec_skills(&source);
     // Upstream servers run on this runtime for as long as the server does.
     let upstreams = (!spec.mcp_servers.is_empty()).then(|| {
         let options = UpstreamOptions {
@@ -200,6 +202,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         upstreams.as_deref(),
         &store,
         search.as_ref(),
+        Some(&skills),
         None,
     )?;
     let declared = spec
@@ -327,6 +330,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
             file.clone(),
             store.clone(),
             search.clone(),
+            skills.clone(),
         );
     }
     let reloader = Reloader {
@@ -340,6 +344,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         store,
         upstreams: upstreams.clone(),
         search,
+        skills,
+        local_skills: source.skills.clone(),
         code_mode: args.code_mode,
         status,
         console: console.clone(),
@@ -437,6 +443,7 @@ fn follow_upstreams(
     file: String,
     store: Arc<dyn ServedStore>,
     search: Option<Searching>,
+    skills: Arc<toolgate::skills::Skills>,
 ) {
     let server = server.clone();
     let mut events = upstreams.subscribe();
@@ -452,7 +459,7 @@ fn follow_upstreams(
             let spec = spec_now.clone().lock_owned().await;
             let serving = server.gate();
             let (file, upstreams) = (file.clone(), upstreams.clone());
-            let (store, search) = (store.clone(), search.clone());
+            let (store, search, skills) = (store.clone(), search.clone(), skills.clone());
             // A model embeds the new tools: on a blocking thread, not this worker.
             let built = crate::semantic_search::off_the_workers(move || {
                 open_served_gate(
@@ -461,6 +468,7 @@ fn follow_upstreams(
                     Some(&upstreams),
                     &store,
                     search.as_ref(),
+                    Some(&skills),
                     Some(&serving),
                 )
             });

@@ -10,7 +10,7 @@ use support::toolgate;
 
 mod support;
 
-const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+use support::HELPDESK;
 
 /// A scratch directory holding a copy of the helpdesk spec.
 struct Desk {
@@ -20,7 +20,7 @@ struct Desk {
 impl Desk {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+        support::write_helpdesk(dir.path(), HELPDESK);
         Desk { dir }
     }
 

@@ -8,7 +8,7 @@ use support::toolgate;
 
 mod support;
 
-const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+use support::HELPDESK;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -139,7 +139,7 @@ fn flow_graph_prints_the_helpdesk_flow_as_mermaid() {
 fn a_directory_runs_every_spec_file_that_has_tests() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("desk")).unwrap();
-    std::fs::write(dir.path().join("desk/toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(&dir.path().join("desk"), HELPDESK);
     std::fs::copy(
         fixtures().join("helpdesk-broken.yaml"),
         dir.path().join("broken.yaml"),
@@ -193,7 +193,7 @@ fn a_file_without_tests_or_with_errors_fails() {
         "done: {called_ok: verify_custmer}",
         1,
     );
-    std::fs::write(dir.path().join("toolgate.yaml"), broken).unwrap();
+    support::write_helpdesk(dir.path(), &broken);
     let report = dir.path().join("report.xml");
     let out = toolgate(dir.path(), &["test", "--junit", report.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
@@ -211,7 +211,7 @@ fn a_file_without_tests_or_with_errors_fails() {
 #[test]
 fn a_session_carries_the_flow_across_invocations() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(dir.path(), HELPDESK);
     let lookup = ["call", "lookup_order", r#"{"order_id": "ORD-10422"}"#];
     let out = toolgate(dir.path(), &[&lookup[..], &["--session", "ada"]].concat());
     assert_eq!(out.status.code(), Some(4));
@@ -255,7 +255,7 @@ fn a_session_carries_the_flow_across_invocations() {
 #[test]
 fn state_reset_starts_the_conversation_over_flow_included() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(dir.path(), HELPDESK);
     let verify = r#"{"email": "ada@example.com", "last4": "4242"}"#;
     let out = toolgate(
         dir.path(),
@@ -289,7 +289,7 @@ fn check_reports_flow_mistakes_with_their_place_and_a_suggestion() {
     let broken = HELPDESK
         .replacen("after: [identify]", "after: [identfy]", 1)
         .replacen("- once: refund_order", "- once: refund_ordr", 1);
-    std::fs::write(dir.path().join("toolgate.yaml"), broken).unwrap();
+    support::write_helpdesk(dir.path(), &broken);
     let out = toolgate(dir.path(), &["check"]);
     assert_eq!(out.status.code(), Some(1));
     let printed = stdout(&out);

@@ -16,13 +16,13 @@ use support::toolgate;
 
 mod support;
 
-const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+use support::HELPDESK;
 const REFUND: &str = include_str!("../../../examples/helpdesk/refund.py");
 const OUT_OF_ORDER: &str = include_str!("../../../examples/helpdesk/out_of_order.py");
 
 fn desk() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(dir.path(), HELPDESK);
     std::fs::write(dir.path().join("refund.py"), REFUND).unwrap();
     std::fs::write(dir.path().join("out_of_order.py"), OUT_OF_ORDER).unwrap();
     dir

@@ -2,17 +2,19 @@
 //! every command ends quietly with its own status, without a panic or a backtrace,
 //! and `call` keeps what its tool did on record.
 
+mod support;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+use support::HELPDESK;
 
 fn desk() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(dir.path(), HELPDESK);
     dir
 }
 

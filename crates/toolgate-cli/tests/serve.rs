@@ -2,6 +2,8 @@
 //! by the official SDK's client (rmcp) over stdio and over streamable HTTP on
 //! loopback.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -14,7 +16,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+use support::HELPDESK;
 
 /// A scratch directory holding a copy of the helpdesk spec and its state.
 struct Desk {
@@ -24,7 +26,7 @@ struct Desk {
 impl Desk {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+        support::write_helpdesk(dir.path(), HELPDESK);
         Desk { dir }
     }
 

@@ -7,7 +7,7 @@ mod support;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-const HELPDESK: &str = include_str!("../../../examples/helpdesk/toolgate.yaml");
+use support::HELPDESK;
 
 /// A running `toolgate serve --http 127.0.0.1:0 ARGS`, killed when dropped.
 struct Served {
@@ -25,7 +25,7 @@ impl Drop for Served {
 
 fn serve(args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(dir.path(), HELPDESK);
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
@@ -123,7 +123,7 @@ async fn allowed_host_and_allowed_origin_add_names_the_server_answers() {
 #[test]
 fn a_malformed_allowed_origin_is_refused_before_serving_saying_what_to_give() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolgate.yaml"), HELPDESK).unwrap();
+    support::write_helpdesk(dir.path(), HELPDESK);
     let out = support::toolgate(
         dir.path(),
         &[

@@ -31,6 +31,7 @@ pub mod rest_import;
 mod sanitize;
 mod schema_text;
 pub mod search;
+pub mod skill;
 pub mod spec;
 mod terminal;
 mod usage;

@@ -77,6 +77,7 @@ mod search_tool;
 pub mod semantic;
 #[cfg(feature = "mcp")]
 pub mod serve;
+pub mod skills;
 mod spec_file;
 mod spec_tool;
 pub mod store;

@@ -67,6 +67,9 @@ pub struct SpecSource {
     pub text: String,
     /// The spec parsed and checked: its diagnostics, and the spec when it has no errors.
     pub checked: Checked,
+    /// The skills its `skills:` section names, read from disk and checked; a
+    /// skill that cannot load is an error in `checked.diagnostics` instead.
+    pub skills: Vec<crate::skills::LocalSkill>,
 }
 
 impl SpecSource {
@@ -126,11 +129,14 @@ impl SpecSource {
     /// Checks text as if it had been read from `path`.
     pub fn from_text(path: impl Into<PathBuf>, text: impl Into<String>) -> SpecSource {
         let text = text.into();
-        let checked = spec::check(&text);
+        let path = path.into();
+        let mut checked = spec::check(&text);
+        let skills = load_skills(&path, &text, &mut checked);
         SpecSource {
-            path: path.into(),
+            path,
             text,
             checked,
+            skills,
         }
     }
 
@@ -142,6 +148,28 @@ impl SpecSource {
             &self.checked.diagnostics,
         )
     }
+}
+
+/// The skills the spec names, relative to its folder; each that cannot load
+/// becomes an error pointing at `skills:`.
+fn load_skills(path: &Path, text: &str, checked: &mut Checked) -> Vec<crate::skills::LocalSkill> {
+    let Some(section) = checked.spec.as_ref().and_then(|s| s.skills.as_ref()) else {
+        return Vec::new();
+    };
+    let base = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (skills, problems) = crate::skills::load_skills(section, base);
+    let span = spec::Document::parse(text)
+        .ok()
+        .and_then(|doc| doc.key_span("/skills"));
+    for problem in problems {
+        let mut diagnostic = Diagnostic::error("/skills", format!("skill at {problem}"));
+        diagnostic.span = span;
+        checked.diagnostics.push(diagnostic);
+    }
+    skills
 }
 
 /// Renders diagnostics as text with source snippets, no colour. Control and

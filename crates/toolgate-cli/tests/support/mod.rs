@@ -59,3 +59,32 @@ pub fn await_line(child: &mut Child, found: impl Fn(&str) -> Option<String>) -> 
     });
     (word, said)
 }
+
+/// The helpdesk example's spec file.
+pub const HELPDESK: &str = include_str!("../../../../examples/helpdesk/toolgate.yaml");
+
+/// The helpdesk example's skills, by path under its folder.
+pub const HELPDESK_SKILLS: [(&str, &str); 2] = [
+    (
+        "skills/refund-dispute/SKILL.md",
+        include_str!("../../../../examples/helpdesk/skills/refund-dispute/SKILL.md"),
+    ),
+    (
+        "skills/refund-dispute/forms/dispute-checklist.md",
+        include_str!(
+            "../../../../examples/helpdesk/skills/refund-dispute/forms/dispute-checklist.md"
+        ),
+    ),
+];
+
+/// Writes `spec` (the helpdesk's, or a variant of it) as `dir/toolgate.yaml`,
+/// with the helpdesk's skills beside it.
+pub fn write_helpdesk(dir: &Path, spec: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("toolgate.yaml"), spec).unwrap();
+    for (path, text) in HELPDESK_SKILLS {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}

@@ -52,7 +52,13 @@ impl<'a> Checks<'a> {
         Checks {
             doc,
             spec,
-            tools: spec.tools.iter().map(|t| t.name.as_str()).collect(),
+            tools: spec
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                // Spec skills are read through the built-in `read_skill`.
+                .chain(spec.skills.is_some().then_some(crate::skill::READ_SKILL))
+                .collect(),
             steps: spec
                 .flow
                 .iter()

@@ -28,6 +28,7 @@ mod rules;
 mod salvage;
 mod search;
 mod shape;
+mod skills;
 mod structure;
 mod telemetry;
 pub mod template;
@@ -63,6 +64,7 @@ pub use network::{
 pub use rate_limits::RateLimit;
 pub use search::SearchSection;
 pub use shape::{returns_shape, schema_shape, value_shape};
+pub use skills::{SkillPlace, SkillsDir, SkillsEntry, SkillsSection};
 pub use structure::spec_file_schema;
 pub use telemetry::TelemetrySection;
 

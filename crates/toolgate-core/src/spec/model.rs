@@ -47,6 +47,10 @@ pub struct SpecFile {
     /// Search by meaning: a sentence-embedding model fused with the lexical ranking.
     #[serde(default, skip_serializing_if = "super::SearchSection::is_default")]
     pub search: super::SearchSection,
+    /// Agent Skills to serve: folders with a `SKILL.md`, offered over MCP's
+    /// skills extension and to other model APIs through `read_skill`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<super::SkillsSection>,
     /// MCP servers whose tools join the catalog as `NAMESPACE.TOOL`, by namespace.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub mcp_servers: IndexMap<String, super::McpServerSpec>,

@@ -93,6 +93,7 @@ pub struct TestRunner {
     spec: SpecFile,
     doc: Option<Document>,
     file: String,
+    skills: Option<Arc<crate::skills::Skills>>,
 }
 
 /// The last call of a test: its tool, how it ended, and the audit's word for it.
@@ -120,7 +121,15 @@ impl TestRunner {
             spec,
             doc: Document::parse(text).ok(),
             file: file.to_owned(),
+            skills: None,
         }
+    }
+
+    /// Offers `skills` through `read_skill` in every test (the spec's, as
+    /// [`SpecSource`](crate::spec::SpecSource) read them).
+    pub fn with_skills(mut self, skills: Arc<crate::skills::Skills>) -> Self {
+        self.skills = (!skills.is_empty()).then_some(skills);
+        self
     }
 
     /// Runs every test, in file order.
@@ -187,7 +196,11 @@ impl TestRunner {
                     vec![format!("the tools cannot be loaded: {e}")],
                 )
             })?;
-        let gate = Gate::builder(catalog)
+        let mut builder = Gate::builder(catalog);
+        if let Some(skills) = &self.skills {
+            builder = builder.skills(skills.clone());
+        }
+        let gate = builder
             .spec(&self.spec)
             .store(store.clone())
             .clock(|| UNIX_EPOCH + TEST_CLOCK)

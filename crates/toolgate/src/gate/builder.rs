@@ -79,6 +79,7 @@ pub struct GateBuilder {
     turns: Option<Arc<crate::flow::Turns>>,
     tasks: Option<Arc<task::Tasks>>,
     limiter: Option<Arc<RateLimiter>>,
+    skills: Option<Arc<crate::skills::Skills>>,
 }
 
 impl GateBuilder {
@@ -117,6 +118,19 @@ impl GateBuilder {
     /// How tools the flow blocks are shown to a model: hidden (default) or marked.
     pub fn flow_visibility(mut self, visibility: toolgate_core::flow::FlowVisibility) -> Self {
         self.flow_visibility = visibility;
+        self
+    }
+
+    /// The skills it offers: `read_skill` joins the catalog (unless one is
+    /// there already), and the MCP server serves them through the skills
+    /// extension.
+    pub fn skills(mut self, skills: Arc<crate::skills::Skills>) -> Self {
+        if !self.catalog.contains(toolgate_core::skill::READ_SKILL) {
+            let tool = crate::skills::ReadSkill::new(skills.clone());
+            // The name is free: checked just above.
+            let _ = self.catalog.register(Arc::new(tool));
+        }
+        self.skills = Some(skills);
         self
     }
 
@@ -211,6 +225,7 @@ impl GateBuilder {
             tasks: self.tasks.unwrap_or_default(),
             limiter,
             budgets: spec.budgets.clone(),
+            skills: self.skills,
         }
     }
 }
@@ -231,6 +246,7 @@ impl Gate {
             turns: None,
             tasks: None,
             limiter: None,
+            skills: None,
         }
     }
 }

@@ -37,6 +37,7 @@ mod inject;
 mod limiter;
 mod once;
 mod policy_call;
+mod read_skill;
 mod run;
 mod store_failure;
 mod task;
@@ -117,6 +118,8 @@ pub struct Gate {
     limiter: Arc<RateLimiter>,
     /// The spec's budgets (their counters are the store's).
     budgets: Vec<toolgate_core::spec::Budget>,
+    /// The skills it offers, read through `read_skill`.
+    skills: Option<Arc<crate::skills::Skills>>,
 }
 
 impl Gate {
