@@ -59,13 +59,7 @@ struct Raw {
 /// assert_eq!((front.name.as_str(), front.description.as_str()), ("refund-dispute", "Handle a refund dispute."));
 /// ```
 pub fn parse_skill_md(text: &str) -> Result<FrontMatter, SkillTextError> {
-    let (yaml, _) = split(text)?;
-    let options = serde_saphyr::options! {
-        with_snippet: false,
-        budget: serde_saphyr::budget! { max_depth: 16, max_nodes: 4096, max_aliases: 0 },
-    };
-    let raw: Raw = serde_saphyr::from_str_with_options(yaml, options)
-        .map_err(|e| SkillTextError::Yaml(first_line(&e.to_string())))?;
+    let raw: Raw = read_yaml(text)?;
     let name = match raw.name {
         Some(serde_json::Value::String(name)) => name,
         Some(_) => return Err(SkillTextError::Name("`name` must be text".into())),
@@ -96,6 +90,31 @@ pub fn parse_skill_md(text: &str) -> Result<FrontMatter, SkillTextError> {
         )));
     }
     Ok(FrontMatter { name, description })
+}
+
+/// Every field of a `SKILL.md`'s front matter, as the author wrote it: what
+/// MCP's skills extension hands a client as the skill's `frontmatter`.
+///
+/// ```
+/// use toolgate_core::skill::front_matter_fields;
+/// let text = "---\nname: a\ndescription: b\nlicense: MIT\n---\n# Steps\n";
+/// assert_eq!(front_matter_fields(text).unwrap()["license"], "MIT");
+/// ```
+pub fn front_matter_fields(
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, SkillTextError> {
+    read_yaml(text)
+}
+
+/// The front matter's YAML as `T`, with a budget that refuses alias bombs.
+fn read_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, SkillTextError> {
+    let (yaml, _) = split(text)?;
+    let options = serde_saphyr::options! {
+        with_snippet: false,
+        budget: serde_saphyr::budget! { max_depth: 16, max_nodes: 4096, max_aliases: 0 },
+    };
+    serde_saphyr::from_str_with_options(yaml, options)
+        .map_err(|e| SkillTextError::Yaml(first_line(&e.to_string())))
 }
 
 /// Checks a skill name against the Agent Skills rules: 1–64 lowercase letters

@@ -15,7 +15,9 @@ mod references;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-pub use front_matter::{FrontMatter, SkillTextError, check_skill_name, parse_skill_md};
+pub use front_matter::{
+    FrontMatter, SkillTextError, check_skill_name, front_matter_fields, parse_skill_md,
+};
 pub use read_skill::{READ_SKILL, ReadSkillInput, read_skill_descriptor};
 pub use references::referenced_files;
 

@@ -10,8 +10,9 @@
 //! needs a person's approval asks the client's user through MCP elicitation when
 //! the client can show a form, and otherwise says how to approve it
 //! (`toolgate approvals approve ID`). Prompts and resources of upstream MCP
-//! servers are passed on under their namespace ([`McpServerBuilder::forward`]); a
-//! tool reaches the client of the call it serves through [`Downstream`].
+//! servers are passed on under their namespace ([`McpServerBuilder::forward`]),
+//! and the gate's skills are offered through MCP's skills extension; a tool
+//! reaches the client of the call it serves through [`Downstream`].
 //!
 //! Over HTTP the server offers its endpoint to the front door
 //! ([`crate::serve::FrontDoor`]), which checks who may reach it. Shutting down
@@ -36,6 +37,7 @@ mod restore;
 mod result;
 mod secure_arguments;
 mod session;
+mod skills;
 mod stateless;
 mod tasks;
 mod too_many;
@@ -62,6 +64,7 @@ pub use forward::PeerLookup;
 pub use http::{DEFAULT_HTTP_PATH, check_path};
 pub use inflight::DrainReport;
 pub use result::{content_blocks, content_value};
+pub use skills::{SKILL_SCHEME, skill_file_uri, skill_name_at, skill_uri};
 pub use stateless::{CONVERSATION_HEADER, CONVERSATION_META, DEFAULT_CONVERSATION};
 
 use crate::Gate;

@@ -13,12 +13,13 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestMethod,
-    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
-    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
+    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ServerNotification, SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::SessionRestoreMarker;
@@ -36,8 +37,8 @@ use self::caller::Caller;
 use super::Shared;
 use super::forward::Forwarded;
 use super::restore::Opener;
-use super::stateless;
 use super::tools::{ToolList, shown_names};
+use super::{skills, stateless};
 use crate::Outcome;
 use crate::mcp::LogLevel;
 
@@ -272,6 +273,7 @@ impl ServerHandler for Session {
         if self.shared.offers.resources {
             capabilities.resources = Some(Default::default());
         }
+        skills::advertise(&mut capabilities, &self.shared.offering().gate);
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("toolgate", env!("CARGO_PKG_VERSION")).with_title("toolgate"),
@@ -450,18 +452,45 @@ impl ServerHandler for Session {
             .map(GetPromptResponse::from)
     }
 
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let caller = self.caller(&context)?;
+        Ok(skills::list(&caller, stateless::is_stateless(&context)))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let caller = self.caller(&context)?;
+        let session = self.conversation(&context, &caller.principal)?;
+        let stateless = stateless::is_stateless(&context);
+        Box::pin(skills::get(&caller, &session, &request.uri, stateless)).await
+    }
+
+    /// The `SKILL.md` of each skill the principal is offered, and the resources
+    /// of upstream servers.
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let forwarded = self
-            .forwarded(false)
-            .ok_or_else(McpError::method_not_found::<ListResourcesRequestMethod>)?;
-        let principal = self.caller(&context)?.principal;
-        Ok(ListResourcesResult::with_all_items(
-            Box::pin(forwarded.list_resources(&principal)).await,
-        ))
+        let caller = self.caller(&context)?;
+        let mut resources = skills::listed(&caller);
+        match self.forwarded(false) {
+            Some(forwarded) => {
+                resources.extend(Box::pin(forwarded.list_resources(&caller.principal)).await)
+            }
+            None if !skills::serves(&caller.offering.gate) => {
+                return Err(McpError::method_not_found::<ListResourcesRequestMethod>());
+            }
+            None => {}
+        }
+        Ok(ListResourcesResult::with_all_items(resources))
     }
 
     async fn list_resource_templates(
@@ -469,10 +498,15 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let forwarded = self
-            .forwarded(false)
-            .ok_or_else(McpError::method_not_found::<ListResourceTemplatesRequestMethod>)?;
         let principal = self.caller(&context)?.principal;
+        let Some(forwarded) = self.forwarded(false) else {
+            return match skills::serves(&self.shared.offering().gate) {
+                true => Ok(ListResourceTemplatesResult::with_all_items(Vec::new())),
+                false => Err(McpError::method_not_found::<
+                    ListResourceTemplatesRequestMethod,
+                >()),
+            };
+        };
         Ok(ListResourceTemplatesResult::with_all_items(
             Box::pin(forwarded.list_resource_templates(&principal)).await,
         ))
@@ -483,11 +517,16 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let caller = self.caller(&context)?;
+        if let Some(file) = skills::file_at(&caller, &request.uri) {
+            let session = self.conversation(&context, &caller.principal)?;
+            let read = skills::read_file(&caller, &session, file, &request.uri);
+            return Box::pin(read).await.map(ReadResourceResponse::from);
+        }
         let forwarded = self
             .forwarded(false)
             .ok_or_else(McpError::method_not_found::<ReadResourceRequestMethod>)?;
-        let principal = self.caller(&context)?.principal;
-        Box::pin(forwarded.read_resource(&principal, request))
+        Box::pin(forwarded.read_resource(&caller.principal, request))
             .await
             .map(ReadResourceResponse::from)
     }

@@ -1,0 +1,435 @@
+//! MCP's skills extension (SEP-2640) over the gate's skills: `skills/list`,
+//! `skills/get`, and every file of a skill as a `skill://` resource.
+//!
+//! A principal is offered the skills in its scopes that are not quarantined;
+//! one outside its scopes is as unknown to it as a missing one. Reading a skill
+//! (`skills/get`, or a file by `resources/read`) is a `read_skill` call through
+//! the gate, so it is audited and decided by policy like any read.
+//!
+//! An upstream server's skill is a third party's text: the strings of its front
+//! matter (in `skills/list`, `skills/get` and `resources/list`) are sanitized as
+//! upstream tool descriptions are in `tools/list`. Files go out byte for byte,
+//! so they match the digests of the manifest; only text files are served, as
+//! `read_skill` reads only those.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CacheScope, GetSkillResult, ListSkillsResult, ReadResourceResult, Resource, ResourceContents,
+    SKILLS_EXTENSION_ID, ServerCapabilities, Skill as McpSkill, SkillFrontmatter, SkillResource,
+    SkillResources,
+};
+use serde_json::{Value, json};
+use toolgate_core::skill::{SKILL_MD, Skill, front_matter_fields};
+use toolgate_core::{Outcome, SanitizeOptions, sanitize_description};
+
+use super::session::caller::Caller;
+use crate::Gate;
+use crate::skills::SkillError;
+
+/// The scheme of the URIs skills are served at.
+pub const SKILL_SCHEME: &str = "skill://";
+
+/// How long a 2026-07-28 client may keep a skill list or entry: a reload or an
+/// upstream server's change can alter them.
+const SKILLS_TTL_MS: u64 = 60_000;
+
+const MARKDOWN: &str = "text/markdown";
+
+/// Where the skill `name` is served: `skill://NAME/SKILL.md` for a skill of the
+/// spec file, `skill://NS/NAME/SKILL.md` for the skill `NAME` of the upstream
+/// server `NS` (in the catalog as `NS.NAME`).
+///
+/// ```
+/// use toolgate::mcp::server::skill_uri;
+/// assert_eq!(skill_uri("refund-dispute"), "skill://refund-dispute/SKILL.md");
+/// assert_eq!(skill_uri("github.triage"), "skill://github/triage/SKILL.md");
+/// ```
+pub fn skill_uri(name: &str) -> String {
+    skill_file_uri(name, SKILL_MD)
+}
+
+/// The URI of the file at `path` in the skill `name` (see [`skill_uri`]).
+pub fn skill_file_uri(name: &str, path: &str) -> String {
+    let mut uri = String::from(SKILL_SCHEME);
+    encode_into(&mut uri, &name.replacen('.', "/", 1));
+    uri.push('/');
+    encode_into(&mut uri, path);
+    uri
+}
+
+/// The catalog name of the skill whose `SKILL.md` is at `uri`: the inverse of
+/// [`skill_uri`]. `None` for a URI that names no skill.
+pub fn skill_name_at(uri: &str) -> Option<String> {
+    let path = decoded_path(uri)?;
+    let skill = path.strip_suffix(SKILL_MD)?.strip_suffix('/')?;
+    let segments: Vec<&str> = skill.split('/').collect();
+    if segments.iter().any(|s| s.is_empty() || s.contains('.')) {
+        return None;
+    }
+    match segments.as_slice() {
+        [name] => Some((*name).to_owned()),
+        [ns, name] => Some(format!("{ns}.{name}")),
+        _ => None,
+    }
+}
+
+/// Declares the extension, and the resources its files are read as, when the
+/// gate has skills.
+pub(super) fn advertise(capabilities: &mut ServerCapabilities, gate: &Gate) {
+    if gate.skills().is_none() {
+        return;
+    }
+    capabilities.resources.get_or_insert_with(Default::default);
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(SKILLS_EXTENSION_ID.to_owned(), Default::default());
+}
+
+/// Whether the gate serves skills (and so resources, without any upstream server's).
+pub(super) fn serves(gate: &Gate) -> bool {
+    gate.skills().is_some()
+}
+
+/// `skills/list`: the skills `caller` is offered.
+pub(super) fn list(caller: &Caller, stateless: bool) -> ListSkillsResult {
+    let entries = offered(caller)
+        .iter()
+        .filter_map(|skill| {
+            entry(skill)
+                .inspect_err(
+                    |why| tracing::warn!(skill = %skill.name, "not listed in skills/list: {why}"),
+                )
+                .ok()
+        })
+        .collect();
+    let mut result = ListSkillsResult::with_all_items(entries);
+    if stateless {
+        result.ttl_ms = Some(SKILLS_TTL_MS);
+        result.cache_scope = Some(CacheScope::Private);
+    }
+    result
+}
+
+/// `skills/get`: the entry of the skill at `uri`, read through the gate in
+/// conversation `session`.
+pub(super) async fn get(
+    caller: &Caller,
+    session: &str,
+    uri: &str,
+    stateless: bool,
+) -> Result<GetSkillResult, McpError> {
+    let (Some(skills), Some(name)) = (caller.offering.gate.skills(), skill_name_at(uri)) else {
+        return Err(not_served(uri, None));
+    };
+    let outcome = read(caller, session, &name, None).await;
+    let found = skills
+        .find(&caller.principal, &name)
+        .map_err(|e| refused(uri, e))?;
+    if !outcome.is_ok() {
+        return Err(refusal(&outcome));
+    }
+    let entry = entry(&found.skill).map_err(|why| {
+        McpError::internal_error(
+            format!("the skill at `{uri}` cannot be served over MCP: {why}"),
+            None,
+        )
+    })?;
+    if entry.uri != uri {
+        return Err(McpError::invalid_params(
+            format!(
+                "the skill `{name}` is served at `{}`; ask for that URI",
+                entry.uri
+            ),
+            None,
+        ));
+    }
+    let mut result = GetSkillResult::new(entry);
+    if stateless {
+        result = result
+            .with_ttl_ms(SKILLS_TTL_MS)
+            .with_cache_scope(CacheScope::Private);
+    }
+    Ok(result)
+}
+
+/// The `SKILL.md` of every skill `caller` is offered, for `resources/list`.
+pub(super) fn listed(caller: &Caller) -> Vec<Resource> {
+    offered(caller)
+        .iter()
+        .map(|skill| {
+            let mut resource = Resource::new(skill_uri(&skill.name), front_name(&skill.name))
+                .with_description(shown(skill, &skill.description))
+                .with_mime_type(MARKDOWN);
+            if let Some(file) = skill.file(SKILL_MD) {
+                resource = resource.with_size(file.size);
+            }
+            resource
+        })
+        .collect()
+}
+
+/// The skill and file `uri` names among the skills in `caller`'s scopes
+/// (quarantined ones included, so reading one says why it is withheld);
+/// `None` when it names none, and the request goes on to upstream servers.
+pub(super) fn file_at(caller: &Caller, uri: &str) -> Option<(String, String)> {
+    let skills = caller.offering.gate.skills()?;
+    let path = decoded_path(uri)?;
+    let entries = skills.entries();
+    let in_view = |name: &str| {
+        caller.principal.has_scope_for(name) && entries.iter().any(|e| e.skill.name == name)
+    };
+    let upstream = path.split_once('/').and_then(|(ns, rest)| {
+        let (name, file) = rest.split_once('/')?;
+        Some((format!("{ns}.{name}"), file))
+    });
+    if let Some((name, file)) = upstream.filter(|(name, _)| in_view(name)) {
+        return Some((name, file.to_owned()));
+    }
+    let (name, file) = path.split_once('/')?;
+    in_view(name).then(|| (name.to_owned(), file.to_owned()))
+}
+
+/// `resources/read` of the file `path` of the skill `name` (found by
+/// [`file_at`] in `uri`): read through the gate, then served as its bytes.
+pub(super) async fn read_file(
+    caller: &Caller,
+    session: &str,
+    (name, path): (String, String),
+    uri: &str,
+) -> Result<ReadResourceResult, McpError> {
+    let Some(skills) = caller.offering.gate.skills() else {
+        return Err(not_served(uri, None));
+    };
+    let outcome = read(caller, session, &name, Some(&path)).await;
+    if let Err(e) = skills.find(&caller.principal, &name) {
+        return Err(refused(uri, e));
+    }
+    if !outcome.is_ok() {
+        return Err(refusal(&outcome));
+    }
+    let bytes = skills
+        .read_file(&caller.principal, &name, &path)
+        .await
+        .map_err(|e| refused(uri, e))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        McpError::invalid_params(
+            format!("`{path}` of the skill `{name}` is not text; only text files are served"),
+            None,
+        )
+    })?;
+    let contents = ResourceContents::text(text, uri).with_mime_type(mime_type(&path));
+    Ok(ReadResourceResult::new(vec![contents]))
+}
+
+/// The skills offered to `caller` now.
+fn offered(caller: &Caller) -> Vec<Skill> {
+    caller
+        .offering
+        .gate
+        .skills()
+        .map(|skills| skills.offered(&caller.principal))
+        .unwrap_or_default()
+}
+
+/// A `read_skill` call through the gate, recorded with how the caller
+/// authenticated.
+async fn read(caller: &Caller, session: &str, name: &str, file: Option<&str>) -> Outcome {
+    let gate = &caller.offering.gate;
+    let reading = gate.read_skill(session, &caller.principal, name, file);
+    match caller.authenticated.clone() {
+        Some(authenticated) => authenticated.scope(reading).await,
+        None => reading.await,
+    }
+}
+
+/// The skill's entry: its front matter as written (a third party's sanitized),
+/// and every file with its digest and size.
+fn entry(skill: &Skill) -> Result<McpSkill, String> {
+    let mut fields = front_matter_fields(&skill.instructions).map_err(|e| e.to_string())?;
+    if skill.is_untrusted() {
+        fields = fields
+            .into_iter()
+            .map(|(key, value)| match key.as_str() {
+                "name" => (key, value),
+                _ => (sanitized(&key), sanitized_value(value)),
+            })
+            .collect();
+    }
+    let frontmatter: SkillFrontmatter =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| e.to_string())?;
+    let files = skill
+        .files
+        .iter()
+        .map(|f| SkillResource::new(skill_file_uri(&skill.name, &f.path), &f.digest, f.size))
+        .collect();
+    let entry = McpSkill::new(
+        skill_uri(&skill.name),
+        frontmatter,
+        SkillResources::Files(files),
+    );
+    entry.validate().map_err(|e| e.to_string())?;
+    Ok(entry)
+}
+
+/// The name a skill's front matter gives it: the last segment of its URI.
+fn front_name(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(_, name)| name)
+}
+
+/// `text` of `skill` as a client's model may read it.
+fn shown(skill: &Skill, text: &str) -> String {
+    if skill.is_untrusted() {
+        sanitized(text)
+    } else {
+        text.to_owned()
+    }
+}
+
+fn sanitized(text: &str) -> String {
+    sanitize_description(text, &SanitizeOptions::for_description()).text
+}
+
+fn sanitized_value(value: Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(sanitized(&text)),
+        Value::Array(items) => Value::Array(items.into_iter().map(sanitized_value).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (sanitized(&key), sanitized_value(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Why a skill at `uri` cannot be read, in the words of the extension: a
+/// skill outside the principal's view is as unknown as a missing one.
+fn refused(uri: &str, error: SkillError) -> McpError {
+    match error {
+        SkillError::Unknown { suggestions, .. } => not_served(uri, suggestions.first()),
+        SkillError::Unreadable { .. } => McpError::internal_error(error.to_string(), None),
+        other => McpError::invalid_params(other.to_string(), Some(json!({ "uri": uri }))),
+    }
+}
+
+fn not_served(uri: &str, closest: Option<&String>) -> McpError {
+    let hint = match closest {
+        Some(name) => format!("did you mean `{}`? ", skill_uri(name)),
+        None => String::new(),
+    };
+    McpError::invalid_params(
+        format!("no skill is served at `{uri}`; {hint}`skills/list` lists the skills you may read"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+/// A `read_skill` call the gate did not run to a value (the policy refused it,
+/// a rate limit held it, the file is not text).
+fn refusal(outcome: &Outcome) -> McpError {
+    match outcome {
+        Outcome::Error {
+            retryable: true, ..
+        }
+        | Outcome::Unknown { .. } => McpError::internal_error(outcome.message_for_model(), None),
+        _ => McpError::invalid_params(outcome.message_for_model(), None),
+    }
+}
+
+/// The media type of a skill's text file, by its extension.
+fn mime_type(path: &str) -> &'static str {
+    let extension = path
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    match extension.as_str() {
+        "md" | "markdown" => MARKDOWN,
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "csv" => "text/csv",
+        "html" | "htm" => "text/html",
+        "py" => "text/x-python",
+        "sh" => "application/x-sh",
+        "js" | "mjs" => "text/javascript",
+        _ => "text/plain",
+    }
+}
+
+/// Percent-encodes `text` into `out`, keeping `/` and RFC 3986's unreserved characters.
+fn encode_into(out: &mut String, text: &str) {
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+}
+
+/// The path of a `skill://` URI, percent-decoded; `None` for another scheme,
+/// a query or fragment, or bytes that are not UTF-8.
+fn decoded_path(uri: &str) -> Option<String> {
+    let path = uri.strip_prefix(SKILL_SCHEME)?;
+    if path.contains(['?', '#']) {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(path.len());
+    let mut rest = path.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = tail.get(..2)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skill_s_name_and_its_uri_map_both_ways() {
+        for (name, uri) in [
+            ("refund-dispute", "skill://refund-dispute/SKILL.md"),
+            ("github.triage", "skill://github/triage/SKILL.md"),
+            ("résumé", "skill://r%C3%A9sum%C3%A9/SKILL.md"),
+        ] {
+            assert_eq!(skill_uri(name), uri);
+            assert_eq!(skill_name_at(uri).as_deref(), Some(name), "{uri}");
+        }
+        assert_eq!(
+            skill_file_uri("refund-dispute", "forms/my checklist.md"),
+            "skill://refund-dispute/forms/my%20checklist.md"
+        );
+    }
+
+    #[test]
+    fn a_uri_that_names_no_skill_maps_to_none() {
+        for uri in [
+            "skill://SKILL.md",
+            "skill:///SKILL.md",
+            "skill://a/b/c/SKILL.md",
+            "skill://a/README.md",
+            "skill://a/SKILL.md?x=1",
+            "skill://a.b/c/SKILL.md",
+            "skill://%FF/SKILL.md",
+            "file://a/SKILL.md",
+        ] {
+            assert_eq!(skill_name_at(uri), None, "{uri}");
+        }
+    }
+
+    #[test]
+    fn an_upstream_skill_s_front_matter_name_is_its_last_segment() {
+        assert_eq!(front_name("github.triage"), "triage");
+        assert_eq!(front_name("refund-dispute"), "refund-dispute");
+    }
+}
