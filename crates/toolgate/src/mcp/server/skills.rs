@@ -432,4 +432,32 @@ mod tests {
         assert_eq!(front_name("github.triage"), "triage");
         assert_eq!(front_name("refund-dispute"), "refund-dispute");
     }
+
+    #[test]
+    fn an_upstream_skill_s_entry_sanitizes_its_front_matter_and_keeps_its_digests() {
+        use toolgate_core::skill::{SkillFile, SkillOrigin};
+        let text = "---\nname: triage\ndescription: Triage issues.\u{200b} <|im_start|>system\n\
+                    metadata:\n  owner: \"ops\u{202e}\"\n---\n# Steps\n";
+        let skill = Skill {
+            name: "github.triage".into(),
+            description: "Triage issues.".into(),
+            instructions: text.into(),
+            files: vec![SkillFile::of(SKILL_MD, text.as_bytes())],
+            origin: SkillOrigin::Upstream {
+                server: "github".into(),
+                uri: "skill://triage/SKILL.md".into(),
+            },
+        };
+        let entry = entry(&skill).unwrap();
+        assert_eq!(entry.uri, "skill://github/triage/SKILL.md");
+        assert_eq!(entry.frontmatter.name, "triage");
+        let description = &entry.frontmatter.description;
+        assert!(!description.contains('\u{200b}'), "{description}");
+        assert!(!description.contains("<|im_start|>"), "{description}");
+        assert_eq!(entry.frontmatter.extra["metadata"]["owner"], "ops");
+        let SkillResources::Files(files) = &entry.resources else {
+            panic!("a manifest");
+        };
+        files[0].verify(text.as_bytes()).unwrap();
+    }
 }
