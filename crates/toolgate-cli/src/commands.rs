@@ -352,6 +352,13 @@ pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
         "{}",
         toolgate::tool::planner_digest(&tools, &spec.policy, &principal)
     );
+    if principal.has_scope_for(toolgate::skills::READ_SKILL) {
+        let offered = crate::context::spec_skills(&source).offered(&principal);
+        let skills = toolgate::skills::skills_digest(&offered);
+        if !skills.is_empty() {
+            say!("\n{skills}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

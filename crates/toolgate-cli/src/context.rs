@@ -170,7 +170,7 @@ pub(crate) fn open_served_gate(
 ) -> Result<(Gate, Vec<String>), String> {
     let natives = upstreams.map(Upstreams::catalog).unwrap_or_default();
     let mut catalog = spec_catalog(spec, file, &natives).map_err(|e| e.to_string())?;
-    let withheld: Vec<String> = upstreams
+    let mut withheld: Vec<String> = upstreams
         .map(|u| u.withheld().into_iter().map(|w| w.tool).collect())
         .unwrap_or_default();
     if let Some(searching) = search {
@@ -203,7 +203,13 @@ pub(crate) fn open_served_gate(
     if let Some(previous) = previous {
         builder = builder.succeeding(previous);
     }
-    Ok((builder.build(), withheld))
+    let gate = builder.build();
+    if gate.skills().is_some() {
+        // MCP clients get skills through the skills extension; `read_skill`
+        // stays callable (code mode's programs read skills with it).
+        withheld.push(toolgate::skills::READ_SKILL.to_owned());
+    }
+    Ok((gate, withheld))
 }
 
 /// The skills a spec file's `skills:` section names, as its source read them.

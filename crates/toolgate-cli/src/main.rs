@@ -21,6 +21,7 @@ mod reload;
 mod search_commands;
 mod semantic_search;
 mod serve_commands;
+mod skills_commands;
 mod store_commands;
 mod task_commands;
 mod upstreams;
@@ -136,6 +137,9 @@ enum Command {
         /// The tools were rendered with `--always-loaded` these tools.
         #[arg(long, value_name = "NAMES", value_delimiter = ',')]
         always_loaded: Vec<String>,
+        /// The tools were rendered with `--skills`: calls of `read_skill` are read too.
+        #[arg(long)]
+        skills: bool,
         #[command(flatten)]
         spec: SpecArgs,
     },
@@ -256,6 +260,16 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// List the spec's skills, or show one whole.
+    Skills {
+        #[command(subcommand)]
+        action: Option<skills_commands::SkillAction>,
+        /// As this principal sees them (declared under `principals:`; default: the operator).
+        #[arg(long = "as", value_name = "PRINCIPAL", global = true)]
+        caller: Option<String>,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
     /// List the background tasks, show one with its result, cancel one.
     Tasks {
         #[command(subcommand)]
@@ -338,6 +352,10 @@ struct RenderArgs {
     /// tool), `resume_code` and the tools marked `always_loaded: true`.
     #[arg(long, conflicts_with_all = ["defer", "always_loaded", "explain"])]
     code_mode: bool,
+    /// Offer the spec's skills: add the built-in `read_skill` tool, whose
+    /// description lists each skill's name and description.
+    #[arg(long, conflicts_with = "code_mode")]
+    skills: bool,
 }
 
 #[derive(Subcommand)]
@@ -406,6 +424,7 @@ fn main() -> ExitCode {
             render.explain,
             (render.defer || !render.always_loaded.is_empty())
                 .then_some(render.always_loaded.as_slice()),
+            render.skills,
         ),
         Command::Parse {
             target,
@@ -415,6 +434,7 @@ fn main() -> ExitCode {
             json_schema,
             defer,
             always_loaded,
+            skills,
             spec,
         } => {
             let options = toolgate::wire::RenderOptions {
@@ -422,7 +442,7 @@ fn main() -> ExitCode {
                 json_schema,
             };
             let defer = (defer || !always_loaded.is_empty()).then_some(always_loaded.as_slice());
-            wire_commands::parse(&spec, target, options, &input, stream, defer)
+            wire_commands::parse(&spec, target, options, &input, stream, defer, skills)
         }
         Command::Search {
             query,
@@ -480,6 +500,11 @@ fn main() -> ExitCode {
             spec,
             state,
         } => pins_commands::run(&spec, &state, action),
+        Command::Skills {
+            action,
+            caller,
+            spec,
+        } => skills_commands::run(&spec, caller.as_deref(), action),
         Command::Tasks {
             action,
             caller,

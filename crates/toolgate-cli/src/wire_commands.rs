@@ -27,9 +27,34 @@ pub fn descriptors(spec: &SpecFile, file: &Path) -> Result<Vec<ToolDescriptor>, 
     Ok(tools)
 }
 
-fn rendered(args: &SpecArgs, target: Target, options: RenderOptions) -> Result<Rendered, String> {
+/// `tools` with `read_skill` added over the skills `source` read, for
+/// `render --skills`; an error when the spec has none.
+fn add_read_skill(
+    tools: &mut Vec<ToolDescriptor>,
+    source: &toolgate::spec::SpecSource,
+) -> Result<(), String> {
+    if source.skills.is_empty() {
+        return Err(format!(
+            "{} has no skills; --skills offers those its `skills:` section names (e.g. `skills: {{dir: ./skills}}`)",
+            source.path.display()
+        ));
+    }
+    let skills = crate::context::spec_skills(source);
+    tools.push(skills.read_skill_descriptor());
+    Ok(())
+}
+
+fn rendered(
+    args: &SpecArgs,
+    target: Target,
+    options: RenderOptions,
+    skills: bool,
+) -> Result<Rendered, String> {
     let (spec, source) = load(args)?;
-    let tools = descriptors(&spec, &source.path)?;
+    let mut tools = descriptors(&spec, &source.path)?;
+    if skills {
+        add_read_skill(&mut tools, &source)?;
+    }
     Ok(wire::render(target, &tools, &spec.hosted, options))
 }
 
@@ -40,9 +65,13 @@ fn rendered_deferred(
     target: Target,
     options: RenderOptions,
     also_loaded: &[String],
+    skills: bool,
 ) -> Result<Rendered, String> {
     let (spec, source) = load(args)?;
-    let tools = descriptors(&spec, &source.path)?;
+    let mut tools = descriptors(&spec, &source.path)?;
+    if skills {
+        add_read_skill(&mut tools, &source)?;
+    }
     for name in also_loaded {
         if !tools.iter().any(|t| &t.name == name) {
             let hint = toolgate::tool::closest_names(name, tools.iter().map(|t| t.name.as_str()))
@@ -55,6 +84,10 @@ fn rendered_deferred(
     }
     let mut defer = wire::DeferSet::from_spec(&spec);
     defer.load(also_loaded.iter().cloned());
+    // Skills load progressively already: their reader stays up front.
+    if skills {
+        defer.load([toolgate::skills::READ_SKILL.to_owned()]);
+    }
     Ok(wire::render_deferred(
         target,
         &tools,
@@ -72,10 +105,11 @@ pub fn render(
     options: RenderOptions,
     explain: bool,
     defer: Option<&[String]>,
+    skills: bool,
 ) -> CommandResult {
     let rendered = match defer {
-        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded)?,
-        None => rendered(args, target, options)?,
+        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded, skills)?,
+        None => rendered(args, target, options, skills)?,
     };
     if explain {
         say!("{}", explain_notes(&rendered));
@@ -144,12 +178,13 @@ pub fn parse(
     input: &str,
     stream: bool,
     defer: Option<&[String]>,
+    skills: bool,
 ) -> CommandResult {
     let text = read_input(input)?;
     // Read with the names of the render that made the request.
     let reader: CallReader = match defer {
-        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded)?.reader,
-        None => rendered(args, target, options)?.reader,
+        Some(also_loaded) => rendered_deferred(args, target, options, also_loaded, skills)?.reader,
+        None => rendered(args, target, options, skills)?.reader,
     };
     let calls = if stream {
         let mut parser = wire::stream_parser(target);

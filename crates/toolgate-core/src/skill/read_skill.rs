@@ -28,6 +28,38 @@ pub struct ReadSkillInput {
     pub file: Option<String>,
 }
 
+/// One skill as a list item: its name and description, a third party's
+/// sanitized, on one line, and marked as its server's.
+fn listed(skill: &Skill) -> String {
+    let opts = SanitizeOptions::for_description().with_max_chars(LISTED_DESCRIPTION_CHARS);
+    let about = sanitize_description(&skill.description, &opts)
+        .text
+        .replace('\n', " ");
+    match &skill.origin {
+        super::SkillOrigin::Upstream { server, .. } => format!(
+            "- {}: {about} (from the MCP server `{server}`, not the operator)",
+            skill.name
+        ),
+        super::SkillOrigin::Local { .. } => format!("- {}: {about}", skill.name),
+    }
+}
+
+/// The skills section of a system prompt (`toolgate digest`): what each is
+/// for, and that `read_skill` reads it. Empty without skills.
+pub fn skills_digest(skills: &[Skill]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "## Skills\n\nA skill is instructions for a kind of task. Before a task one of these covers, read it with `{READ_SKILL}` and follow it.\n\n"
+    );
+    for skill in skills {
+        out.push_str(&listed(skill));
+        out.push('\n');
+    }
+    out
+}
+
 /// `read_skill`'s descriptor, listing `skills` (in the order given). An
 /// upstream skill's description is sanitized and marked as its server's.
 pub fn read_skill_descriptor<'a>(skills: impl IntoIterator<Item = &'a Skill>) -> ToolDescriptor {
@@ -39,19 +71,9 @@ pub fn read_skill_descriptor<'a>(skills: impl IntoIterator<Item = &'a Skill>) ->
     );
     let mut names = Vec::new();
     let mut untrusted = false;
-    let opts = SanitizeOptions::for_description().with_max_chars(LISTED_DESCRIPTION_CHARS);
     for skill in skills {
-        let about = sanitize_description(&skill.description, &opts).text;
-        let about = about.replace('\n', " ");
-        match &skill.origin {
-            super::SkillOrigin::Upstream { server, .. } => description.push_str(&format!(
-                "\n- {}: {about} (from the MCP server `{server}`, not the operator)",
-                skill.name
-            )),
-            super::SkillOrigin::Local { .. } => {
-                description.push_str(&format!("\n- {}: {about}", skill.name))
-            }
-        }
+        description.push('\n');
+        description.push_str(&listed(skill));
         untrusted |= skill.is_untrusted();
         names.push(skill.name.clone());
     }

@@ -98,6 +98,7 @@ pub(super) fn salvage(doc: &Document, structural: &[Diagnostic]) -> Option<Salva
     spec.policy = read(section("policy")).unwrap_or_default();
     spec.principals = read(section("principals")).unwrap_or_default();
     spec.mcp_servers = read(section("mcp_servers")).unwrap_or_default();
+    spec.skills = read(section("skills")).unwrap_or_default();
     // A flow names tools and state keys: checked only when all of them are known.
     if every_tool && state_sound {
         spec.flow = read::<Option<crate::flow::Flow>>(section("flow")).flatten();

@@ -72,8 +72,53 @@ pub(super) async fn page(State(app): State<App>, Extension(viewer): Extension<Vi
                 }
             }
         }
+        @if let Some(skills) = gate.skills() {
+            (skills_section(skills, restricted.as_ref()))
+        }
     };
     layout::page("Catalog", Some(&viewer), Nav::Catalog, body).into_response()
+}
+
+/// The skills served: to a restricted viewer, those its principal is offered;
+/// to others, every one, quarantined ones marked (their change is under
+/// "Upstream servers", with **Accept**).
+fn skills_section(
+    skills: &crate::skills::Skills,
+    restricted: Option<&Option<toolgate_core::Principal>>,
+) -> Markup {
+    let entries = skills.entries();
+    let shown = entries.iter().filter(|e| match restricted {
+        None => true,
+        Some(principal) => principal
+            .as_ref()
+            .is_some_and(|p| e.quarantine.is_none() && p.has_scope_for(&e.skill.name)),
+    });
+    html! {
+        h2 { "Skills" }
+        table #skills {
+            thead { tr { th { "Skill" } th { "From" } th { "Files" } th { "Description" } } }
+            tbody {
+                @for entry in shown {
+                    @let skill = &entry.skill;
+                    tr id={ "skill-" (skill.name) } {
+                        td {
+                            code { (skill.name) }
+                            @if let Some(reason) = &entry.quarantine { br; span.bad { "quarantined" } ": " (reason) }
+                        }
+                        td { (match &skill.origin {
+                            crate::skills::SkillOrigin::Local { dir } => format!("folder {dir}"),
+                            crate::skills::SkillOrigin::Upstream { server, .. } => format!("MCP server {server}"),
+                        }) }
+                        td { @for file in &skill.files { code { (file.path) } " " span.muted { (file.size) " bytes" } br; } }
+                        td {
+                            p.description { (skill.description) }
+                            details { summary { "instructions" } pre { (skill.body().trim()) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The tool as each model API would receive it, with the changes made to fit.

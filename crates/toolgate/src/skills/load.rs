@@ -158,6 +158,14 @@ pub fn load_skill(folder: &Path) -> Result<LocalSkill, SkillProblem> {
             };
             return Err(refuse(&full, message));
         }
+        if let Ok(text) = std::str::from_utf8(&read)
+            && let Some(found) = toolgate_core::skill::unsafe_text(text)
+        {
+            return Err(refuse(
+                &full,
+                format!("holds text a model or a terminal must not be handed ({found}); remove it"),
+            ));
+        }
         budget -= read.len() as u64;
         files.push(SkillFile::of(path.clone(), &read));
         bytes.insert(path.clone(), Arc::<[u8]>::from(read));
@@ -301,6 +309,11 @@ fn same_file(a: &Metadata, b: &Metadata) -> bool {
     a.len() == b.len()
 }
 
+/// A path as messages show it: without `.` components, terminal-safe.
 fn shown(path: &Path) -> String {
+    let path: PathBuf = path
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
     toolgate_core::escape_for_terminal(&path.display().to_string()).into_owned()
 }
