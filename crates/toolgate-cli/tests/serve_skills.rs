@@ -38,8 +38,12 @@ impl Drop for Served {
 }
 
 fn serve(args: &[&str]) -> Served {
+    serve_spec(HELPDESK, args)
+}
+
+fn serve_spec(spec: &str, args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    support::write_helpdesk(dir.path(), HELPDESK);
+    support::write_helpdesk(dir.path(), spec);
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
@@ -179,8 +183,16 @@ async fn a_principal_outside_the_skill_s_scopes_sees_no_skill_and_gets_it_as_unk
 
         let file = client
             .read_resource(ReadResourceRequestParams::new(CHECKLIST))
-            .await;
-        assert!(file.is_err(), "{file:?}");
+            .await
+            .map(|_| ())
+            .map_err(mcp_error)
+            .unwrap_err();
+        let not_found = match stateless {
+            true => ErrorCode::INVALID_PARAMS,
+            false => ErrorCode::RESOURCE_NOT_FOUND,
+        };
+        assert_eq!(file.code, not_found, "{file:?}");
+        assert_eq!(file.data, Some(serde_json::json!({"uri": CHECKLIST})));
         let resources = client.list_all_resources().await.unwrap();
         assert!(resources.iter().all(|r| r.uri != SKILL), "{resources:?}");
         client.cancel().await.unwrap();
@@ -228,4 +240,18 @@ async fn a_skills_get_and_a_file_read_are_read_skill_calls_in_the_audit_log() {
     assert_eq!(reads[1]["outcome"], "ok");
     assert_eq!(reads[2]["arguments"]["file"], "forms/dispute-checklist.md");
     assert_eq!(reads[3]["outcome"], "ok");
+}
+
+#[tokio::test]
+async fn a_spec_without_skills_declares_neither_the_extension_nor_resources() {
+    let spec = HELPDESK.replace("skills: {dir: ./skills}\n", "");
+    assert_ne!(spec, HELPDESK);
+    let served = serve_spec(&spec, &[]);
+    for stateless in [false, true] {
+        let client = client(&served.url, stateless).await;
+        let capabilities = &client.peer_info().unwrap().capabilities;
+        assert!(!capabilities.supports_skills(), "{capabilities:?}");
+        assert!(capabilities.resources.is_none(), "{capabilities:?}");
+        client.cancel().await.unwrap();
+    }
 }

@@ -14,9 +14,9 @@
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CacheScope, GetSkillResult, ListSkillsResult, ReadResourceResult, Resource, ResourceContents,
-    SKILLS_EXTENSION_ID, ServerCapabilities, Skill as McpSkill, SkillFrontmatter, SkillResource,
-    SkillResources,
+    CacheScope, GetSkillResult, ListSkillsResult, ReadResourceRequestMethod, ReadResourceResult,
+    Resource, ResourceContents, SKILLS_EXTENSION_ID, ServerCapabilities, Skill as McpSkill,
+    SkillFrontmatter, SkillResource, SkillResources,
 };
 use serde_json::{Value, json};
 use toolgate_core::skill::{SKILL_MD, Skill, front_matter_fields};
@@ -89,6 +89,19 @@ pub(super) fn advertise(capabilities: &mut ServerCapabilities, gate: &Gate) {
 /// Whether the gate serves skills (and so resources, without any upstream server's).
 pub(super) fn serves(gate: &Gate) -> bool {
     gate.skills().is_some()
+}
+
+/// `resources/read` of `uri`, which neither a skill nor an upstream server
+/// serves: not found where the gate serves skills (so resources), else a
+/// method this server does not have.
+pub(super) fn not_found(gate: &Gate, uri: &str) -> McpError {
+    if !serves(gate) {
+        return McpError::method_not_found::<ReadResourceRequestMethod>();
+    }
+    McpError::resource_not_found(
+        format!("no resource is served at `{uri}`; `resources/list` lists them"),
+        Some(json!({ "uri": uri })),
+    )
 }
 
 /// `skills/list`: the skills `caller` is offered.

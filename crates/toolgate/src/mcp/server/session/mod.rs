@@ -17,9 +17,9 @@ use rmcp::model::{
     GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
     ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListSkillsResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestMethod,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    ServerNotification, SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification,
+    SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::SessionRestoreMarker;
@@ -525,7 +525,7 @@ impl ServerHandler for Session {
         }
         let forwarded = self
             .forwarded(false)
-            .ok_or_else(McpError::method_not_found::<ReadResourceRequestMethod>)?;
+            .ok_or_else(|| skills::not_found(&caller.offering.gate, &request.uri))?;
         Box::pin(forwarded.read_resource(&caller.principal, request))
             .await
             .map(ReadResourceResponse::from)
