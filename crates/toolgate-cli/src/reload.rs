@@ -54,6 +54,10 @@ pub(crate) struct Reloader {
     pub(crate) skills: Arc<toolgate::skills::Skills>,
     /// The spec's own skills serving now.
     pub(crate) local_skills: Vec<toolgate::skills::LocalSkill>,
+    /// Where the spec last read keeps its skills, and what `--watch` last saw
+    /// of those folders.
+    pub(crate) local_skills_section: Option<toolgate::spec::SkillsSection>,
+    pub(crate) skills_seen: String,
     pub(crate) code_mode: bool,
     pub(crate) status: Arc<SpecStatus>,
     /// The web console, whose approvers come from the spec.
@@ -61,6 +65,20 @@ pub(crate) struct Reloader {
     /// The SHA-256 of the file's content last read, so `--watch` tries a
     /// changed file once rather than every second.
     pub(crate) seen: String,
+}
+
+/// What `--watch` compares of the skill folders of the spec at `path`.
+pub(crate) fn skills_fingerprint(
+    path: &std::path::Path,
+    section: Option<&toolgate::spec::SkillsSection>,
+) -> String {
+    let base = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    section
+        .map(|s| toolgate::skills::skills_fingerprint(s, base))
+        .unwrap_or_default()
 }
 
 /// Why a reload changed nothing.
@@ -101,9 +119,12 @@ impl Reloader {
         }
     }
 
-    /// Whether the file's content differs from what was last read.
+    /// Whether the file's content, or a skill folder it names, differs from
+    /// what was last read.
     fn changed(&self) -> bool {
         std::fs::read(&self.path).is_ok_and(|bytes| sha256_hex(&bytes) != self.seen)
+            || self.skills_seen
+                != skills_fingerprint(&self.path, self.local_skills_section.as_ref())
     }
 
     /// Reads the file and serves it, or says why not; records either.
@@ -114,6 +135,11 @@ impl Reloader {
             Err(_) => String::new(),
         };
         self.seen = sha256.clone();
+        self.local_skills_section = source
+            .as_ref()
+            .ok()
+            .and_then(|s| s.checked.spec.as_ref()?.skills.clone());
+        self.skills_seen = skills_fingerprint(&self.path, self.local_skills_section.as_ref());
         let outcome = match source {
             Ok(source) => self.serve(source).await,
             Err(e) => Err(Refused::plain(format!("cannot read the spec file: {e}"))),

@@ -346,6 +346,8 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         search,
         skills,
         local_skills: source.skills.clone(),
+        local_skills_section: spec.skills.clone(),
+        skills_seen: crate::reload::skills_fingerprint(&source.path, spec.skills.as_ref()),
         code_mode: args.code_mode,
         status,
         console: console.clone(),

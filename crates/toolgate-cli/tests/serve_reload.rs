@@ -431,3 +431,57 @@ async fn the_console_s_catalog_says_a_reload_was_refused_and_the_old_spec_still_
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_watch_an_edited_skill_is_served_and_a_broken_one_is_refused() {
+    let skill = |steps: &str| {
+        format!("---\nname: refunds\ndescription: How to refund an order.\n---\n{steps}\n")
+    };
+    let served = Served::start(ORDERS, &["--watch"]);
+    let skill_md = served.dir.path().join("skills/refunds/SKILL.md");
+    std::fs::create_dir_all(skill_md.parent().unwrap()).unwrap();
+    std::fs::write(&skill_md, skill("1. Look the order up.")).unwrap();
+    std::fs::write(served.spec(), format!("skills: {{dir: ./skills}}\n{ORDERS}")).unwrap();
+    let ready = format!("{}/readyz", served.base());
+    let read = |session: RunningService<RoleClient, ()>| async move {
+        let Value::Object(arguments) = json!({"name": "refunds"}) else {
+            unreachable!()
+        };
+        let result = session
+            .call_tool(CallToolRequestParams::new("read_skill").with_arguments(arguments))
+            .await
+            .unwrap();
+        serde_json::to_value(&result.content).unwrap().to_string()
+    };
+    // Skills added to a serving spec are served once it reloads.
+    probe_until(&ready, |_, body| {
+        body["spec"]["last_reload"]["ok"] == json!(true)
+    })
+    .await;
+    assert!(
+        read(client(&served.url).await)
+            .await
+            .contains("Look the order up")
+    );
+
+    std::fs::write(&skill_md, skill("1. Look the order up.\n2. Ask why.")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !read(client(&served.url).await).await.contains("Ask why") {
+        assert!(Instant::now() < deadline, "the edited skill is not served");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // A skill that cannot load is refused like any error in the spec.
+    std::fs::write(&skill_md, "# no front matter\n").unwrap();
+    let (_, after) = probe_until(&ready, |_, body| {
+        body["spec"]["last_reload"]["ok"] == json!(false)
+    })
+    .await;
+    assert!(
+        after["spec"]["last_reload"]["refused"]
+            .as_str()
+            .unwrap()
+            .ends_with("in the spec file")
+    );
+    assert!(read(client(&served.url).await).await.contains("Ask why"));
+}

@@ -317,3 +317,47 @@ fn shown(path: &Path) -> String {
         .collect();
     toolgate_core::escape_for_terminal(&path.display().to_string()).into_owned()
 }
+
+/// A cheap fingerprint of the skill folders `section` names: every entry's
+/// path, size and modification time (not its bytes), so a watcher can tell a
+/// skill changed on disk without reading it. Bounded: a walk stops past
+/// [`MAX_SKILL_FILES`] entries a folder.
+pub fn skills_fingerprint(section: &SkillsSection, base: &Path) -> String {
+    fn visit(dir: &Path, seen: &mut String, budget: &mut usize) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths {
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .unwrap_or_default();
+            seen.push_str(&format!(
+                "{}\0{}\0{}\n",
+                path.display(),
+                meta.len(),
+                modified.as_nanos()
+            ));
+            if meta.is_dir() {
+                visit(&path, seen, budget);
+            }
+        }
+    }
+    let mut seen = String::new();
+    for place in section.places() {
+        let (SkillPlace::Skill(path) | SkillPlace::Dir(path)) = place;
+        let mut budget = MAX_SKILL_FILES * 8;
+        visit(&base.join(path), &mut seen, &mut budget);
+    }
+    toolgate_core::sha256_hex(seen)
+}

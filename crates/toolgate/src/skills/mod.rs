@@ -7,6 +7,6 @@ mod load;
 mod read_skill;
 
 pub use catalog::{SkillEntry, SkillError, SkillFiles, Skills};
-pub use load::{LocalSkill, SkillProblem, load_skill, load_skills};
+pub use load::{LocalSkill, SkillProblem, load_skill, load_skills, skills_fingerprint};
 pub use read_skill::ReadSkill;
 pub use toolgate_core::skill::*;
