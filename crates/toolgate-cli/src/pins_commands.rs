@@ -1,9 +1,10 @@
-//! `toolgate pins`: the pinned definitions of upstream MCP tools, what changed in
-//! the ones that changed, and accepting a change.
+//! `toolgate pins`: the pinned definitions of upstream MCP tools and skills (the
+//! latter as `skill:NAME`), what changed in the ones that changed, and accepting
+//! a change.
 //!
 //! Pins live in `state.db` in the state directory. A change is recorded whenever
 //! toolgate sees the server (any command that lists or calls its tools); accepting
-//! it releases the tool everywhere, a running `toolgate serve` included.
+//! it releases the tool or skill everywhere, a running `toolgate serve` included.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,16 +21,18 @@ use crate::output::print_json;
 /// What `toolgate pins` does; without one, it lists the pins.
 #[derive(Subcommand)]
 pub enum PinAction {
-    /// One line per pinned tool: name, `pinned` or `changed`, when, what changed.
+    /// One line per pinned tool or skill: name, `pinned` or `changed`, when, what changed.
     List,
-    /// What changed in a tool since it was pinned, part by part.
+    /// What changed in a tool or skill since it was pinned, part by part.
     Diff {
-        /// The tool's name in the catalog, e.g. `fs.read_file`.
+        /// The tool's name in the catalog, e.g. `fs.read_file`, or `skill:` and
+        /// a skill's, e.g. `skill:docs.refund-dispute`.
         tool: String,
     },
-    /// Make the recorded change of a tool its pin, releasing it from quarantine.
+    /// Make the recorded change of a tool or skill its pin, releasing it from quarantine.
     Accept {
-        /// The tool's name in the catalog, e.g. `fs.read_file`.
+        /// The tool's name in the catalog, e.g. `fs.read_file`, or `skill:` and
+        /// a skill's, e.g. `skill:docs.refund-dispute`.
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         tool: Option<String>,
         /// Accept every recorded change.
@@ -73,7 +76,7 @@ fn list(args: &SpecArgs, store: &dyn ServedStore) -> CommandResult {
     }
     if pins.is_empty() {
         sayln!(
-            "no tools are pinned yet; an MCP server's tools are pinned the first time toolgate lists them"
+            "nothing is pinned yet; an MCP server's tools and skills are pinned the first time toolgate lists them"
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -93,8 +96,12 @@ fn list(args: &SpecArgs, store: &dyn ServedStore) -> CommandResult {
     let changed = pins.iter().filter(|p| p.change.is_some()).count();
     if changed > 0 {
         tellln!(
-            "{changed} tool{} quarantined; `toolgate pins diff TOOL` shows the change, `toolgate pins accept TOOL` accepts it",
-            if changed == 1 { " is" } else { "s are" }
+            "{changed} {} quarantined; `toolgate pins diff NAME` shows the change, `toolgate pins accept NAME` accepts it",
+            if changed == 1 {
+                "definition is"
+            } else {
+                "definitions are"
+            }
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -167,7 +174,7 @@ fn accept(
         if args.json {
             print_json(&json!([]));
         } else {
-            sayln!("nothing to accept: no pinned tool has changed");
+            sayln!("nothing to accept: no pinned tool or skill has changed");
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -174,13 +174,14 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .map(Path::to_path_buf),
+            skills: Some(skills.clone()),
             ..UpstreamOptions::default()
         };
         let pins: Arc<dyn PinStore> = store.clone();
         Arc::new(runtime.block_on(Upstreams::connect(&spec, pins, options)))
     });
     if let Some(upstreams) = &upstreams {
-        report(upstreams);
+        report(upstreams, &skills);
     }
     let file = source.path.display().to_string();
     let search = match args.search {
@@ -501,8 +502,8 @@ fn check_report(readiness: &toolgate::serve::Readiness, server: &McpServer) -> E
 }
 
 /// The protocol revision each upstream server speaks; servers that are not ready,
-/// tools left out and quarantined tools; on stderr.
-fn report(upstreams: &Upstreams) {
+/// tools and skills left out, and quarantined ones; on stderr.
+fn report(upstreams: &Upstreams, skills: &toolgate::skills::Skills) {
     for status in upstreams.status() {
         if let (ServerState::Ready, Some(revision)) = (&status.state, &status.revision) {
             let server = status
@@ -530,6 +531,14 @@ fn report(upstreams: &Upstreams) {
                 skipped.reason
             );
         }
+        for skipped in &status.skipped_skills {
+            tellln!(
+                "warning: the skill `{}` of MCP server `{}` is left out: {}",
+                skipped.name,
+                status.namespace,
+                skipped.reason
+            );
+        }
     }
     for withheld in upstreams.withheld() {
         tellln!(
@@ -538,5 +547,14 @@ fn report(upstreams: &Upstreams) {
             withheld.reason,
             withheld.tool
         );
+    }
+    for entry in skills.entries().iter() {
+        if let Some(reason) = &entry.quarantine {
+            let key = toolgate::skills::skill_pin_key(&entry.skill.name);
+            tellln!(
+                "warning: the skill `{}` is quarantined and not offered: {reason}; review it with `toolgate pins diff {key}`",
+                entry.skill.name
+            );
+        }
     }
 }

@@ -20,6 +20,16 @@ pub trait SkillFiles: Send + Sync {
         skill: &'a Skill,
         path: &'a str,
     ) -> BoxFuture<'a, Result<Arc<[u8]>, String>>;
+
+    /// Whether the operator accepted `skill` as it is now since it was
+    /// quarantined: asked when a quarantined skill is read.
+    fn accepted(&self, _skill: &Skill) -> bool {
+        false
+    }
+
+    /// Called once `skill` was released from quarantine, so its owner can
+    /// offer it again.
+    fn released(&self, _skill: &Skill) {}
 }
 
 /// A local skill's files: the bytes read when it was loaded.
@@ -173,6 +183,22 @@ impl Skills {
         *current = Arc::new(next);
     }
 
+    /// Lifts the quarantine of the skill `name` (its change was accepted).
+    /// Returns whether it was quarantined.
+    pub fn release(&self, name: &str) -> bool {
+        let mut current = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(at) = current
+            .iter()
+            .position(|e| e.skill.name == name && e.quarantine.is_some())
+        else {
+            return false;
+        };
+        let mut next = current.as_ref().clone();
+        next[at].quarantine = None;
+        *current = Arc::new(next);
+        true
+    }
+
     /// Every skill, quarantined ones included, in catalog order.
     pub fn entries(&self) -> Arc<Vec<SkillEntry>> {
         self.entries
@@ -203,6 +229,13 @@ impl Skills {
             .find(|e| e.skill.name == name && principal.has_scope_for(name));
         match found {
             Some(entry) => match &entry.quarantine {
+                Some(_) if entry.files.accepted(&entry.skill) => {
+                    self.release(name);
+                    entry.files.released(&entry.skill);
+                    let mut entry = entry.clone();
+                    entry.quarantine = None;
+                    Ok(entry)
+                }
                 Some(reason) => Err(SkillError::Quarantined {
                     name: name.to_owned(),
                     reason: reason.clone(),

@@ -18,14 +18,17 @@ use serde_json::Value;
 use super::StoreError;
 
 /// The parts of a definition a pin covers, in the order changes are named, with
-/// the words used for them.
-pub const PINNED_FIELDS: [(&str, &str); 6] = [
+/// the words used for them: a tool's, then a skill's own (its whole `SKILL.md`,
+/// and each file's digest by path).
+pub const PINNED_FIELDS: [(&str, &str); 8] = [
     ("name", "name"),
     ("title", "title"),
     ("description", "description"),
     ("inputSchema", "input schema"),
     ("outputSchema", "output schema"),
     ("annotations", "annotations"),
+    ("instructions", "instructions"),
+    ("files", "files"),
 ];
 
 /// A pinned definition.

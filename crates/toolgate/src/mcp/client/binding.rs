@@ -103,6 +103,7 @@ impl McpBindingRunner {
             config.clone(),
             format!("the MCP server behind `{}`", self.tool),
             None,
+            None,
             policy,
             self.events.clone(),
         );

@@ -33,7 +33,8 @@ use super::result::upstream_words;
 /// The client side of one connection.
 pub(super) struct Handler {
     server: String,
-    /// Woken by `notifications/tools/list_changed`.
+    /// Woken by `notifications/tools/list_changed` and
+    /// `notifications/resources/list_changed` (skills are resources).
     refresh: Arc<Notify>,
     events: broadcast::Sender<UpstreamEvent>,
     scrubber: Scrubber,
@@ -81,6 +82,11 @@ fn passed_on(error: ServiceError) -> McpError {
 impl rmcp::ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "the server's tool list changed");
+        self.refresh.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "the server's resource list changed");
         self.refresh.notify_one();
     }
 

@@ -67,6 +67,7 @@ mod process;
 mod relay;
 mod result;
 mod server;
+mod skills;
 mod tool;
 
 use std::fmt;
@@ -91,6 +92,7 @@ pub use result::{call_outcome, upstream_content};
 pub use server::{ListedTool, Quarantine};
 pub use tool::UpstreamTool;
 
+use crate::skills::Skills;
 use crate::store::PinStore;
 use server::Server;
 
@@ -226,6 +228,9 @@ pub struct UpstreamOptions {
     pub restart: RestartPolicy,
     /// Where `${env.NAME}` is read (default: the process environment).
     pub env: EnvLookup,
+    /// The catalog the servers' skills go to (SEP-2640), each pinned like a
+    /// tool; `None` leaves skills unlisted.
+    pub skills: Option<Arc<Skills>>,
 }
 
 impl Default for UpstreamOptions {
@@ -235,6 +240,7 @@ impl Default for UpstreamOptions {
             only: None,
             restart: RestartPolicy::default(),
             env: process_env(),
+            skills: None,
         }
     }
 }
@@ -294,6 +300,9 @@ pub struct ServerStatus {
     /// Tools it lists that cannot be offered, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedTool>,
+    /// Skills it lists that cannot be offered (named as listed), and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_skills: Vec<SkippedTool>,
     /// Consecutive failures.
     pub failures: u32,
 }
@@ -353,6 +362,7 @@ impl Upstreams {
                     config,
                     label,
                     Some(pins.clone()),
+                    options.skills.clone(),
                     options.restart,
                     events.clone(),
                 ),
@@ -383,8 +393,14 @@ impl Upstreams {
                         network: network.clone(),
                         revision: server_spec.revision,
                     };
-                    let server =
-                        Server::new(placeholder, label, None, options.restart, events.clone());
+                    let server = Server::new(
+                        placeholder,
+                        label,
+                        None,
+                        None,
+                        options.restart,
+                        events.clone(),
+                    );
                     server.misconfigured(e.to_string());
                     server
                 }
@@ -503,6 +519,11 @@ impl Upstreams {
                         .collect(),
                     skipped: server
                         .skipped()
+                        .into_iter()
+                        .map(|(name, reason)| SkippedTool { name, reason })
+                        .collect(),
+                    skipped_skills: server
+                        .skipped_skills()
                         .into_iter()
                         .map(|(name, reason)| SkippedTool { name, reason })
                         .collect(),

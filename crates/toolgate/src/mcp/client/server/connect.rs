@@ -4,6 +4,9 @@
 use super::super::process::StderrTail;
 use super::*;
 
+/// How often accepted changes of quarantined skills are looked for.
+const RELEASE_EVERY: Duration = Duration::from_secs(1);
+
 impl Server {
     pub(super) async fn supervise(self: Arc<Self>) {
         loop {
@@ -199,6 +202,11 @@ impl Server {
             self.end_process().await;
             return Some(reason);
         }
+        // A server's skills are beside its tools: failing to list them leaves
+        // the tools served.
+        if let Err(reason) = self.list_skills(&peer).await {
+            tracing::warn!(server = %self.config.name, "{}", self.config.scrubber.scrub(&reason));
+        }
         {
             let mut shared = self.shared();
             shared.peer = Some(peer.clone());
@@ -209,6 +217,9 @@ impl Server {
             tracing::debug!(server = %self.config.name, "connected; it speaks MCP {revision}");
         }
         self.set_state(ServerState::Ready);
+        if revision.as_ref().is_some_and(|r| r.stateless) {
+            self.listen_for_changes(&peer, cancel.clone());
+        }
         let healthy_at = Instant::now() + self.shared().breaker.policy().healthy_after;
         let mut healthy = false;
         let waiting = running.waiting();
@@ -223,6 +234,10 @@ impl Server {
             }
         };
         tokio::pin!(process_exit);
+        // A quarantined skill is not readable, so no read releases it: its
+        // acceptance (perhaps in another process) is looked for now and then.
+        let mut accepted = tokio::time::interval(RELEASE_EVERY);
+        accepted.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let ended = loop {
             tokio::select! {
                 _ = &mut waiting => break "closed the connection",
@@ -232,7 +247,9 @@ impl Server {
                     break "exited";
                 }
                 _ = self.refresh.notified() => {
-                    if let Err(reason) = self.list_tools(&peer).await {
+                    let tools = self.list_tools(&peer).await;
+                    let skills = self.list_skills(&peer).await;
+                    for reason in [tools, skills].into_iter().filter_map(Result::err) {
                         tracing::warn!(server = %self.config.name, "{}", self.config.scrubber.scrub(&reason));
                     }
                 }
@@ -241,6 +258,7 @@ impl Server {
                     let _ = (&mut waiting).await;
                     break "stopped answering";
                 }
+                _ = accepted.tick(), if self.skills.is_some() => self.release_accepted_skills(),
                 _ = tokio::time::sleep_until(healthy_at.into()), if !healthy => {
                     healthy = true;
                     self.shared().breaker.record_success();
@@ -267,6 +285,39 @@ impl Server {
             self.label,
             stderr.map(|s| stderr_words(&s)).unwrap_or_default()
         ))
+    }
+
+    /// On the stateless revision a server tells of list changes only to a
+    /// subscription: one is held open for the connection's life, and whatever
+    /// it hears re-lists the tools and skills.
+    fn listen_for_changes(&self, peer: &Peer<RoleClient>, cancel: CancellationToken) {
+        let (peer, refresh) = (peer.clone(), self.refresh.clone());
+        let name = self.config.name.clone();
+        tokio::spawn(async move {
+            let filter = rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .resources_list_changed()
+                .build();
+            let mut subscription = tokio::select! {
+                listening = peer.listen(filter) => match listening {
+                    Ok(subscription) => subscription,
+                    Err(e) => {
+                        tracing::debug!(server = %name, "no subscription to list changes ({e}); lists are read again on reconnect");
+                        return;
+                    }
+                },
+                _ = cancel.cancelled() => return,
+            };
+            loop {
+                tokio::select! {
+                    heard = subscription.next() => match heard {
+                        Ok(Some(_)) => refresh.notify_one(),
+                        _ => break,
+                    },
+                    _ = cancel.cancelled() => break,
+                }
+            }
+        });
     }
 
     /// Kills what is left of a stdio server's group and reaps it.

@@ -6,6 +6,7 @@
 mod calls;
 mod connect;
 mod pins;
+mod skills;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
@@ -39,6 +40,7 @@ use super::process::ServerProcess;
 use super::relay::{Relay, Sequenced};
 use super::result::{call_outcome, upstream_text, upstream_words};
 use super::{ServerState, UpstreamEvent};
+use crate::skills::Skills;
 use crate::{store::PinCheck, store::PinStore, store::join_fields};
 
 /// How long a stdio server gets to exit after its stdin closes, and again after
@@ -114,6 +116,8 @@ struct Shared {
     peer: Option<Peer<RoleClient>>,
     tools: IndexMap<String, ListedTool>,
     skipped: Vec<(String, String)>,
+    /// Skills it lists that cannot be offered: the name as listed, and why.
+    skipped_skills: Vec<(String, String)>,
     breaker: Breaker,
     last_error: Option<String>,
     /// The server's own name and version, from the handshake.
@@ -128,6 +132,8 @@ pub(super) struct Server {
     config: ServerConfig,
     label: String,
     pins: Option<Arc<dyn PinStore>>,
+    /// Where its skills go, when its owner takes them.
+    skills: Option<Arc<Skills>>,
     shared: Mutex<Shared>,
     state: watch::Sender<ServerState>,
     refresh: Arc<Notify>,
@@ -145,6 +151,7 @@ impl Server {
         config: ServerConfig,
         label: String,
         pins: Option<Arc<dyn PinStore>>,
+        skills: Option<Arc<Skills>>,
         policy: RestartPolicy,
         events: broadcast::Sender<UpstreamEvent>,
     ) -> Arc<Server> {
@@ -152,10 +159,12 @@ impl Server {
             config,
             label,
             pins,
+            skills,
             shared: Mutex::new(Shared {
                 peer: None,
                 tools: IndexMap::new(),
                 skipped: Vec::new(),
+                skipped_skills: Vec::new(),
                 breaker: Breaker::new(policy),
                 last_error: None,
                 server_info: None,
@@ -218,6 +227,10 @@ impl Server {
 
     pub(super) fn skipped(&self) -> Vec<(String, String)> {
         self.shared().skipped.clone()
+    }
+
+    pub(super) fn skipped_skills(&self) -> Vec<(String, String)> {
+        self.shared().skipped_skills.clone()
     }
 
     pub(super) fn failures(&self) -> u32 {

@@ -1,5 +1,5 @@
 //! An upstream tool checked against its pin: quarantined when its definition
-//! changed, released once the change is accepted.
+//! changed, released once the change is accepted (skills: see `skills.rs`).
 
 use super::*;
 
@@ -21,6 +21,7 @@ impl Server {
     /// Releases quarantined tools whose change was accepted since (perhaps by
     /// another process), so they are offered again.
     pub(crate) fn release_accepted(&self) {
+        self.release_accepted_skills();
         let quarantined: Vec<ListedTool> = self
             .shared()
             .tools
