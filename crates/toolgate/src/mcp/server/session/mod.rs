@@ -483,7 +483,13 @@ impl ServerHandler for Session {
         let mut resources = skills::listed(&caller);
         match self.forwarded(false) {
             Some(forwarded) => {
-                resources.extend(Box::pin(forwarded.list_resources(&caller.principal)).await)
+                let listed = Box::pin(forwarded.list_resources(&caller.principal)).await;
+                let gate = &caller.offering.gate;
+                resources.extend(
+                    listed
+                        .into_iter()
+                        .filter(|r| skills::passed_on(gate, &r.uri)),
+                );
             }
             None if !skills::serves(&caller.offering.gate) => {
                 return Err(McpError::method_not_found::<ListResourcesRequestMethod>());
@@ -522,6 +528,9 @@ impl ServerHandler for Session {
             let session = self.conversation(&context, &caller.principal)?;
             let read = skills::read_file(&caller, &session, file, &request.uri);
             return Box::pin(read).await.map(ReadResourceResponse::from);
+        }
+        if !skills::passed_on(&caller.offering.gate, &request.uri) {
+            return Err(skills::read_around_the_gate(&request.uri));
         }
         let forwarded = self
             .forwarded(false)
