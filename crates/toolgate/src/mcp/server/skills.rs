@@ -10,7 +10,8 @@
 //! matter (in `skills/list`, `skills/get` and `resources/list`) are sanitized as
 //! upstream tool descriptions are in `tools/list`. Files go out byte for byte,
 //! so they match the digests of the manifest; only text files are served, as
-//! `read_skill` reads only those.
+//! `read_skill` reads only those. The skill's files are not passed on at the
+//! URIs its server serves them at, which would go around its pin and the gate.
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
