@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use rmcp::model::Skill as ListedSkill;
 use toolgate_core::escape_for_terminal;
-use toolgate_core::skill::{Skill, SkillOrigin, skill_pin_key};
+use toolgate_core::skill::{SKILL_MD, Skill, SkillOrigin, skill_pin_key};
 
-use super::super::skills::{UpstreamFiles, check_entry, fetch, is_accepted, skill_of};
+use super::super::skills::{Manifest, UpstreamFiles, check_entry, fetch, is_accepted, skill_of};
 use super::*;
 use crate::skills::SkillEntry;
 
@@ -83,9 +83,12 @@ impl Server {
         listed: &ListedSkill,
     ) -> Result<SkillEntry, String> {
         let manifest = check_entry(listed)?;
-        let bytes = fetch(peer, manifest.skill_md(), self.config.call_timeout)
-            .await
-            .map_err(|e| format!("its SKILL.md could not be used: {e}"))?;
+        let bytes = match self.held_skill_md(&manifest) {
+            Some(held) => held,
+            None => fetch(peer, manifest.skill_md(), self.config.call_timeout)
+                .await
+                .map_err(|e| format!("its SKILL.md could not be used: {e}"))?,
+        };
         let skill = skill_of(&self.config.name, &manifest, &bytes)?;
         let quarantine = self.check_skill_pin(&skill);
         if let Some(reason) = &quarantine {
@@ -100,6 +103,20 @@ impl Server {
             events: self.events.clone(),
         };
         Ok(SkillEntry::new(skill, quarantine, Arc::new(files)))
+    }
+
+    /// The `SKILL.md` the catalog holds for `manifest`'s skill, if its digest
+    /// is still the one listed: a listing again reads only what changed.
+    fn held_skill_md(&self, manifest: &Manifest) -> Option<Vec<u8>> {
+        let catalog = self.skills.as_ref()?;
+        let entries = catalog.entries();
+        let held = entries.iter().find(|e| {
+            self.is_ours(&e.skill)
+                && matches!(&e.skill.origin, SkillOrigin::Upstream { uri, .. } if *uri == manifest.uri)
+        })?;
+        let skill_md = held.skill.file(SKILL_MD)?;
+        (skill_md.digest == manifest.skill_md().digest)
+            .then(|| held.skill.instructions.clone().into_bytes())
     }
 
     /// Why `skill` is quarantined, if its definition differs from its pin.
