@@ -40,7 +40,14 @@ async fn outer(dir: &Path) -> RunningService<RoleClient, ()> {
 }
 
 async fn read_skill(client: &RunningService<RoleClient, ()>) -> CallToolResult {
-    let Value::Object(arguments) = json!({"name": SKILL}) else {
+    read_skill_with(client, json!({"name": SKILL})).await
+}
+
+async fn read_skill_with(
+    client: &RunningService<RoleClient, ()>,
+    arguments: Value,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
         unreachable!()
     };
     let call = CallToolRequestParams::new("read_skill").with_arguments(arguments);
@@ -137,16 +144,20 @@ async fn quarantined_then_accepted(dir: &Path, client: &RunningService<RoleClien
         "{}",
         String::from_utf8_lossy(&accept.stderr)
     );
+    // Released within a second; the served gate follows.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !offered(client).await {
+    let result = loop {
+        let result = read_skill(client).await;
+        if result.is_error == Some(false) && offered(client).await {
+            break result;
+        }
         assert!(
             Instant::now() < deadline,
-            "not offered again after accepting"
+            "not offered again after accepting: {}",
+            text(&result)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let result = read_skill(client).await;
-    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    };
     assert!(text(&result).contains(CHANGED), "{}", text(&result));
 }
 
@@ -170,6 +181,12 @@ async fn an_upstream_toolgate_s_skill_over_stdio_is_offered_pinned_and_quarantin
     assert_eq!(result.is_error, Some(false), "{}", text(&result));
     assert!(text(&result).contains(HEADING), "{}", text(&result));
     assert!(offered(&client).await);
+    // A file of the skill is read from the upstream when asked for, verified.
+    let checklist = json!({"name": SKILL, "file": "forms/dispute-checklist.md"});
+    let result = read_skill_with(&client, checklist).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let expected = support::HELPDESK_SKILLS[1].1.lines().next().unwrap();
+    assert!(text(&result).contains(expected), "{}", text(&result));
     let pins = support::toolgate(dir.path(), &["pins", "-f", "outer.yaml", "list"]);
     let listed = String::from_utf8_lossy(&pins.stdout);
     assert!(
