@@ -227,12 +227,20 @@ pub fn call(
     let principal = principal(&spec, caller)?;
     let store = open_store(args, state)?;
     let pins = store.clone() as Arc<dyn toolgate::store::PinStore>;
-    let upstream =
-        crate::upstreams::Upstream::connect(&spec, &source.path, || Ok(pins), Some(name))?;
+    // `read_skill` reads upstream servers' skills too.
+    let skills = crate::context::spec_skills(&source);
+    let upstream = crate::upstreams::Upstream::connect_with(
+        &spec,
+        &source.path,
+        || Ok(pins),
+        Some(name),
+        Some(skills.clone()),
+    )?;
     if let Some(why) = upstream.missing(name) {
         return Err(why);
     }
-    let gate = open_gate(&spec, &source, &upstream.catalog(), Some(store))?;
+    let gate =
+        crate::context::open_gate_with(&spec, &source, &upstream.catalog(), Some(store), &skills)?;
     let runtime = upstream.runtime();
     let mut call = ToolCall::new(format!("cli-{}", std::process::id()), name, arguments);
     call.idempotency_key = how.idempotency_key.clone();

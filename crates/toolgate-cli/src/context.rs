@@ -133,12 +133,20 @@ pub(crate) fn open_gate(
     natives: &Catalog,
     store: Option<Arc<dyn ServedStore>>,
 ) -> Result<Gate, String> {
+    open_gate_with(spec, source, natives, store, &spec_skills(source))
+}
+
+/// [`open_gate`] offering `skills` (the spec's and upstream servers').
+pub(crate) fn open_gate_with(
+    spec: &SpecFile,
+    source: &SpecSource,
+    natives: &Catalog,
+    store: Option<Arc<dyn ServedStore>>,
+    skills: &Arc<Skills>,
+) -> Result<Gate, String> {
     let file = source.path.display().to_string();
     let catalog = spec_catalog(spec, &file, natives).map_err(|e| e.to_string())?;
-    let builder = with_skills(
-        Gate::builder(catalog).spec(spec),
-        Some(&spec_skills(source)),
-    );
+    let builder = with_skills(Gate::builder(catalog).spec(spec), Some(skills));
     Ok(match store {
         Some(store) => builder.store(store),
         None => builder,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 use toolgate::mcp::client::{ServerState, UpstreamOptions, Upstreams};
+use toolgate::skills::{READ_SKILL, Skills, skill_pin_key};
 use toolgate::spec::{McpBinding, SpecFile, ToolSpec, returns_shape};
 use toolgate::{
     Catalog, SqliteStore, ToolDescriptor, store::PinStore, store::resolve_state_dir,
@@ -61,10 +62,23 @@ impl Upstream {
         store: impl FnOnce() -> Result<Arc<dyn PinStore>, String>,
         tool: Option<&str>,
     ) -> Result<Upstream, String> {
+        Self::connect_with(spec, spec_path, store, tool, None)
+    }
+
+    /// As [`Upstream::connect`], the servers' skills listed into `skills`
+    /// (every server is connected for `read_skill`, whose skill may be any one's).
+    pub fn connect_with(
+        spec: &SpecFile,
+        spec_path: &Path,
+        store: impl FnOnce() -> Result<Arc<dyn PinStore>, String>,
+        tool: Option<&str>,
+        skills: Option<Arc<Skills>>,
+    ) -> Result<Upstream, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
+        let tool = tool.filter(|t| !(skills.is_some() && *t == READ_SKILL));
         let only: Option<Vec<String>> = tool.map(|t| {
             t.split_once('.')
                 .map(|(ns, _)| vec![ns.to_owned()])
@@ -86,6 +100,7 @@ impl Upstream {
                 .filter(|d| !d.as_os_str().is_empty())
                 .map(Path::to_path_buf),
             only,
+            skills: skills.clone(),
             ..UpstreamOptions::default()
         };
         let pins = store()?;
@@ -94,7 +109,7 @@ impl Upstream {
             upstreams: Some(upstreams),
             runtime,
         };
-        upstream.report();
+        upstream.report(skills.as_deref());
         Ok(upstream)
     }
 
@@ -188,8 +203,9 @@ impl Upstream {
         })
     }
 
-    /// Servers that are not ready, quarantined tools and tools left out, on stderr.
-    fn report(&self) {
+    /// Servers that are not ready, quarantined tools and skills and those left
+    /// out, on stderr.
+    fn report(&self, skills: Option<&Skills>) {
         let Some(upstreams) = &self.upstreams else {
             return;
         };
@@ -209,6 +225,14 @@ impl Upstream {
                     skipped.reason
                 );
             }
+            for skipped in &status.skipped_skills {
+                tellln!(
+                    "warning: the skill `{}` of MCP server `{}` is left out: {}",
+                    skipped.name,
+                    status.namespace,
+                    skipped.reason
+                );
+            }
         }
         for withheld in upstreams.withheld() {
             tellln!(
@@ -216,6 +240,15 @@ impl Upstream {
                 withheld.tool,
                 withheld.reason,
                 withheld.tool
+            );
+        }
+        let quarantined = skills.map(|s| s.entries()).unwrap_or_default();
+        for entry in quarantined.iter().filter(|e| e.quarantine.is_some()) {
+            let key = skill_pin_key(&entry.skill.name);
+            tellln!(
+                "warning: the skill `{}` is quarantined: {}; review it with `toolgate pins diff {key}`",
+                entry.skill.name,
+                entry.quarantine.as_deref().unwrap_or_default()
             );
         }
     }

@@ -197,9 +197,33 @@ async fn an_upstream_toolgate_s_skill_over_stdio_is_offered_pinned_and_quarantin
     );
     client.cancel().await.unwrap();
 
+    // `toolgate call` reads it too, starting the upstream for the call.
+    let args = format!("{{\"name\": \"{SKILL}\"}}");
+    let called = support::toolgate(
+        dir.path(),
+        &["call", "-f", "outer.yaml", "read_skill", &args],
+    );
+    let said = String::from_utf8_lossy(&called.stdout);
+    assert!(
+        called.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    assert!(said.contains(HEADING), "{said}");
+
     // The upstream's skill changes; a new start of the outer toolgate starts
     // the upstream again, which serves the changed skill.
     change_skill_md(&inner);
+    let called = support::toolgate(
+        dir.path(),
+        &["call", "-f", "outer.yaml", "read_skill", &args],
+    );
+    let warned = String::from_utf8_lossy(&called.stderr);
+    assert!(!called.status.success(), "{warned}");
+    assert!(
+        warned.contains(&format!("review it with `toolgate pins diff {KEY}`")),
+        "{warned}"
+    );
     let client = outer(dir.path()).await;
     quarantined_then_accepted(dir.path(), &client).await;
     client.cancel().await.unwrap();
