@@ -291,3 +291,81 @@ impl std::fmt::Debug for Skills {
         f.debug_list().entries(self.entries().iter()).finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use toolgate_core::skill::SkillFile;
+
+    use super::*;
+
+    /// Files of an upstream skill whose acceptance the test decides.
+    #[derive(Default)]
+    struct Pinned {
+        accepted: AtomicBool,
+        released: AtomicUsize,
+    }
+
+    impl SkillFiles for Pinned {
+        fn read<'a>(
+            &'a self,
+            _: &'a Skill,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<Arc<[u8]>, String>> {
+            Box::pin(async { Ok(Arc::from(&b"text"[..])) })
+        }
+
+        fn accepted(&self, _: &Skill) -> bool {
+            self.accepted.load(Ordering::SeqCst)
+        }
+
+        fn released(&self, _: &Skill) {
+            self.released.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn upstream(name: &str) -> Skill {
+        Skill {
+            name: name.into(),
+            description: "Handle a refund dispute.".into(),
+            instructions: "---\nname: refund-dispute\n---\n".into(),
+            files: vec![SkillFile::of("SKILL.md", b"text")],
+            origin: SkillOrigin::Upstream {
+                server: "desk".into(),
+                uri: "skill://refund-dispute/SKILL.md".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_quarantined_upstream_skill_is_refused_with_the_pins_hint_until_its_change_is_accepted() {
+        let skills = Skills::default();
+        let files = Arc::new(Pinned::default());
+        let reason = "MCP server `desk` changed its instructions since it was pinned at T";
+        let entry = SkillEntry::new(
+            upstream("desk.refund-dispute"),
+            Some(reason.into()),
+            files.clone(),
+        );
+        skills.set_upstream("desk", vec![entry]);
+        let operator = Principal::operator();
+        assert!(skills.offered(&operator).is_empty());
+        let refused = skills
+            .find(&operator, "desk.refund-dispute")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            refused,
+            format!(
+                "the skill `desk.refund-dispute` is quarantined and was not read: {reason}. The operator must review the change (`toolgate pins diff skill:desk.refund-dispute`) and accept it (`toolgate pins accept skill:desk.refund-dispute`)"
+            )
+        );
+        files.accepted.store(true, Ordering::SeqCst);
+        let found = skills.find(&operator, "desk.refund-dispute").unwrap();
+        assert_eq!(found.quarantine, None);
+        assert_eq!(files.released.load(Ordering::SeqCst), 1);
+        assert_eq!(skills.offered(&operator).len(), 1);
+        assert!(!skills.release("desk.refund-dispute"), "released once only");
+    }
+}

@@ -38,8 +38,13 @@
 //! - **Restarts.** A server that exits is restarted with backoff; calls in flight
 //!   get an error saying so; after repeated failures its circuit opens and its
 //!   tools answer "unavailable" until a cooldown has passed ([`RestartPolicy`]).
-//! - **Refresh.** `notifications/tools/list_changed` re-lists the tools (and checks
-//!   their pins); [`Upstreams::subscribe`] tells the owner.
+//! - **Skills.** Given a catalog ([`UpstreamOptions::skills`]), a server's skills
+//!   (SEP-2640) join it as `namespace.name`, each checked (no `dynamic` files, the
+//!   extension's limits, every file inside the skill's folder), its `SKILL.md`
+//!   verified against its digest, and pinned as `skill:namespace.name` like a tool.
+//! - **Refresh.** `notifications/tools/list_changed` and `resources/list_changed`
+//!   re-list the tools and skills (and check their pins); on the stateless revision
+//!   a subscription hears them. [`Upstreams::subscribe`] tells the owner.
 //! - **Timeouts.** Connecting, listing and calling each have one (`timeouts:`).
 //! - **Network.** A server reached by URL is under the spec file's `network:`
 //!   section, as `http:` bindings are: public addresses only unless `allow` lists
