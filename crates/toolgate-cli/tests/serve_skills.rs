@@ -135,6 +135,22 @@ async fn an_mcp_client_lists_and_gets_the_helpdesk_skill_and_its_files_match_the
                 .unwrap_or_else(|e| panic!("stateless: {stateless}: {e}"));
         }
         assert!(read_text(&client, CHECKLIST).await.contains("chargeback"));
+        let missing = client
+            .read_resource(ReadResourceRequestParams::new(
+                "skill://refund-dispute/forms/missing.md",
+            ))
+            .await
+            .map(|_| ())
+            .map_err(mcp_error)
+            .unwrap_err();
+        assert_eq!(missing.code, ErrorCode::INVALID_PARAMS);
+        assert!(
+            missing
+                .message
+                .contains("its files are: SKILL.md, forms/dispute-checklist.md"),
+            "{}",
+            missing.message
+        );
 
         let resources = client.list_all_resources().await.unwrap();
         let skill_md = resources.iter().find(|r| r.uri == SKILL).unwrap();
