@@ -61,7 +61,9 @@ pub fn skills_digest(skills: &[Skill]) -> String {
 }
 
 /// `read_skill`'s descriptor, listing `skills` (in the order given). An
-/// upstream skill's description is sanitized and marked as its server's.
+/// upstream skill's description is sanitized and marked as its server's. The
+/// names are not a schema `enum`: a skill quarantined since, or out of the
+/// caller's scopes, is refused with the reason, not as a mismatch.
 pub fn read_skill_descriptor<'a>(skills: impl IntoIterator<Item = &'a Skill>) -> ToolDescriptor {
     let mut description = String::from(
         "Read a skill: instructions for a kind of task, written for you to follow. \
@@ -69,21 +71,20 @@ pub fn read_skill_descriptor<'a>(skills: impl IntoIterator<Item = &'a Skill>) ->
          and follow the instructions it returns; when they refer to a file of the skill, \
          call this again with that `file`.\n\nSkills:",
     );
-    let mut names = Vec::new();
-    let mut untrusted = false;
+    let (mut listed_any, mut untrusted) = (false, false);
     for skill in skills {
         description.push('\n');
         description.push_str(&listed(skill));
         untrusted |= skill.is_untrusted();
-        names.push(skill.name.clone());
+        listed_any = true;
     }
-    if names.is_empty() {
+    if !listed_any {
         description.push_str(" none yet.");
     }
     let schema = json!({
         "type": "object",
         "properties": {
-            "name": {"type": "string", "enum": names, "description": "The skill to read."},
+            "name": {"type": "string", "description": "The skill to read, by its name as listed above."},
             "file": {"type": "string", "description": "A file of the skill, by its path in the skill (e.g. `forms/refund.md`); leave out to read the instructions."}
         },
         "required": ["name"],
