@@ -2,7 +2,8 @@
 //! extension (SEP-2640), to clients of both protocol revisions: an rmcp client
 //! lists and gets the helpdesk's skill and reads its files, whose bytes match
 //! the manifest's digests; a principal outside the skill's scopes sees none;
-//! every read is a `read_skill` call in the audit log.
+//! every read is a `read_skill` call in the audit log; an upstream server's
+//! skill is served under its namespace, and not at the server's own URIs.
 
 mod support;
 
@@ -44,6 +45,11 @@ fn serve(args: &[&str]) -> Served {
 fn serve_spec(spec: &str, args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     support::write_helpdesk(dir.path(), spec);
+    serve_in(dir, args)
+}
+
+/// `toolgate serve --http` on the `toolgate.yaml` in `dir`.
+fn serve_in(dir: tempfile::TempDir, args: &[&str]) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
@@ -270,4 +276,66 @@ async fn a_spec_without_skills_declares_neither_the_extension_nor_resources() {
         assert!(capabilities.resources.is_none(), "{capabilities:?}");
         client.cancel().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn an_upstream_server_s_skill_is_served_under_its_namespace_and_not_at_its_own_uri() {
+    let dir = tempfile::tempdir().unwrap();
+    support::write_helpdesk(&dir.path().join("inner"), HELPDESK);
+    let spec = format!(
+        "mcp_servers:\n  desk:\n    command: {}\n    args: [serve, --stdio, -f, inner/toolgate.yaml, --state-dir, inner-state]\n",
+        env!("CARGO_BIN_EXE_toolgate")
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    let served = serve_in(dir, &[]);
+    let client = client(&served.url, false).await;
+
+    let served_uri = "skill://desk/refund-dispute/SKILL.md";
+    let skills = client.list_all_skills().await.unwrap();
+    let [skill] = skills.as_slice() else {
+        panic!("one skill: {skills:?}");
+    };
+    assert_eq!(skill.uri, served_uri);
+    assert_eq!(skill.frontmatter.name, "refund-dispute");
+    let SkillResources::Files(files) = &skill.resources else {
+        panic!("a manifest of files: {:?}", skill.resources);
+    };
+    let uris: Vec<&str> = files.iter().map(|f| f.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            served_uri,
+            "skill://desk/refund-dispute/forms/dispute-checklist.md"
+        ]
+    );
+    for file in files {
+        file.verify(read_text(&client, &file.uri).await.as_bytes())
+            .unwrap();
+    }
+
+    // The upstream's own URIs are not passed on around the pin and the gate.
+    let around = client
+        .read_resource(ReadResourceRequestParams::new(SKILL))
+        .await
+        .map(|_| ())
+        .map_err(mcp_error)
+        .unwrap_err();
+    assert_eq!(around.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        around
+            .message
+            .contains("toolgate serves those skills as `skill://SERVER/NAME/...`"),
+        "{}",
+        around.message
+    );
+    let resources = client.list_all_resources().await.unwrap();
+    let listed: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert!(listed.contains(&served_uri), "{listed:?}");
+    assert!(
+        !listed
+            .iter()
+            .any(|uri| uri.starts_with("skill://refund-dispute/")),
+        "{listed:?}"
+    );
+    client.cancel().await.unwrap();
 }
