@@ -355,13 +355,14 @@ fn for_a_model(gate: &Gate, name: &str, outcome: &Outcome) -> Outcome {
 pub fn digest(args: &SpecArgs, caller: Option<&str>) -> CommandResult {
     let (spec, source) = load(args)?;
     let principal = principal(&spec, caller)?;
-    let tools = crate::wire_commands::descriptors(&spec, &source.path)?;
+    let skills = crate::context::spec_skills(&source);
+    let tools = crate::wire_commands::offered(&spec, &source.path, Some(skills.clone()))?;
     say!(
         "{}",
         toolgate::tool::planner_digest(&tools, &spec.policy, &principal)
     );
     if principal.has_scope_for(toolgate::skills::READ_SKILL) {
-        let offered = crate::context::spec_skills(&source).offered(&principal);
+        let offered = skills.offered(&principal);
         let skills = toolgate::skills::skills_digest(&offered);
         if !skills.is_empty() {
             say!("\n{skills}");

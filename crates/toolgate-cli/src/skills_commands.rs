@@ -1,5 +1,5 @@
-//! `toolgate skills`: the skills a spec file offers, and one skill whole — as
-//! a principal sees them with `--as`.
+//! `toolgate skills`: the skills a spec file offers — its own and its MCP
+//! servers' — and one skill whole, as a principal sees them with `--as`.
 
 use std::process::ExitCode;
 
@@ -26,7 +26,7 @@ pub enum SkillAction {
 pub fn run(args: &SpecArgs, caller: Option<&str>, action: Option<SkillAction>) -> CommandResult {
     let (spec, source) = load(args)?;
     let principal = principal(&spec, caller)?;
-    let skills = crate::context::spec_skills(&source);
+    let skills = crate::wire_commands::all_skills(&spec, &source)?;
     let seen: Vec<SkillEntry> = skills
         .entries()
         .iter()

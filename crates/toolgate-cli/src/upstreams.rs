@@ -116,7 +116,16 @@ impl Upstream {
     /// As [`Upstream::connect`], with pins in the state directory beside the spec
     /// file (or `$TOOLGATE_STATE_DIR`): for commands without `--state-dir`.
     pub fn for_listing(spec: &SpecFile, spec_path: &Path) -> Result<Upstream, String> {
-        Self::connect(
+        Self::listing(spec, spec_path, None)
+    }
+
+    /// As [`Upstream::for_listing`], the servers' skills listed into `skills`.
+    pub fn listing(
+        spec: &SpecFile,
+        spec_path: &Path,
+        skills: Option<Arc<Skills>>,
+    ) -> Result<Upstream, String> {
+        Self::connect_with(
             spec,
             spec_path,
             || {
@@ -125,6 +134,7 @@ impl Upstream {
                 Ok(Arc::new(store) as Arc<dyn PinStore>)
             },
             None,
+            skills,
         )
     }
 

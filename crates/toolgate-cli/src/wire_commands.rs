@@ -3,9 +3,11 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolgate::spec::SpecFile;
+use toolgate::skills::Skills;
+use toolgate::spec::{SpecFile, SpecSource};
 use toolgate::wire::{self, CallReader, Note, RenderOptions, Rendered, Target};
 use toolgate::{Catalog, ToolDescriptor};
 
@@ -17,31 +19,55 @@ use crate::output::print_json;
 /// The descriptors a spec file declares, in file order, then the tools of its MCP
 /// servers that a model may be shown.
 pub fn descriptors(spec: &SpecFile, file: &Path) -> Result<Vec<ToolDescriptor>, String> {
+    offered(spec, file, None)
+}
+
+/// [`descriptors`], the skills of the MCP servers listed into `skills` on the
+/// way (beside the spec's own already there).
+pub fn offered(
+    spec: &SpecFile,
+    file: &Path,
+    skills: Option<Arc<Skills>>,
+) -> Result<Vec<ToolDescriptor>, String> {
     let catalog = toolgate::spec::spec_catalog(spec, &file.display().to_string(), &Catalog::new())
         .map_err(|e| e.to_string())?;
     let mut tools: Vec<ToolDescriptor> = catalog
         .iter()
         .map(|tool| tool.descriptor().clone())
         .collect();
-    tools.extend(crate::upstreams::Upstream::for_listing(spec, file)?.offered());
+    tools.extend(crate::upstreams::Upstream::listing(spec, file, skills)?.offered());
     Ok(tools)
 }
 
-/// `tools` with `read_skill` added over the skills `source` read, for
-/// `render --skills`; an error when the spec has none.
-fn add_read_skill(
-    tools: &mut Vec<ToolDescriptor>,
-    source: &toolgate::spec::SpecSource,
-) -> Result<(), String> {
-    if source.skills.is_empty() {
+/// Every skill `source` offers: its spec's own, and its MCP servers'.
+pub fn all_skills(spec: &SpecFile, source: &SpecSource) -> Result<Arc<Skills>, String> {
+    let skills = crate::context::spec_skills(source);
+    if !spec.mcp_servers.is_empty() {
+        crate::upstreams::Upstream::listing(spec, &source.path, Some(skills.clone()))?;
+    }
+    Ok(skills)
+}
+
+/// The spec's tools and its MCP servers', with `read_skill` over every skill
+/// when `skills` (an error when there are none).
+fn tools_for(
+    spec: &SpecFile,
+    source: &SpecSource,
+    skills: bool,
+) -> Result<Vec<ToolDescriptor>, String> {
+    if !skills {
+        return descriptors(spec, &source.path);
+    }
+    let catalog = crate::context::spec_skills(source);
+    let mut tools = offered(spec, &source.path, Some(catalog.clone()))?;
+    if catalog.offered(&toolgate::Principal::operator()).is_empty() {
         return Err(format!(
-            "{} has no skills; --skills offers those its `skills:` section names (e.g. `skills: {{dir: ./skills}}`)",
+            "{} offers no skills; --skills offers those its `skills:` section names (e.g. `skills: {{dir: ./skills}}`) and its MCP servers'",
             source.path.display()
         ));
     }
-    let skills = crate::context::spec_skills(source);
-    tools.push(skills.read_skill_descriptor());
-    Ok(())
+    tools.push(catalog.read_skill_descriptor());
+    Ok(tools)
 }
 
 fn rendered(
@@ -51,10 +77,7 @@ fn rendered(
     skills: bool,
 ) -> Result<Rendered, String> {
     let (spec, source) = load(args)?;
-    let mut tools = descriptors(&spec, &source.path)?;
-    if skills {
-        add_read_skill(&mut tools, &source)?;
-    }
+    let tools = tools_for(&spec, &source, skills)?;
     Ok(wire::render(target, &tools, &spec.hosted, options))
 }
 
@@ -68,10 +91,7 @@ fn rendered_deferred(
     skills: bool,
 ) -> Result<Rendered, String> {
     let (spec, source) = load(args)?;
-    let mut tools = descriptors(&spec, &source.path)?;
-    if skills {
-        add_read_skill(&mut tools, &source)?;
-    }
+    let tools = tools_for(&spec, &source, skills)?;
     for name in also_loaded {
         if !tools.iter().any(|t| &t.name == name) {
             let hint = toolgate::tool::closest_names(name, tools.iter().map(|t| t.name.as_str()))

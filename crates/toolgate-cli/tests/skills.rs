@@ -109,7 +109,7 @@ fn render_skills_without_skills_says_how_to_name_them() {
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("has no skills; --skills offers those its `skills:` section names")
+            .contains("offers no skills; --skills offers those its `skills:` section names")
     );
 }
 

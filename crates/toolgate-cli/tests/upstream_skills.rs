@@ -211,6 +211,36 @@ async fn an_upstream_toolgate_s_skill_over_stdio_is_offered_pinned_and_quarantin
     );
     assert!(said.contains(HEADING), "{said}");
 
+    // The listing commands name it, marked as the server's.
+    let listed = support::toolgate(dir.path(), &["skills", "-f", "outer.yaml"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.starts_with(&format!("{SKILL}  from MCP server `desk`  2 files")),
+        "{listed}"
+    );
+    let rendered = support::toolgate(
+        dir.path(),
+        &[
+            "render",
+            "-f",
+            "outer.yaml",
+            "--for",
+            "openai-chat",
+            "--skills",
+        ],
+    );
+    let rendered = String::from_utf8_lossy(&rendered.stdout);
+    assert!(
+        rendered.contains(&format!(
+            "- {SKILL}: Handle a customer who disputes a charge"
+        )),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("(from the MCP server `desk`, not the operator)"),
+        "{rendered}"
+    );
+
     // The upstream's skill changes; a new start of the outer toolgate starts
     // the upstream again, which serves the changed skill.
     change_skill_md(&inner);
