@@ -67,8 +67,17 @@ pub fn run(args: &SpecArgs, state: &StateArgs, action: CodeAction) -> CommandRes
     };
     let principal = principal(&spec, caller)?;
     let pins = store.clone() as Arc<dyn toolgate::store::PinStore>;
-    let upstream = crate::upstreams::Upstream::connect(&spec, &source.path, || Ok(pins), None)?;
-    let gate = open_gate(&spec, &source, &upstream.catalog(), Some(store))?;
+    // A program may read any skill, the MCP servers' included.
+    let skills = crate::context::spec_skills(&source);
+    let upstream = crate::upstreams::Upstream::connect_with(
+        &spec,
+        &source.path,
+        || Ok(pins),
+        None,
+        Some(skills.clone()),
+    )?;
+    let gate =
+        crate::context::open_gate_with(&spec, &source, &upstream.catalog(), Some(store), &skills)?;
     match action {
         CodeAction::Stubs { .. } => {
             let stubs = toolgate::code_mode::stubs(&gate, &state.session, &principal, Some(&spec))

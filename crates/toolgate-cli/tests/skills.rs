@@ -153,3 +153,23 @@ fn the_helpdesk_tests_read_the_refund_dispute_skill() {
         "{said}"
     );
 }
+
+#[test]
+fn a_program_in_code_mode_reads_a_skill_then_the_file_it_links_to() {
+    let dir = desk();
+    let program = "skill = read_skill(name=\"refund-dispute\")\n\
+                   form = read_skill(name=\"refund-dispute\", file=skill[\"files\"][0])\n\
+                   print(form[\"text\"].splitlines()[0])\n";
+    std::fs::write(dir.path().join("program.py"), program).unwrap();
+    let out = toolgate(dir.path(), &["code", "run", "program.py"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains("# Dispute checklist"),
+        "{}",
+        stdout(&out)
+    );
+}
