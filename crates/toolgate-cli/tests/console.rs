@@ -587,3 +587,36 @@ async fn the_catalog_shows_a_restricted_principal_only_the_tools_it_may_call() {
     let (_, page) = get(&served, "/catalog", &ops).await;
     assert!(page.contains(r#"id="tool-send_email""#) && page.contains(r#"id="tool-lookup_order""#));
 }
+
+#[tokio::test]
+async fn the_catalog_shows_skills_to_the_principals_whose_scopes_admit_them() {
+    let spec = format!(
+        "{SPEC}skills: {{dir: ./skills}}\nprincipals:\n  reader_bot: {{ceiling: read, scopes: [send_email]}}\n  ops: {{ceiling: read, approve: [\"*\"]}}\nauth:\n  api_keys: {{}}\n"
+    );
+    let skill = "---\nname: refunds\ndescription: How to refund <b>an order</b>.\n---\n# Steps\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("skills/refunds")).unwrap();
+    std::fs::write(dir.path().join("skills/refunds/SKILL.md"), skill).unwrap();
+    std::fs::write(dir.path().join("toolgate.yaml"), &spec).unwrap();
+    let mut keys = std::collections::BTreeMap::new();
+    for who in ["reader_bot", "ops"] {
+        let made = support::toolgate(dir.path(), &["keys", "add", who]);
+        assert!(made.status.success(), "{made:?}");
+        keys.insert(
+            who,
+            String::from_utf8(made.stdout).unwrap().trim().to_owned(),
+        );
+    }
+    let served = start(&serve_args(), Some(dir));
+    let ops = log_in_with(&served, &keys["ops"]).await;
+    let (status, page) = get(&served, "/catalog", &ops).await;
+    assert_eq!(status, 200);
+    assert!(page.contains(r#"id="skill-refunds""#), "{page}");
+    assert!(
+        page.contains("How to refund &lt;b&gt;an order&lt;/b&gt;."),
+        "{page}"
+    );
+    let reader = log_in_with(&served, &keys["reader_bot"]).await;
+    let (_, page) = get(&served, "/catalog", &reader).await;
+    assert!(!page.contains("skill-refunds"), "{page}");
+}
