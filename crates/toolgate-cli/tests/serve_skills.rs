@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    ErrorCode, GetSkillRequestParams, ProtocolVersion, ReadResourceRequestParams, ResourceContents,
-    SkillResources,
+    ErrorCode, GetSkillRequestParams, ProtocolVersion, ReadResourceDirectoryRequestParams,
+    ReadResourceRequestParams, ResourceContents, SkillResources,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -92,6 +92,18 @@ async fn read_text(client: &RunningService<RoleClient, ()>, uri: &str) -> String
     }
 }
 
+/// The children of a directory resource: each one's URI and media type.
+async fn directory(client: &RunningService<RoleClient, ()>, uri: &str) -> Vec<(String, String)> {
+    let read = ReadResourceDirectoryRequestParams::new(uri);
+    let listed = client.read_resource_directory(read).await.unwrap();
+    let kind = |r: &rmcp::model::Resource| r.mime_type.clone().unwrap_or_default();
+    listed
+        .resources
+        .iter()
+        .map(|r| (r.uri.clone(), kind(r)))
+        .collect()
+}
+
 fn mcp_error(error: ServiceError) -> rmcp::ErrorData {
     match error {
         ServiceError::McpError(error) => error,
@@ -162,6 +174,27 @@ async fn an_mcp_client_lists_and_gets_the_helpdesk_skill_and_its_files_match_the
         let skill_md = resources.iter().find(|r| r.uri == SKILL).unwrap();
         assert_eq!(skill_md.name, "refund-dispute");
         assert_eq!(skill_md.mime_type.as_deref(), Some("text/markdown"));
+
+        // The skill's folder and its subfolder, as directories.
+        assert_eq!(
+            directory(&client, "skill://refund-dispute").await,
+            [
+                ("skill://refund-dispute/SKILL.md", "text/markdown"),
+                ("skill://refund-dispute/forms", "inode/directory"),
+            ]
+            .map(|(uri, kind)| (uri.to_owned(), kind.to_owned()))
+        );
+        assert_eq!(
+            directory(&client, "skill://refund-dispute/forms").await,
+            [(CHECKLIST.to_owned(), "text/markdown".to_owned())]
+        );
+        let not_a_directory = client
+            .read_resource_directory(ReadResourceDirectoryRequestParams::new(CHECKLIST))
+            .await
+            .map(|_| ())
+            .map_err(mcp_error)
+            .unwrap_err();
+        assert_eq!(not_a_directory.code, ErrorCode::INVALID_PARAMS);
         client.cancel().await.unwrap();
     }
 }

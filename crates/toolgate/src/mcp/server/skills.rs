@@ -12,23 +12,30 @@
 //! so they match the digests of the manifest; only text files are served, as
 //! `read_skill` reads only those. The skill's files are not passed on at the
 //! URIs its server serves them at, which would go around its pin and the gate.
+//! Where each skill is served is [`uri`]'s.
+
+use std::collections::BTreeMap;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CacheScope, GetSkillResult, ListSkillsResult, ReadResourceRequestMethod, ReadResourceResult,
-    Resource, ResourceContents, SKILLS_EXTENSION_ID, ServerCapabilities, Skill as McpSkill,
-    SkillFrontmatter, SkillResource, SkillResources,
+    CacheScope, DIRECTORY_MIME_TYPE, GetSkillResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListSkillsResult, ReadResourceDirectoryResult,
+    ReadResourceRequestMethod, ReadResourceResult, Resource, ResourceContents, SKILLS_EXTENSION_ID,
+    ServerCapabilities, Skill as McpSkill, SkillFrontmatter, SkillResource, SkillResources,
+    SkillsCapability,
 };
 use serde_json::{Value, json};
 use toolgate_core::skill::{SKILL_MD, Skill, SkillOrigin, front_matter_fields};
 use toolgate_core::{Outcome, SanitizeOptions, sanitize_description};
 
+use self::uri::{decoded_path, encode_into, front_name, skill_path};
 use super::session::caller::Caller;
 use crate::Gate;
 use crate::skills::{SkillError, Skills};
 
-/// The scheme of the URIs skills are served at.
-pub const SKILL_SCHEME: &str = "skill://";
+mod uri;
+
+pub use uri::{SKILL_SCHEME, skill_file_uri, skill_name_at, skill_uri};
 
 /// How long a 2026-07-28 client may keep a skill list or entry: a reload or an
 /// upstream server's change can alter them.
@@ -36,55 +43,18 @@ const SKILLS_TTL_MS: u64 = 60_000;
 
 const MARKDOWN: &str = "text/markdown";
 
-/// Where the skill `name` is served: `skill://NAME/SKILL.md` for a skill of the
-/// spec file, `skill://NS/NAME/SKILL.md` for the skill `NAME` of the upstream
-/// server `NS` (in the catalog as `NS.NAME`).
-///
-/// ```
-/// use toolgate::mcp::server::skill_uri;
-/// assert_eq!(skill_uri("refund-dispute"), "skill://refund-dispute/SKILL.md");
-/// assert_eq!(skill_uri("github.triage"), "skill://github/triage/SKILL.md");
-/// ```
-pub fn skill_uri(name: &str) -> String {
-    skill_file_uri(name, SKILL_MD)
-}
-
-/// The URI of the file at `path` in the skill `name` (see [`skill_uri`]).
-pub fn skill_file_uri(name: &str, path: &str) -> String {
-    let mut uri = String::from(SKILL_SCHEME);
-    encode_into(&mut uri, &name.replacen('.', "/", 1));
-    uri.push('/');
-    encode_into(&mut uri, path);
-    uri
-}
-
-/// The catalog name of the skill whose `SKILL.md` is at `uri`: the inverse of
-/// [`skill_uri`]. `None` for a URI that names no skill.
-pub fn skill_name_at(uri: &str) -> Option<String> {
-    let path = decoded_path(uri)?;
-    let skill = path.strip_suffix(SKILL_MD)?.strip_suffix('/')?;
-    let segments: Vec<&str> = skill.split('/').collect();
-    if segments.iter().any(|s| s.is_empty() || s.contains('.')) {
-        return None;
-    }
-    match segments.as_slice() {
-        [name] => Some((*name).to_owned()),
-        [ns, name] => Some(format!("{ns}.{name}")),
-        _ => None,
-    }
-}
-
-/// Declares the extension, and the resources its files are read as, when the
-/// gate has skills.
+/// Declares the extension (with `resources/directory/read`), and the
+/// resources its files are read as, when the gate has skills.
 pub(super) fn advertise(capabilities: &mut ServerCapabilities, gate: &Gate) {
-    if gate.skills().is_none() {
+    let settings = serde_json::to_value(SkillsCapability::new().with_directory_read());
+    let (Some(_), Ok(Value::Object(settings))) = (gate.skills(), settings) else {
         return;
-    }
+    };
     capabilities.resources.get_or_insert_with(Default::default);
     capabilities
         .extensions
         .get_or_insert_with(Default::default)
-        .insert(SKILLS_EXTENSION_ID.to_owned(), Default::default());
+        .insert(SKILLS_EXTENSION_ID.to_owned(), settings);
 }
 
 /// Whether the gate serves skills (and so resources, without any upstream server's).
@@ -136,6 +106,17 @@ pub(super) fn not_found(gate: &Gate, uri: &str) -> McpError {
         format!("no resource is served at `{uri}`; `resources/list` lists them"),
         Some(json!({ "uri": uri })),
     )
+}
+
+/// `resources/templates/list` without upstream servers: none where the gate
+/// serves skills (so resources), else a method this server does not have.
+pub(super) fn no_templates(gate: &Gate) -> Result<ListResourceTemplatesResult, McpError> {
+    match serves(gate) {
+        true => Ok(ListResourceTemplatesResult::with_all_items(Vec::new())),
+        false => Err(McpError::method_not_found::<
+            ListResourceTemplatesRequestMethod,
+        >()),
+    }
 }
 
 /// `skills/list`: the skills `caller` is offered.
@@ -265,8 +246,62 @@ pub(super) async fn read_file(
             None,
         )
     })?;
-    let contents = ResourceContents::text(text, uri).with_mime_type(mime_type(&path));
+    let contents =
+        ResourceContents::text(text, uri).with_mime_type(mime_type(&path).unwrap_or("text/plain"));
     Ok(ReadResourceResult::new(vec![contents]))
+}
+
+/// `resources/directory/read`: the direct children of `uri`, a directory of
+/// the skills `caller` is offered (a skill's folder, one inside it, or an
+/// upstream server's `skill://NS`), files with their size and media type.
+pub(super) fn read_directory(
+    caller: &Caller,
+    uri: &str,
+) -> Result<ReadResourceDirectoryResult, McpError> {
+    let not_a_directory = || {
+        McpError::invalid_params(
+            format!(
+                "`{uri}` is not a directory of a skill you may read; `skills/list` lists their files"
+            ),
+            Some(json!({ "uri": uri })),
+        )
+    };
+    let dir = decoded_path(uri)
+        .filter(|dir| !dir.is_empty() && !dir.ends_with('/'))
+        .ok_or_else(not_a_directory)?;
+    let prefix = format!("{dir}/");
+    // Each child by name: a file's size, or `None` for a directory.
+    let mut children: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    for skill in offered(caller) {
+        let root = skill_path(&skill.name);
+        for file in &skill.files {
+            let path = format!("{root}/{}", file.path);
+            let Some(rest) = path.strip_prefix(&prefix) else {
+                continue;
+            };
+            match rest.split_once('/') {
+                Some((sub, _)) => children.entry(sub.to_owned()).or_default(),
+                None => children.entry(rest.to_owned()).or_insert(Some(file.size)),
+            };
+        }
+    }
+    if children.is_empty() {
+        return Err(not_a_directory());
+    }
+    let resources = children
+        .into_iter()
+        .map(|(name, size)| {
+            let mut uri = String::from(SKILL_SCHEME);
+            encode_into(&mut uri, &format!("{prefix}{name}"));
+            let Some(size) = size else {
+                return Resource::new(uri, name).with_mime_type(DIRECTORY_MIME_TYPE);
+            };
+            let mut file = Resource::new(uri, name.as_str()).with_size(size);
+            file.mime_type = mime_type(&name).map(Into::into);
+            file
+        })
+        .collect();
+    Ok(ReadResourceDirectoryResult::with_all_items(resources))
 }
 
 /// The skills offered to `caller` now.
@@ -317,11 +352,6 @@ fn entry(skill: &Skill) -> Result<McpSkill, String> {
     );
     entry.validate().map_err(|e| e.to_string())?;
     Ok(entry)
-}
-
-/// The name a skill's front matter gives it: the last segment of its URI.
-fn front_name(name: &str) -> &str {
-    name.split_once('.').map_or(name, |(_, name)| name)
 }
 
 /// `text` of `skill` as a client's model may read it.
@@ -384,13 +414,13 @@ fn refusal(outcome: &Outcome) -> McpError {
     }
 }
 
-/// The media type of a skill's text file, by its extension.
-fn mime_type(path: &str) -> &'static str {
+/// The media type of a skill's file, by its extension; `None` when unknown.
+fn mime_type(path: &str) -> Option<&'static str> {
     let extension = path
         .rsplit_once('.')
         .map(|(_, e)| e.to_ascii_lowercase())
         .unwrap_or_default();
-    match extension.as_str() {
+    let known = match extension.as_str() {
         "md" | "markdown" => MARKDOWN,
         "json" => "application/json",
         "yaml" | "yml" => "application/yaml",
@@ -400,85 +430,18 @@ fn mime_type(path: &str) -> &'static str {
         "py" => "text/x-python",
         "sh" => "application/x-sh",
         "js" | "mjs" => "text/javascript",
-        _ => "text/plain",
-    }
-}
-
-/// Percent-encodes `text` into `out`, keeping `/` and RFC 3986's unreserved characters.
-fn encode_into(out: &mut String, text: &str) {
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-}
-
-/// The path of a `skill://` URI, percent-decoded; `None` for another scheme,
-/// a query or fragment, or bytes that are not UTF-8.
-fn decoded_path(uri: &str) -> Option<String> {
-    let path = uri.strip_prefix(SKILL_SCHEME)?;
-    if path.contains(['?', '#']) {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(path.len());
-    let mut rest = path.as_bytes();
-    while let Some((&byte, tail)) = rest.split_first() {
-        if byte == b'%' {
-            let hex = tail.get(..2)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            rest = &tail[2..];
-        } else {
-            bytes.push(byte);
-            rest = tail;
-        }
-    }
-    String::from_utf8(bytes).ok()
+        "txt" => "text/plain",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "pdf" => "application/pdf",
+        _ => return None,
+    };
+    Some(known)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_skill_s_name_and_its_uri_map_both_ways() {
-        for (name, uri) in [
-            ("refund-dispute", "skill://refund-dispute/SKILL.md"),
-            ("github.triage", "skill://github/triage/SKILL.md"),
-            ("résumé", "skill://r%C3%A9sum%C3%A9/SKILL.md"),
-        ] {
-            assert_eq!(skill_uri(name), uri);
-            assert_eq!(skill_name_at(uri).as_deref(), Some(name), "{uri}");
-        }
-        assert_eq!(
-            skill_file_uri("refund-dispute", "forms/my checklist.md"),
-            "skill://refund-dispute/forms/my%20checklist.md"
-        );
-    }
-
-    #[test]
-    fn a_uri_that_names_no_skill_maps_to_none() {
-        for uri in [
-            "skill://SKILL.md",
-            "skill:///SKILL.md",
-            "skill://a/b/c/SKILL.md",
-            "skill://a/README.md",
-            "skill://a/SKILL.md?x=1",
-            "skill://a.b/c/SKILL.md",
-            "skill://%FF/SKILL.md",
-            "file://a/SKILL.md",
-        ] {
-            assert_eq!(skill_name_at(uri), None, "{uri}");
-        }
-    }
-
-    #[test]
-    fn an_upstream_skill_s_front_matter_name_is_its_last_segment() {
-        assert_eq!(front_name("github.triage"), "triage");
-        assert_eq!(front_name("refund-dispute"), "refund-dispute");
-    }
 
     /// The skill `triage` of the upstream server `github`, which serves it at
     /// `skill://triage/SKILL.md`.

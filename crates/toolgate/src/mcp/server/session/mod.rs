@@ -15,11 +15,12 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestMethod,
     GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
     GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
-    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListSkillsResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification,
-    SetLevelRequestParams, SubscriptionFilter, UpdateTaskParams,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, ServerNotification, SetLevelRequestParams,
+    SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::SessionRestoreMarker;
@@ -472,6 +473,14 @@ impl ServerHandler for Session {
         Box::pin(skills::get(&caller, &session, &request.uri, stateless)).await
     }
 
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        skills::read_directory(&self.caller(&context)?, &request.uri)
+    }
+
     /// The `SKILL.md` of each skill the principal is offered, and the resources
     /// of upstream servers.
     async fn list_resources(
@@ -506,12 +515,7 @@ impl ServerHandler for Session {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let principal = self.caller(&context)?.principal;
         let Some(forwarded) = self.forwarded(false) else {
-            return match skills::serves(&self.shared.offering().gate) {
-                true => Ok(ListResourceTemplatesResult::with_all_items(Vec::new())),
-                false => Err(McpError::method_not_found::<
-                    ListResourceTemplatesRequestMethod,
-                >()),
-            };
+            return skills::no_templates(&self.shared.offering().gate);
         };
         Ok(ListResourceTemplatesResult::with_all_items(
             Box::pin(forwarded.list_resource_templates(&principal)).await,
