@@ -441,7 +441,11 @@ async fn with_watch_an_edited_skill_is_served_and_a_broken_one_is_refused() {
     let skill_md = served.dir.path().join("skills/refunds/SKILL.md");
     std::fs::create_dir_all(skill_md.parent().unwrap()).unwrap();
     std::fs::write(&skill_md, skill("1. Look the order up.")).unwrap();
-    std::fs::write(served.spec(), format!("skills: {{dir: ./skills}}\n{ORDERS}")).unwrap();
+    std::fs::write(
+        served.spec(),
+        format!("skills: {{dir: ./skills}}\n{ORDERS}"),
+    )
+    .unwrap();
     let ready = format!("{}/readyz", served.base());
     let read = |session: RunningService<RoleClient, ()>| async move {
         let Value::Object(arguments) = json!({"name": "refunds"}) else {
