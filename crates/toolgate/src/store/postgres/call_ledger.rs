@@ -27,38 +27,49 @@ fn decode(inner: &Inner, text: &str) -> Result<LedgerEntry, StoreError> {
 }
 
 async fn entry_in(
-    client: &impl tokio_postgres::GenericClient,
+    client: &impl deadpool_postgres::GenericClient,
     inner: &Inner,
     name: &str,
     now_ms: i64,
 ) -> Result<Option<LedgerEntry>, StoreError> {
+    let error = inner.error("reading the call ledger");
+    let read = super::prepared(
+        client,
+        "SELECT entry FROM ledger WHERE name = $1 AND expires_ms > $2",
+        &error,
+    )
+    .await?;
     let row = client
-        .query_opt(
-            "SELECT entry FROM ledger WHERE name = $1 AND expires_ms > $2",
-            &[&name, &now_ms],
-        )
+        .query_opt(&read, &[&name, &now_ms])
         .await
-        .map_err(inner.error("reading the call ledger"))?;
+        .map_err(error)?;
     row.map(|row| decode(inner, row.get(0))).transpose()
 }
 
 /// Puts `entry` under `name` inside `client`'s transaction unless a live entry
 /// holds it; whether it did.
 async fn take_in(
-    client: &impl tokio_postgres::GenericClient,
+    client: &impl deadpool_postgres::GenericClient,
     inner: &Inner,
     name: &str,
     entry: &LedgerEntry,
     now_ms: u64,
 ) -> Result<bool, StoreError> {
     let text = serde_json::to_string(entry).unwrap_or_else(|_| "{}".into());
+    let error = inner.error("claiming a call in the ledger");
+    let claim = super::prepared(
+        client,
+        "INSERT INTO ledger (name, run_id, entry, expires_ms) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE
+         SET run_id = excluded.run_id, entry = excluded.entry, expires_ms = excluded.expires_ms
+         WHERE ledger.expires_ms <= $5
+         RETURNING name",
+        &error,
+    )
+    .await?;
     let taken = client
         .query_opt(
-            "INSERT INTO ledger (name, run_id, entry, expires_ms) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (name) DO UPDATE
-             SET run_id = excluded.run_id, entry = excluded.entry, expires_ms = excluded.expires_ms
-             WHERE ledger.expires_ms <= $5
-             RETURNING name",
+            &claim,
             &[
                 &name,
                 &entry.run_id,
@@ -68,14 +79,14 @@ async fn take_in(
             ],
         )
         .await
-        .map_err(inner.error("claiming a call in the ledger"))?;
+        .map_err(error)?;
     Ok(taken.is_some())
 }
 
 /// Records what `run_id`'s entry under `name` came to, inside an open
 /// transaction (`None` forgets it); nothing when another run holds the name.
 pub(super) async fn settle_in(
-    tx: &impl tokio_postgres::GenericClient,
+    tx: &impl deadpool_postgres::GenericClient,
     inner: &Inner,
     name: &str,
     run_id: &str,
@@ -83,11 +94,14 @@ pub(super) async fn settle_in(
     expires_ms: u64,
 ) -> Result<(), StoreError> {
     let error = inner.error("settling a call in the ledger");
+    let held = super::prepared(
+        tx,
+        "SELECT entry FROM ledger WHERE name = $1 AND run_id = $2 FOR UPDATE",
+        &error,
+    )
+    .await?;
     let row = tx
-        .query_opt(
-            "SELECT entry FROM ledger WHERE name = $1 AND run_id = $2 FOR UPDATE",
-            &[&name, &run_id],
-        )
+        .query_opt(&held, &[&name, &run_id])
         .await
         .map_err(&error)?;
     let Some(row) = row else {
@@ -104,12 +118,15 @@ pub(super) async fn settle_in(
             entry.outcome = Some(outcome.clone());
             entry.expires_ms = expires_ms;
             let text = serde_json::to_string(&entry).unwrap_or_else(|_| "{}".into());
-            tx.execute(
+            let update = super::prepared(
+                tx,
                 "UPDATE ledger SET entry = $2, expires_ms = $3 WHERE name = $1",
-                &[&name, &text, &millis(expires_ms)],
+                &error,
             )
-            .await
-            .map_err(&error)?;
+            .await?;
+            tx.execute(&update, &[&name, &text, &millis(expires_ms)])
+                .await
+                .map_err(&error)?;
         }
     }
     Ok(())
@@ -130,14 +147,14 @@ impl PostgresStore {
             let error = inner.error("recording an intent under its idempotency key");
             let mut conn = inner.conn().await?;
             let tx = conn.transaction().await.map_err(&error)?;
-            let head = lock_and_head(&*tx, &inner).await?;
-            if !take_in(&*tx, &inner, &name, &entry, now_ms).await? {
-                let held = entry_in(&*tx, &inner, &name, millis(now_ms)).await?;
+            let head = lock_and_head(&tx, &inner).await?;
+            if !take_in(&tx, &inner, &name, &entry, now_ms).await? {
+                let held = entry_in(&tx, &inner, &name, millis(now_ms)).await?;
                 return Ok(Some(held.unwrap_or(entry)));
             }
             let mut chain = Chain::after(head);
             chain.push(intent);
-            chain.insert(&*tx, &inner).await?;
+            chain.insert(&tx, &inner).await?;
             tx.commit().await.map_err(&error)?;
             Ok(None)
         })
@@ -153,7 +170,7 @@ impl CallLedger for PostgresStore {
         let (inner, name) = (self.inner.clone(), name.as_str().to_owned());
         self.run(async move {
             let conn = inner.conn().await?;
-            entry_in(&**conn, &inner, &name, millis(now_ms)).await
+            entry_in(&conn, &inner, &name, millis(now_ms)).await
         })
     }
 
@@ -169,10 +186,10 @@ impl CallLedger for PostgresStore {
             // Taken, or held by a live entry; a held entry that is gone by the
             // time it is read was just settled or expired: claim again.
             for _ in 0..3 {
-                if take_in(&**conn, &inner, &name, &entry, now_ms).await? {
+                if take_in(&conn, &inner, &name, &entry, now_ms).await? {
                     return Ok(None);
                 }
-                if let Some(held) = entry_in(&**conn, &inner, &name, millis(now_ms)).await? {
+                if let Some(held) = entry_in(&conn, &inner, &name, millis(now_ms)).await? {
                     return Ok(Some(held));
                 }
             }
@@ -200,7 +217,7 @@ impl CallLedger for PostgresStore {
             let error = inner.error("settling a call in the ledger");
             let mut conn = inner.conn().await?;
             let tx = conn.transaction().await.map_err(&error)?;
-            settle_in(&*tx, &inner, &name, &run_id, outcome.as_ref(), expires_ms).await?;
+            settle_in(&tx, &inner, &name, &run_id, outcome.as_ref(), expires_ms).await?;
             tx.commit().await.map_err(&error)
         })
     }

@@ -41,8 +41,8 @@ impl CallHistory for PostgresStore {
             let error = inner.error("recording a call");
             let mut conn = inner.conn().await?;
             let tx = conn.transaction().await.map_err(&error)?;
-            lock_and_head(&*tx, &inner).await?;
-            record_call(&*tx, &inner, &session, &tool, ok, &time).await?;
+            lock_and_head(&tx, &inner).await?;
+            record_call(&tx, &inner, &session, &tool, ok, &time).await?;
             tx.commit().await.map_err(&error)
         })
     }

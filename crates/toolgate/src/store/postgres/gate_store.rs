@@ -155,7 +155,7 @@ async fn admit_in_turn(
     let error = inner.error("admitting a call of a governed conversation");
     let mut conn = inner.conn().await?;
     let tx = conn.transaction().await.map_err(&error)?;
-    let head = lock_and_head(&*tx, inner).await?;
+    let head = lock_and_head(&tx, inner).await?;
     let now = now_ms();
     let holder = tx
         .query_opt(
@@ -184,7 +184,7 @@ async fn admit_in_turn(
             return Ok(None);
         }
     }
-    let state = load_in(&*tx, inner, session).await?;
+    let state = load_in(&tx, inner, session).await?;
     let calls = calls_in(&*tx, inner, session).await?;
     let (verdict, wait) = oneshot::channel();
     let _ = step.send(Ok(Step::Check((state, calls, verdict))));
@@ -206,7 +206,7 @@ async fn admit_in_turn(
     .map_err(&error)?;
     let mut chain = Chain::after(head);
     let record = chain.push(intent);
-    chain.insert(&*tx, inner).await?;
+    chain.insert(&tx, inner).await?;
     tx.commit().await.map_err(&error)?;
     Ok(Some(Admission::Admitted(Box::new(record))))
 }

@@ -319,6 +319,16 @@ fn going_away(e: &tokio_postgres::Error) -> bool {
 }
 
 /// An error's message with its causes, as one line.
+/// `sql` prepared once per connection: a plain string is prepared again on
+/// every call, a round trip of its own before the one that runs it.
+pub(super) async fn prepared(
+    client: &impl deadpool_postgres::GenericClient,
+    sql: &str,
+    error: impl Fn(tokio_postgres::Error) -> StoreError,
+) -> Result<tokio_postgres::Statement, StoreError> {
+    client.prepare_cached(sql).await.map_err(error)
+}
+
 fn error_text(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => db.message().to_owned(),

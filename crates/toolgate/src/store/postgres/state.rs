@@ -16,17 +16,18 @@ fn decode(inner: &Inner, session: &str, key: &str, text: &str) -> Result<Value, 
 }
 
 pub(super) async fn load_in(
-    client: &impl tokio_postgres::GenericClient,
+    client: &impl deadpool_postgres::GenericClient,
     inner: &Inner,
     session: &str,
 ) -> Result<Map<String, Value>, StoreError> {
-    let rows = client
-        .query(
-            "SELECT key, value FROM state WHERE session = $1 ORDER BY key",
-            &[&session],
-        )
-        .await
-        .map_err(inner.error("loading a session"))?;
+    let error = inner.error("loading a session");
+    let read = super::prepared(
+        client,
+        "SELECT key, value FROM state WHERE session = $1 ORDER BY key",
+        &error,
+    )
+    .await?;
+    let rows = client.query(&read, &[&session]).await.map_err(error)?;
     let mut state = Map::new();
     for row in rows {
         let key: String = row.get(0);
@@ -41,7 +42,7 @@ impl StateStore for PostgresStore {
         let (inner, session) = (self.inner.clone(), session.to_owned());
         self.run(async move {
             let conn = inner.conn().await?;
-            load_in(&**conn, &inner, &session).await
+            load_in(&conn, &inner, &session).await
         })
     }
 
@@ -70,8 +71,8 @@ impl StateStore for PostgresStore {
             let error = inner.error("writing state");
             let mut conn = inner.conn().await?;
             let tx = conn.transaction().await.map_err(&error)?;
-            lock_and_head(&*tx, &inner).await?;
-            write_state(&*tx, &inner, &session, &writes).await?;
+            lock_and_head(&tx, &inner).await?;
+            write_state(&tx, &inner, &session, &writes).await?;
             tx.commit().await.map_err(&error)
         })
     }

@@ -10,12 +10,13 @@
 
 use std::sync::Arc;
 
+use deadpool_postgres::{GenericClient, Transaction};
+use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::GenericClient;
 use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH};
 
 use super::call_ledger::settle_in;
-use super::{Inner, StoreError, WRITE_LOCK};
+use super::{Inner, StoreError, WRITE_LOCK, prepared};
 use crate::store::calls::completed_call;
 use crate::store::group_commit::Write;
 
@@ -81,20 +82,74 @@ fn again(e: &StoreError, action: &'static str) -> StoreError {
     }
 }
 
-/// Applies `writes` in one transaction under the write lock, and commits.
+/// Statements a commit runs; prepared once per connection ([`warm`]).
+const LOCK: &str = "SELECT pg_advisory_xact_lock($1)";
+const HEAD: &str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
+const INSERT_AUDIT: &str =
+    "INSERT INTO audit (seq, record) SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[])";
+const UPSERT_STATE: &str = "INSERT INTO state (session, key, value)
+     SELECT $1, k, v FROM UNNEST($2::TEXT[], $3::TEXT[]) AS w (k, v)
+     ON CONFLICT (session, key) DO UPDATE SET value = excluded.value, updated_at = now()";
+const INSERT_CALL: &str = "INSERT INTO calls (session, seq, tool, ok, time)
+     VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM calls WHERE session = $1), $2, $3, $4)";
+const RELEASE_TURN: &str = "DELETE FROM turns WHERE session = $1 AND run_id = $2";
+
+/// The most statements sent together: `try_join_all` polls up to this many
+/// futures in order, and tokio-postgres sends a statement when its future is
+/// first polled, so they run in the order given.
+const PIPELINE: usize = 30;
+
+/// A statement of a commit, waiting to be sent.
+type Statement<'a> = BoxFuture<'a, Result<(), StoreError>>;
+
+/// Applies `writes` in one transaction under the write lock, and commits: four
+/// round trips (begin; lock and head; the writes and the records; commit)
+/// whatever the batch holds, up to [`PIPELINE`] statements.
 async fn commit(inner: &Inner, writes: Vec<Write>) -> Result<Vec<AuditRecord>, StoreError> {
     let error = inner.error("committing the audit log");
     let mut conn = inner.conn().await?;
     let tx = conn.transaction().await.map_err(&error)?;
-    let head = lock_and_head(&*tx, inner).await?;
+    warm(&tx, inner).await?;
+    let head = lock_and_head(&tx, inner).await?;
     let mut chain = Chain::after(head);
     let mut records = Vec::with_capacity(writes.len());
+    let mut statements: Vec<Statement<'_>> = Vec::new();
     for write in writes {
-        records.push(apply(&*tx, inner, &mut chain, write).await?);
+        records.push(apply(&tx, inner, &mut chain, write, &mut statements));
     }
-    chain.insert(&*tx, inner).await?;
+    statements.push(Box::pin(chain.insert(&tx, inner)));
+    pipelined(statements).await?;
     tx.commit().await.map_err(&error)?;
     Ok(records)
+}
+
+/// Prepares a commit's statements on this connection; nothing to do, and no
+/// round trip, once they are. Afterwards each statement is sent the first time
+/// its future is polled, which the pipeline's order relies on.
+async fn warm(tx: &impl GenericClient, inner: &Inner) -> Result<(), StoreError> {
+    let error = inner.error("preparing the store's statements");
+    for sql in [
+        LOCK,
+        HEAD,
+        INSERT_AUDIT,
+        UPSERT_STATE,
+        INSERT_CALL,
+        RELEASE_TURN,
+    ] {
+        prepared(tx, sql, &error).await?;
+    }
+    Ok(())
+}
+
+/// Sends `statements` together, [`PIPELINE`] at a time, and waits for them:
+/// they run in their order, in a round trip for each `PIPELINE`.
+async fn pipelined(statements: Vec<Statement<'_>>) -> Result<(), StoreError> {
+    let mut statements = statements.into_iter().peekable();
+    while statements.peek().is_some() {
+        let sent: Vec<_> = statements.by_ref().take(PIPELINE).collect();
+        futures::future::try_join_all(sent).await?;
+    }
+    Ok(())
 }
 
 /// Takes the store's write lock inside `tx` and reads the chain's head: `(seq,
@@ -104,12 +159,10 @@ pub(super) async fn lock_and_head(
     inner: &Inner,
 ) -> Result<Option<(i64, String)>, StoreError> {
     let error = inner.error("taking the store's write lock");
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-        .await
-        .map_err(&error)?;
-    let head = tx
-        .query_opt("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", &[])
-        .await
+    let lock = prepared(tx, LOCK, &error).await?;
+    let last = prepared(tx, HEAD, &error).await?;
+    // Sent together, run in turn: the head is read once the lock is held.
+    let (_, head) = futures::try_join!(tx.execute(&lock, &[&WRITE_LOCK]), tx.query_opt(&last, &[]))
         .map_err(&error)?;
     Ok(head.map(|row| {
         (
@@ -158,44 +211,58 @@ impl Chain {
         if self.seqs.is_empty() {
             return Ok(());
         }
-        tx.execute(
-            "INSERT INTO audit (seq, record) SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[])",
-            &[&self.seqs, &self.texts],
-        )
-        .await
-        .map_err(inner.error("appending to the audit log"))?;
+        let error = inner.error("appending to the audit log");
+        let insert = prepared(tx, INSERT_AUDIT, &error).await?;
+        tx.execute(&insert, &[&self.seqs, &self.texts])
+            .await
+            .map_err(error)?;
         Ok(())
     }
 }
 
-async fn apply(
-    tx: &impl GenericClient,
-    inner: &Inner,
+/// Seals `write`'s records into `chain`, and adds the statements it needs to
+/// `statements` (sent later, together, in order).
+fn apply<'a>(
+    tx: &'a Transaction<'a>,
+    inner: &'a Inner,
     chain: &mut Chain,
     write: Write,
-) -> Result<AuditRecord, StoreError> {
-    match write {
-        Write::Append(entry) => Ok(chain.push(entry)),
-        Write::Complete(c) => {
-            write_state(tx, inner, &c.session, &c.writes).await?;
-            if let Some(settle) = &c.settle {
-                let (name, run_id) = (settle.name.as_str(), &c.completion.run_id);
-                let (outcome, expires) = (Some(&settle.outcome), settle.expires_ms);
-                settle_in(tx, inner, name, run_id, outcome, expires).await?;
-            }
-            if c.release_turn {
-                release_turn(tx, inner, &c.session, &c.completion.run_id).await?;
-            }
-            if c.in_history {
-                let (tool, ok, time) = completed_call(&c.completion);
-                record_call(tx, inner, &c.session, tool, ok, time).await?;
-            }
-            if let Some(intent) = c.intent {
-                chain.push(intent);
-            }
-            Ok(chain.push(c.completion))
-        }
+    statements: &mut Vec<Statement<'a>>,
+) -> AuditRecord {
+    let c = match write {
+        Write::Append(entry) => return chain.push(entry),
+        Write::Complete(c) => c,
+    };
+    let run_id = c.completion.run_id.clone();
+    let session = c.session.clone();
+    let writes = c.writes;
+    statements.push(Box::pin(async move {
+        write_state(tx, inner, &session, &writes).await
+    }));
+    if let Some(settle) = c.settle {
+        let run_id = run_id.clone();
+        statements.push(Box::pin(async move {
+            let (outcome, expires) = (Some(&settle.outcome), settle.expires_ms);
+            settle_in(tx, inner, settle.name.as_str(), &run_id, outcome, expires).await
+        }));
     }
+    if c.release_turn {
+        let session = c.session.clone();
+        statements.push(Box::pin(async move {
+            release_turn(tx, inner, &session, &run_id).await
+        }));
+    }
+    if c.in_history {
+        let (tool, ok, time) = completed_call(&c.completion);
+        let (session, tool, time) = (c.session, tool.to_owned(), time.to_owned());
+        statements.push(Box::pin(async move {
+            record_call(tx, inner, &session, &tool, ok, &time).await
+        }));
+    }
+    if let Some(intent) = c.intent {
+        chain.push(intent);
+    }
+    chain.push(c.completion)
 }
 
 /// Upserts state keys inside an open transaction.
@@ -214,14 +281,11 @@ pub(super) async fn write_state(
         last.insert(key.as_str(), value.to_string());
     }
     let (keys, values): (Vec<&str>, Vec<String>) = last.into_iter().unzip();
-    tx.execute(
-        "INSERT INTO state (session, key, value)
-         SELECT $1, k, v FROM UNNEST($2::TEXT[], $3::TEXT[]) AS w (k, v)
-         ON CONFLICT (session, key) DO UPDATE SET value = excluded.value, updated_at = now()",
-        &[&session, &keys, &values],
-    )
-    .await
-    .map_err(inner.error("writing state"))?;
+    let error = inner.error("writing state");
+    let upsert = prepared(tx, UPSERT_STATE, &error).await?;
+    tx.execute(&upsert, &[&session, &keys, &values])
+        .await
+        .map_err(error)?;
     Ok(())
 }
 
@@ -234,13 +298,11 @@ pub(super) async fn record_call(
     ok: bool,
     time: &str,
 ) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO calls (session, seq, tool, ok, time)
-         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM calls WHERE session = $1), $2, $3, $4)",
-        &[&session, &tool, &ok, &time],
-    )
-    .await
-    .map_err(inner.error("recording a call"))?;
+    let error = inner.error("recording a call");
+    let insert = prepared(tx, INSERT_CALL, &error).await?;
+    tx.execute(&insert, &[&session, &tool, &ok, &time])
+        .await
+        .map_err(error)?;
     Ok(())
 }
 
@@ -251,12 +313,11 @@ pub(super) async fn release_turn(
     session: &str,
     run_id: &str,
 ) -> Result<(), StoreError> {
-    tx.execute(
-        "DELETE FROM turns WHERE session = $1 AND run_id = $2",
-        &[&session, &run_id],
-    )
-    .await
-    .map_err(inner.error("releasing a conversation's turn"))?;
+    let error = inner.error("releasing a conversation's turn");
+    let delete = prepared(tx, RELEASE_TURN, &error).await?;
+    tx.execute(&delete, &[&session, &run_id])
+        .await
+        .map_err(error)?;
     Ok(())
 }
 
