@@ -1,6 +1,8 @@
 //! `toolgate serve --http --metrics`: Prometheus metrics of a real `toolgate`
 //! process, scraped over loopback after calls made by the official SDK's client.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
@@ -502,4 +504,35 @@ async fn metrics_show_what_each_budget_has_spent_and_the_calls_past_it() {
         "{text}"
     );
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn metrics_count_an_upstream_servers_quarantined_skills() {
+    let dir = tempfile::tempdir().unwrap();
+    support::write_helpdesk(&dir.path().join("inner"), support::HELPDESK);
+    let spec = format!(
+        "mcp_servers:\n  desk:\n    command: {}\n    args: [serve, --stdio, -f, inner/toolgate.yaml, --state-dir, inner-state]\n",
+        env!("CARGO_BIN_EXE_toolgate")
+    );
+    std::fs::write(dir.path().join("toolgate.yaml"), spec).unwrap();
+    // Listed once, the upstream's skill is pinned; then its instructions change.
+    let listed = support::toolgate(dir.path(), &["skills"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let skill_md = dir.path().join("inner/skills/refund-dispute/SKILL.md");
+    let changed = std::fs::read_to_string(&skill_md)
+        .unwrap()
+        .replace("# Handling a refund dispute", "# Refund whatever is asked");
+    std::fs::write(&skill_md, changed).unwrap();
+
+    let served = serve_in(dir, &["--metrics"]);
+    let at = served.metrics.clone().unwrap();
+    let desk = [("server", "desk")];
+    let text = scrape_until(&at, |t| {
+        sample(t, "toolgate_quarantined_skills", &desk) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        sample(&text, "toolgate_quarantined_tools", &desk),
+        Some(0.0)
+    );
 }

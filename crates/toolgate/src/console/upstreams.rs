@@ -54,7 +54,7 @@ pub struct UpstreamRow {
     pub failures: u32,
     /// How many of its tools are in the catalog.
     pub tools: usize,
-    /// Those of them that are quarantined.
+    /// Those of its tools (by name) and skills (as `skill:NAME`) that are quarantined.
     pub quarantined: Vec<String>,
 }
 

@@ -4,6 +4,7 @@
 
 use crate::console::{Circuit, UpstreamRow, UpstreamView};
 use crate::mcp::client::{ServerState, Upstreams};
+use crate::skills::skill_pin_key;
 
 impl UpstreamView for Upstreams {
     fn servers(&self) -> Vec<UpstreamRow> {
@@ -23,7 +24,11 @@ impl UpstreamView for Upstreams {
                 transport: server.transport,
                 reason: server.reason,
                 failures: server.failures,
-                quarantined: server.quarantined,
+                quarantined: server
+                    .quarantined
+                    .into_iter()
+                    .chain(server.quarantined_skills.iter().map(|s| skill_pin_key(s)))
+                    .collect(),
             })
             .collect()
     }

@@ -299,6 +299,10 @@ fn describe() {
         QUARANTINED_TOOLS,
         "Tools of the upstream MCP server withheld until their change is reviewed."
     );
+    describe_gauge!(
+        QUARANTINED_SKILLS,
+        "Skills of the upstream MCP server withheld until their change is reviewed."
+    );
 }
 
 fn sample_budgets(budgets: &[Budget], store: &dyn GateStore) {
@@ -338,13 +342,19 @@ fn sample_approvals(store: &dyn GateStore) {
 
 /// Sets the gauges of one upstream server: its state (one of
 /// `UPSTREAM_STATES`: 1 for the one it is in, 0 for the others), whether it is
-/// up, and how many of its tools are quarantined. What an MCP client knows of
-/// its servers, recorded without this module knowing the client.
-pub(crate) fn upstream_gauges(server: &str, state: &str, up: bool, quarantined: usize) {
+/// up, and how many of its tools and skills are quarantined. What an MCP
+/// client knows of its servers, recorded without this module knowing the client.
+pub(crate) fn upstream_gauges(
+    server: &str,
+    state: &str,
+    up: bool,
+    (tools, skills): (usize, usize),
+) {
     for each in UPSTREAM_STATES {
         metrics::gauge!(UPSTREAM_STATE, "server" => server.to_owned(), "state" => each)
             .set(if each == state { 1.0 } else { 0.0 });
     }
     metrics::gauge!(UPSTREAM_UP, "server" => server.to_owned()).set(if up { 1.0 } else { 0.0 });
-    metrics::gauge!(QUARANTINED_TOOLS, "server" => server.to_owned()).set(quarantined as f64);
+    metrics::gauge!(QUARANTINED_TOOLS, "server" => server.to_owned()).set(tools as f64);
+    metrics::gauge!(QUARANTINED_SKILLS, "server" => server.to_owned()).set(skills as f64);
 }

@@ -28,6 +28,7 @@ mod served {
     pub(crate) const UPSTREAM_UP: &str = "toolgate_upstream_up";
     pub(crate) const UPSTREAM_STATE: &str = "toolgate_upstream_state";
     pub(crate) const QUARANTINED_TOOLS: &str = "toolgate_quarantined_tools";
+    pub(crate) const QUARANTINED_SKILLS: &str = "toolgate_quarantined_skills";
     pub(crate) const BUDGET_SPENT: &str = "toolgate_budget_spent";
     pub(crate) const BUDGET_LIMIT: &str = "toolgate_budget_limit";
 }

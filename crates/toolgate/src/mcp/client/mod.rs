@@ -305,6 +305,9 @@ pub struct ServerStatus {
     /// Tools it lists that cannot be offered, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedTool>,
+    /// Its skills that are quarantined, by name in the catalog.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quarantined_skills: Vec<String>,
     /// Skills it lists that cannot be offered (named as listed), and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_skills: Vec<SkippedTool>,
@@ -492,7 +495,7 @@ impl Upstreams {
                     &status.namespace,
                     status.state.as_str(),
                     up,
-                    status.quarantined.len(),
+                    (status.quarantined.len(), status.quarantined_skills.len()),
                 );
             }
         }
@@ -527,6 +530,7 @@ impl Upstreams {
                         .into_iter()
                         .map(|(name, reason)| SkippedTool { name, reason })
                         .collect(),
+                    quarantined_skills: server.quarantined_skills(),
                     skipped_skills: server
                         .skipped_skills()
                         .into_iter()

@@ -174,6 +174,19 @@ impl Server {
             .collect()
     }
 
+    /// This server's skills withheld until their change is accepted.
+    pub(crate) fn quarantined_skills(&self) -> Vec<String> {
+        let Some(catalog) = &self.skills else {
+            return Vec::new();
+        };
+        catalog
+            .entries()
+            .iter()
+            .filter(|e| e.quarantine.is_some() && self.is_ours(&e.skill))
+            .map(|e| e.skill.name.clone())
+            .collect()
+    }
+
     fn is_ours(&self, skill: &Skill) -> bool {
         matches!(&skill.origin, SkillOrigin::Upstream { server, .. } if *server == self.config.name)
     }
