@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
 use toolgate::auth::HttpAccess;
-use toolgate::mcp::client::{ServerState, UpstreamEvent, UpstreamOptions, Upstreams};
+use toolgate::mcp::client::{UpstreamEvent, UpstreamOptions, Upstreams};
 use toolgate::mcp::server::{
     DEFAULT_HTTP_PATH, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, McpServer,
     ServeOptions, SessionLimits, check_path, shutdown_signal,
@@ -181,7 +181,7 @@ pub fn serve(spec_args: &SpecArgs, state: &StateArgs, args: &ServeArgs) -> Comma
         Arc::new(runtime.block_on(Upstreams::connect(&spec, pins, options)))
     });
     if let Some(upstreams) = &upstreams {
-        report(upstreams, &skills);
+        crate::upstreams::report(upstreams, Some(&skills), true);
     }
     let file = source.path.display().to_string();
     let search = match args.search {
@@ -499,62 +499,4 @@ fn check_report(readiness: &toolgate::serve::Readiness, server: &McpServer) -> E
         sayln!("  - {reason}");
     }
     ExitCode::FAILURE
-}
-
-/// The protocol revision each upstream server speaks; servers that are not ready,
-/// tools and skills left out, and quarantined ones; on stderr.
-fn report(upstreams: &Upstreams, skills: &toolgate::skills::Skills) {
-    for status in upstreams.status() {
-        if let (ServerState::Ready, Some(revision)) = (&status.state, &status.revision) {
-            let server = status
-                .server
-                .as_ref()
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default();
-            tellln!(
-                "toolgate: MCP server `{}`{server} speaks MCP {revision}",
-                status.namespace
-            );
-        }
-        if let Some(reason) = &status.reason {
-            tellln!(
-                "warning: MCP server `{}` is {}: {reason}",
-                status.namespace,
-                status.state.as_str()
-            );
-        }
-        for skipped in &status.skipped {
-            tellln!(
-                "warning: `{}` of MCP server `{}` is left out: {}",
-                skipped.name,
-                status.namespace,
-                skipped.reason
-            );
-        }
-        for skipped in &status.skipped_skills {
-            tellln!(
-                "warning: the skill `{}` of MCP server `{}` is left out: {}",
-                skipped.name,
-                status.namespace,
-                skipped.reason
-            );
-        }
-    }
-    for withheld in upstreams.withheld() {
-        tellln!(
-            "warning: `{}` is quarantined and not served: {}; review it with `toolgate pins diff {}`",
-            withheld.tool,
-            withheld.reason,
-            withheld.tool
-        );
-    }
-    for entry in skills.entries().iter() {
-        if let Some(reason) = &entry.quarantine {
-            let key = toolgate::skills::skill_pin_key(&entry.skill.name);
-            tellln!(
-                "warning: the skill `{}` is quarantined and not offered: {reason}; review it with `toolgate pins diff {key}`",
-                entry.skill.name
-            );
-        }
-    }
 }

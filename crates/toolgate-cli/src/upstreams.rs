@@ -216,51 +216,71 @@ impl Upstream {
     /// Servers that are not ready, quarantined tools and skills and those left
     /// out, on stderr.
     fn report(&self, skills: Option<&Skills>) {
-        let Some(upstreams) = &self.upstreams else {
-            return;
-        };
-        for status in upstreams.status() {
-            if let Some(reason) = &status.reason {
-                tellln!(
-                    "warning: MCP server `{}` is not ready ({}): {reason}",
-                    status.namespace,
-                    status.state.as_str()
-                );
-            }
-            for skipped in &status.skipped {
-                tellln!(
-                    "warning: `{}` of MCP server `{}` is left out: {}",
-                    skipped.name,
-                    status.namespace,
-                    skipped.reason
-                );
-            }
-            for skipped in &status.skipped_skills {
-                tellln!(
-                    "warning: the skill `{}` of MCP server `{}` is left out: {}",
-                    skipped.name,
-                    status.namespace,
-                    skipped.reason
-                );
-            }
+        if let Some(upstreams) = &self.upstreams {
+            report(upstreams, skills, false);
         }
-        for withheld in upstreams.withheld() {
+    }
+}
+
+/// What `serve` (`serving`: with the revision each server speaks) and the
+/// other commands say on stderr of the upstream servers: those not ready,
+/// tools and skills left out, and those quarantined.
+pub fn report(upstreams: &Upstreams, skills: Option<&Skills>, serving: bool) {
+    let withheld = if serving { " and not served" } else { "" };
+    for status in upstreams.status() {
+        if let (true, ServerState::Ready, Some(revision)) =
+            (serving, &status.state, &status.revision)
+        {
+            let server = status
+                .server
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
             tellln!(
-                "warning: `{}` is quarantined: {}; review it with `toolgate pins diff {}`",
-                withheld.tool,
-                withheld.reason,
-                withheld.tool
+                "toolgate: MCP server `{}`{server} speaks MCP {revision}",
+                status.namespace
             );
         }
-        let quarantined = skills.map(|s| s.entries()).unwrap_or_default();
-        for entry in quarantined.iter().filter(|e| e.quarantine.is_some()) {
-            let key = skill_pin_key(&entry.skill.name);
+        if let Some(reason) = &status.reason {
             tellln!(
-                "warning: the skill `{}` is quarantined: {}; review it with `toolgate pins diff {key}`",
-                entry.skill.name,
-                entry.quarantine.as_deref().unwrap_or_default()
+                "warning: MCP server `{}` is not ready ({}): {reason}",
+                status.namespace,
+                status.state.as_str()
             );
         }
+        for skipped in &status.skipped {
+            tellln!(
+                "warning: `{}` of MCP server `{}` is left out: {}",
+                skipped.name,
+                status.namespace,
+                skipped.reason
+            );
+        }
+        for skipped in &status.skipped_skills {
+            tellln!(
+                "warning: the skill `{}` of MCP server `{}` is left out: {}",
+                skipped.name,
+                status.namespace,
+                skipped.reason
+            );
+        }
+    }
+    for tool in upstreams.withheld() {
+        tellln!(
+            "warning: `{}` is quarantined{withheld}: {}; review it with `toolgate pins diff {}`",
+            tool.tool,
+            tool.reason,
+            tool.tool
+        );
+    }
+    let entries = skills.map(|s| s.entries()).unwrap_or_default();
+    for entry in entries.iter().filter(|e| e.quarantine.is_some()) {
+        let key = skill_pin_key(&entry.skill.name);
+        tellln!(
+            "warning: the skill `{}` is quarantined{withheld}: {}; review it with `toolgate pins diff {key}`",
+            entry.skill.name,
+            entry.quarantine.as_deref().unwrap_or_default()
+        );
     }
 }
 
