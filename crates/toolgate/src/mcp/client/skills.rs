@@ -139,22 +139,17 @@ fn path_in(root: &str, uri: &str) -> Result<String, String> {
     Ok(segments.join("/"))
 }
 
-/// `text` with its `%XX` escapes decoded, if they are well formed and UTF-8.
+/// `text` with its `%XX` escapes decoded, if every `%` starts one and the
+/// result is UTF-8: a malformed escape is refused, not read as it stands.
 fn percent_decoded(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    let escapes_are_whole = text
+        .split('%')
+        .skip(1)
+        .all(|after| after.len() >= 2 && after.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit));
+    let decoded = percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()?;
+    escapes_are_whole.then(|| decoded.into_owned())
 }
 
 /// The skill `manifest` describes, from the bytes of its `SKILL.md`: verified

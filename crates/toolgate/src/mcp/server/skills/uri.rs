@@ -58,14 +58,16 @@ pub(super) fn front_name(name: &str) -> &str {
 
 /// Percent-encodes `text` into `out`, keeping `/` and RFC 3986's unreserved characters.
 pub(super) fn encode_into(out: &mut String, text: &str) {
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
+    out.extend(percent_encoding::utf8_percent_encode(text, ESCAPED));
 }
+
+/// Every byte but RFC 3986's unreserved characters and `/`.
+const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
 
 /// The path of a `skill://` URI, percent-decoded; `None` for another scheme,
 /// a query or fragment, or bytes that are not UTF-8.
@@ -74,20 +76,10 @@ pub(super) fn decoded_path(uri: &str) -> Option<String> {
     if path.contains(['?', '#']) {
         return None;
     }
-    let mut bytes = Vec::with_capacity(path.len());
-    let mut rest = path.as_bytes();
-    while let Some((&byte, tail)) = rest.split_first() {
-        if byte == b'%' {
-            let hex = tail.get(..2)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            rest = &tail[2..];
-        } else {
-            bytes.push(byte);
-            rest = tail;
-        }
-    }
-    String::from_utf8(bytes).ok()
+    let decoded = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .ok()?;
+    Some(decoded.into_owned())
 }
 
 #[cfg(test)]
