@@ -27,11 +27,6 @@ impl ReadSkill {
             skills,
         }
     }
-
-    /// The catalog it reads.
-    pub fn skills(&self) -> &Arc<Skills> {
-        &self.skills
-    }
 }
 
 impl DynTool for ReadSkill {
