@@ -68,7 +68,7 @@ pub use redact::{
 };
 pub use sanitize::{
     DESCRIPTION_FENCE, OUTPUT_FENCE, SanitizeOptions, Sanitized, fence_description,
-    sanitize_description, sanitize_output, sanitize_value,
+    sanitize_description, sanitize_output, sanitize_value, sanitize_value_with,
 };
 pub use schema_text::{UntrustedSchemaError, mentions_mcp_keywords, sanitize_schema};
 pub use terminal::{escape_for_terminal, escape_json_for_terminal, is_unsafe_for_terminal};

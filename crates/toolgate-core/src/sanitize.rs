@@ -147,10 +147,7 @@ pub fn sanitize_value(value: &serde_json::Value) -> serde_json::Value {
 }
 
 /// As [`sanitize_value`], with every string and key sanitized under `opts`.
-pub(crate) fn sanitize_value_with(
-    value: &serde_json::Value,
-    opts: &SanitizeOptions,
-) -> serde_json::Value {
+pub fn sanitize_value_with(value: &serde_json::Value, opts: &SanitizeOptions) -> serde_json::Value {
     use serde_json::Value;
     let clean = |s: &str| sanitize_description(s, opts).text;
     match value {

@@ -63,6 +63,15 @@ impl SkillEntry {
         }
     }
 
+    /// A skill of the spec file, served from the bytes it was loaded with.
+    fn local(loaded: LocalSkill) -> Self {
+        SkillEntry {
+            skill: loaded.skill,
+            quarantine: None,
+            files: Arc::new(LocalFiles(loaded.bytes)),
+        }
+    }
+
     /// The bytes of `path` in the skill.
     pub async fn read(&self, path: &str) -> Result<Arc<[u8]>, String> {
         self.files.read(&self.skill, path).await
@@ -139,16 +148,8 @@ pub struct Skills {
 impl Skills {
     /// A catalog of the spec file's own skills.
     pub fn new(local: Vec<LocalSkill>) -> Skills {
-        let entries = local
-            .into_iter()
-            .map(|l| SkillEntry {
-                skill: l.skill,
-                quarantine: None,
-                files: Arc::new(LocalFiles(l.bytes)),
-            })
-            .collect();
         Skills {
-            entries: RwLock::new(Arc::new(entries)),
+            entries: RwLock::new(Arc::new(local.into_iter().map(SkillEntry::local).collect())),
         }
     }
 
@@ -156,10 +157,9 @@ impl Skills {
     pub fn set_local(&self, local: Vec<LocalSkill>) {
         let mut current = self.entries.write().unwrap_or_else(PoisonError::into_inner);
         let upstream = current.iter().filter(|e| e.skill.is_untrusted()).cloned();
-        let next: Vec<SkillEntry> = Skills::new(local)
-            .entries()
-            .iter()
-            .cloned()
+        let next: Vec<SkillEntry> = local
+            .into_iter()
+            .map(SkillEntry::local)
             .chain(upstream)
             .collect();
         *current = Arc::new(next);

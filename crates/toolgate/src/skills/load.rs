@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use toolgate_core::skill::{
     MAX_SKILL_BYTES, MAX_SKILL_FILES, MAX_SKILL_MD_BYTES, SKILL_MD, Skill, SkillFile, SkillOrigin,
-    check_skill_name, parse_skill_md, referenced_files,
+    parse_skill_md, referenced_files,
 };
 use toolgate_core::spec::{SkillPlace, SkillsSection};
 
@@ -186,15 +186,15 @@ pub fn load_skill(folder: &Path) -> Result<LocalSkill, SkillProblem> {
             ),
         ));
     }
-    let body = toolgate_core::skill::Skill {
+    let skill = Skill {
         name: front.name.clone(),
         description: front.description.clone(),
         instructions: text,
         files,
         origin: SkillOrigin::Local { dir: shown(folder) },
     };
-    for linked in referenced_files(body.body()) {
-        if body.file(&linked).is_none() {
+    for linked in referenced_files(skill.body()) {
+        if skill.file(&linked).is_none() {
             return Err(refuse(
                 &manifest_path,
                 format!(
@@ -204,8 +204,7 @@ pub fn load_skill(folder: &Path) -> Result<LocalSkill, SkillProblem> {
             ));
         }
     }
-    check_skill_name(&body.name).map_err(|m| refuse(&manifest_path, m))?;
-    Ok(LocalSkill { skill: body, bytes })
+    Ok(LocalSkill { skill, bytes })
 }
 
 /// Every regular file below `dir` (`prefix` its path in the skill), skipping

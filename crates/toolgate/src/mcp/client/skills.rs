@@ -7,8 +7,8 @@
 //! its limits, or names a file outside its own folder is left out, saying why;
 //! and bytes that do not match the manifest are never used.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -257,6 +257,11 @@ pub(super) async fn fetch(
 
 /// An upstream skill's files, read from its server on demand and verified; and
 /// whether the operator accepted the skill since it was quarantined.
+///
+/// A file read is kept: its digest is the manifest's, so it cannot change while
+/// this listing stands, and an MCP client's `resources/read` reads it twice
+/// (once through the gate's `read_skill`, once for its bytes). The manifest
+/// bounds what is kept to `MAX_SKILL_BYTES`.
 pub(super) struct UpstreamFiles {
     pub(super) server: String,
     pub(super) peer: Peer<RoleClient>,
@@ -264,6 +269,14 @@ pub(super) struct UpstreamFiles {
     pub(super) timeout: Duration,
     pub(super) pins: Option<Arc<dyn PinStore>>,
     pub(super) events: broadcast::Sender<UpstreamEvent>,
+    /// The files read so far, verified, by path.
+    pub(super) fetched: Mutex<HashMap<String, Arc<[u8]>>>,
+}
+
+impl UpstreamFiles {
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<[u8]>>> {
+        self.fetched.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl SkillFiles for UpstreamFiles {
@@ -277,13 +290,18 @@ impl SkillFiles for UpstreamFiles {
                 .files
                 .get(path)
                 .ok_or_else(|| format!("its manifest lists no file `{}`", shown(path)))?;
+            if let Some(bytes) = self.kept().get(path) {
+                return Ok(bytes.clone());
+            }
             if self.peer.is_transport_closed() {
                 return Err(format!(
                     "MCP server `{}` is not connected; try again once it is",
                     self.server
                 ));
             }
-            fetch(&self.peer, file, self.timeout).await.map(Arc::from)
+            let bytes: Arc<[u8]> = fetch(&self.peer, file, self.timeout).await?.into();
+            self.kept().insert(path.to_owned(), bytes.clone());
+            Ok(bytes)
         })
     }
 

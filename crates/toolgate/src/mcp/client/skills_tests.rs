@@ -238,6 +238,7 @@ async fn take(peer: &Peer<RoleClient>) -> Vec<Result<(Skill, UpstreamFiles), Str
                 timeout: Duration::from_secs(5),
                 pins: None,
                 events: broadcast::channel(1).0,
+                fetched: Default::default(),
             };
             Ok::<_, String>((skill, files))
         };

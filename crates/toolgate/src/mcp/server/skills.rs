@@ -26,7 +26,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 use toolgate_core::skill::{SKILL_MD, Skill, SkillOrigin, front_matter_fields};
-use toolgate_core::{Outcome, SanitizeOptions, sanitize_description};
+use toolgate_core::{Outcome, SanitizeOptions, sanitize_description, sanitize_value_with};
 
 use self::uri::{decoded_path, encode_into, front_name, skill_path};
 use super::session::caller::Caller;
@@ -334,7 +334,10 @@ fn entry(skill: &Skill) -> Result<McpSkill, String> {
             .into_iter()
             .map(|(key, value)| match key.as_str() {
                 "name" => (key, value),
-                _ => (sanitized(&key), sanitized_value(value)),
+                _ => (
+                    sanitized(&key),
+                    sanitize_value_with(&value, &SanitizeOptions::for_description()),
+                ),
             })
             .collect();
     }
@@ -365,20 +368,6 @@ fn shown(skill: &Skill, text: &str) -> String {
 
 fn sanitized(text: &str) -> String {
     sanitize_description(text, &SanitizeOptions::for_description()).text
-}
-
-fn sanitized_value(value: Value) -> Value {
-    match value {
-        Value::String(text) => Value::String(sanitized(&text)),
-        Value::Array(items) => Value::Array(items.into_iter().map(sanitized_value).collect()),
-        Value::Object(fields) => Value::Object(
-            fields
-                .into_iter()
-                .map(|(key, value)| (sanitized(&key), sanitized_value(value)))
-                .collect(),
-        ),
-        other => other,
-    }
 }
 
 /// Why a skill at `uri` cannot be read, in the words of the extension: a

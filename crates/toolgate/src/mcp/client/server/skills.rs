@@ -101,6 +101,7 @@ impl Server {
             timeout: self.config.call_timeout,
             pins: self.pins.clone(),
             events: self.events.clone(),
+            fetched: Default::default(),
         };
         Ok(SkillEntry::new(skill, quarantine, Arc::new(files)))
     }
