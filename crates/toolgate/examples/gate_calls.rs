@@ -6,6 +6,8 @@
 //! `valgrind --tool=callgrind target/release/examples/gate_calls STORE TOOL N`,
 //! where STORE is `memory` or `sqlite` (durable, in a temporary directory),
 //! TOOL is `read` (a lookup) or `write` (a call with effects), and N the calls.
+//! `GATE_CALLERS=8` shares the N calls among eight callers, each in a
+//! conversation of its own, on two worker threads (as `gate/sqlite/8 callers`).
 
 use std::sync::Arc;
 
@@ -39,16 +41,36 @@ fn main() {
     };
     let spec = toolgate::spec::check(SPEC).spec.expect("the spec is valid");
     let gate = Gate::from_spec(&spec, "bench.yaml", &Catalog::new(), store).expect("the gate");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let principal = Principal::operator();
+    let callers: usize = std::env::var("GATE_CALLERS").map_or(1, |n| n.parse().expect(usage));
+    let runtime = if callers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
+    }
+    .enable_all()
+    .build()
+    .expect("a runtime");
+    let gate = Arc::new(gate);
     runtime.block_on(async {
-        for i in 0..calls {
-            let call = ToolCall::new(format!("c{i}"), tool, json!({"order_id": "A-1001"}));
-            let outcome = gate.call("s", call, &principal).await;
-            assert!(outcome.is_ok(), "{outcome:?}");
+        let callers: Vec<_> = (0..callers)
+            .map(|c| {
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    let principal = Principal::operator();
+                    let session = format!("s{c}");
+                    for i in (c..calls).step_by(callers) {
+                        let call =
+                            ToolCall::new(format!("c{i}"), tool, json!({"order_id": "A-1001"}));
+                        let outcome = gate.call(&session, call, &principal).await;
+                        assert!(outcome.is_ok(), "{outcome:?}");
+                    }
+                })
+            })
+            .collect();
+        for caller in callers {
+            caller.await.expect("the caller finishes");
         }
     });
 }

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use toolgate_core::{AuditEntry, AuditRecord};
 
+use super::blocking_wait::wait_blocking;
 use super::calls::ran;
 use super::{Settle, StoreError};
 
@@ -147,6 +148,9 @@ pub(super) trait CommitBatch {
     /// Waits for the right to write.
     fn writer(&self) -> Self::Writer<'_>;
 
+    /// The right to write if nobody holds it now.
+    fn try_writer(&self) -> Option<Self::Writer<'_>>;
+
     /// Applies `writes` in one transaction and commits it, returning each write's
     /// record in order; on any error nothing is committed.
     fn commit_batch(
@@ -189,7 +193,12 @@ impl WriteQueue {
         let action = write.action();
         let slot = Slot::default();
         lock(&self.pending).push((write, slot.clone()));
-        let mut writer = store.writer();
+        // A writer that has to wait lets its thread's other calls go on meanwhile:
+        // they queue behind it, and the next batch takes them all.
+        let mut writer = match store.try_writer() {
+            Some(writer) => writer,
+            None => wait_blocking(|| store.writer()),
+        };
         // Whoever held the right to write may have committed this write already.
         if let Some(result) = lock(&slot).take() {
             return result;

@@ -29,6 +29,7 @@
 
 mod approvals;
 mod audit;
+mod blocking_wait;
 pub(crate) mod budget_counters;
 mod call_ledger;
 mod calls;

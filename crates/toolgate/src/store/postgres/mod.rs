@@ -51,6 +51,7 @@ use tokio::sync::mpsc;
 pub use schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;
 
 use super::StoreError;
+use super::blocking_wait::wait_blocking;
 use writer::Queued;
 
 /// The key of the store's write lock (`pg_advisory_xact_lock`): "toolgate" in ASCII.
@@ -222,7 +223,7 @@ impl PostgresStore {
         runtime.spawn(async move {
             let _ = done.send(work.await);
         });
-        wait.recv().unwrap_or_else(|_| Err(self.inner.stopped()))
+        wait_blocking(|| wait.recv()).unwrap_or_else(|_| Err(self.inner.stopped()))
     }
 
     /// Runs one statement; the rows it changed.

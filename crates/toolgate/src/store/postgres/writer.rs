@@ -17,6 +17,7 @@ use toolgate_core::{AuditEntry, AuditRecord, GENESIS_HASH};
 
 use super::call_ledger::settle_in;
 use super::{Inner, StoreError, WRITE_LOCK, prepared};
+use crate::store::blocking_wait::wait_blocking;
 use crate::store::calls::completed_call;
 use crate::store::group_commit::Write;
 
@@ -329,6 +330,7 @@ impl super::PostgresStore {
             return Err(self.inner.stopped());
         }
         // A plain blocking wait: the writer runs on the store's own runtime.
-        futures::executor::block_on(wait).unwrap_or_else(|_| Err(self.inner.stopped()))
+        wait_blocking(|| futures::executor::block_on(wait))
+            .unwrap_or_else(|_| Err(self.inner.stopped()))
     }
 }

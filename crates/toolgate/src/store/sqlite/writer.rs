@@ -2,7 +2,7 @@
 //! in one IMMEDIATE transaction on the store's write connection (see
 //! `group_commit`, which decides what goes in a batch).
 
-use std::sync::MutexGuard;
+use std::sync::{MutexGuard, TryLockError};
 
 use rusqlite::{Connection, TransactionBehavior};
 use toolgate_core::AuditRecord;
@@ -30,6 +30,15 @@ impl CommitBatch for SqliteStore {
 
     fn writer(&self) -> Self::Writer<'_> {
         self.conn()
+    }
+
+    fn try_writer(&self) -> Option<Self::Writer<'_>> {
+        match self.conn.try_lock() {
+            Ok(conn) => Some(conn),
+            // As in `conn`: the connection behind a poisoned lock is still usable.
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// Applies `writes` in one IMMEDIATE transaction and commits it; on any error,
