@@ -59,7 +59,8 @@ pub use policy::{
     AnswerRefusal, AnsweredBy, Answerer, Approvers, CallFacts, Change, ChangeGroup, Considered,
     Decision, EffectDecisions, Explanation, FLOW_ORIGIN_META, Fingerprints, Labels, OutputLabel,
     Policy, PolicyRule, Replay, RuleMode, RuleOfTwo, Seen, SeenLabel, Shadowed, Sighting,
-    Simulation, ToolOutput, Verdict, acts_on_world, flow_origin, untrusted_contributors,
+    Simulation, ToolOutput, Verdict, WORDS_NAMED, acts_on_world, flow_origin,
+    untrusted_contributors,
 };
 pub use principal::{Claims, Principal, PrincipalSpec, scope_matches};
 pub use redact::{

@@ -174,6 +174,9 @@ impl Sighting {
     }
 }
 
+/// How many of the calls that brought a label in [`Seen::words`] names.
+pub const WORDS_NAMED: usize = 3;
+
 /// What a conversation has seen, and from which calls (oldest first).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seen {
@@ -183,6 +186,17 @@ pub struct Seen {
     /// The calls that brought private data in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub private: Vec<Sighting>,
+    /// How many calls brought untrusted content in beyond those `untrusted`
+    /// lists, in an account [`Seen::capped`] kept short.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub untrusted_more: usize,
+    /// The same for `private`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub private_more: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Seen {
@@ -219,7 +233,31 @@ impl Seen {
 
     /// Whether the conversation has seen `label`.
     pub fn has(&self, label: SeenLabel) -> bool {
-        !self.sightings(label).is_empty()
+        self.count(label) > 0
+    }
+
+    /// How many calls brought `label` in.
+    pub fn count(&self, label: SeenLabel) -> usize {
+        match label {
+            SeenLabel::Untrusted => self.untrusted.len() + self.untrusted_more,
+            SeenLabel::Private => self.private.len() + self.private_more,
+        }
+    }
+
+    /// The same account with at most the first `keep` calls of each label
+    /// listed and the rest counted: what [`Seen::words`] and the policy read,
+    /// in a size that does not grow with the conversation.
+    pub fn capped(mut self, keep: usize) -> Seen {
+        for (sightings, more) in [
+            (&mut self.untrusted, &mut self.untrusted_more),
+            (&mut self.private, &mut self.private_more),
+        ] {
+            if sightings.len() > keep {
+                *more += sightings.len() - keep;
+                sightings.truncate(keep);
+            }
+        }
+        self
     }
 
     /// The calls that brought `label` in.
@@ -232,19 +270,20 @@ impl Seen {
 
     /// Whether it has seen nothing.
     pub fn is_empty(&self) -> bool {
-        self.untrusted.is_empty() && self.private.is_empty()
+        !self.has(SeenLabel::Untrusted) && !self.has(SeenLabel::Private)
     }
 
     /// `read untrusted content (fetch_page, 12:03)`: a label and the calls
-    /// that brought it (the first three; the rest counted).
+    /// that brought it (the first [`WORDS_NAMED`]; the rest counted).
     pub fn words(&self, label: SeenLabel) -> String {
         let sightings = self.sightings(label);
         let mut names: Vec<String> = Vec::new();
-        for sighting in sightings.iter().take(3) {
+        for sighting in sightings.iter().take(WORDS_NAMED) {
             names.push(sighting.words());
         }
-        if sightings.len() > 3 {
-            names.push(format!("{} more", sightings.len() - 3));
+        let count = self.count(label);
+        if count > WORDS_NAMED {
+            names.push(format!("{} more", count - WORDS_NAMED));
         }
         format!("{} ({})", label.read(), names.join("; "))
     }

@@ -39,7 +39,8 @@ use crate::{Effect, Principal, ToolDescriptor, scope_matches};
 pub use approvers::{AnswerRefusal, AnsweredBy, Answerer, Approvers};
 pub use explain::{Considered, Explanation};
 pub use labels::{
-    Labels, OutputLabel, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, acts_on_world,
+    Labels, OutputLabel, RuleOfTwo, Seen, SeenLabel, Sighting, ToolOutput, WORDS_NAMED,
+    acts_on_world,
 };
 pub use origin::{FLOW_ORIGIN_META, flow_origin, untrusted_contributors};
 pub use shadow::{RuleMode, Shadowed};

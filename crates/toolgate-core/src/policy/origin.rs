@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use super::Seen;
+use super::{Seen, SeenLabel};
 
 /// The `_meta` key of a request's origin label.
 pub const FLOW_ORIGIN_META: &str = "io.modelcontextprotocol/flowOrigin";
@@ -21,10 +21,10 @@ pub const FLOW_ORIGIN_META: &str = "io.modelcontextprotocol/flowOrigin";
 /// contributor names a server, so no upstream learns of the others.
 pub fn flow_origin(seen: &Seen) -> Value {
     let mut contributors = vec![json!({"principal": "urn:mcp:user", "assurance": "user"})];
-    if !seen.private.is_empty() {
+    if seen.has(SeenLabel::Private) {
         contributors.push(json!({"principal": "urn:mcp:host", "assurance": "host"}));
     }
-    if !seen.untrusted.is_empty() {
+    if seen.has(SeenLabel::Untrusted) {
         contributors.push(json!({"assurance": "unverified"}));
     }
     json!({"contributors": contributors, "complete": true})

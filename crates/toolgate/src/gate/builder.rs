@@ -209,6 +209,7 @@ impl GateBuilder {
             .any(|tool| !tool.descriptor().output.is_empty());
         Gate {
             labelled,
+            seen_cache: Default::default(),
             catalog: self.catalog,
             entries,
             defaults,

@@ -39,6 +39,7 @@ mod once;
 mod policy_call;
 mod read_skill;
 mod run;
+mod seen_cache;
 mod store_failure;
 mod task;
 mod tool_context;
@@ -109,6 +110,8 @@ pub struct Gate {
     /// Some tool's results carry labels (untrusted, private), so a
     /// conversation may have seen them; without any, nothing is read for them.
     labelled: bool,
+    /// What each conversation has seen, as far as its calls so far.
+    seen_cache: seen_cache::SeenCache,
     /// The conversation flow the admission stage enforces.
     pub(crate) flow: crate::flow::FlowGate,
     /// The background tasks running here (shared with the gates that succeed it).

@@ -41,21 +41,23 @@ impl Gate {
         } else {
             Map::new()
         };
-        let calls = if reads_seen || reads_conversation {
+        let calls = if reads_conversation {
             self.store.calls(session)?
         } else {
             Vec::new()
         };
         let history: Vec<CallRecord> = calls.iter().map(CallRecord::from).collect();
-        let seen = reads_seen.then(|| {
-            let mut seen = self.seen_in(&calls);
+        let seen = if reads_seen {
+            let mut seen = self.seen_account(session)?;
             // What the host's origin label says entered the context, as if read now.
             for contributor in origin {
                 let from = format!("the host's origin label: {contributor}");
                 seen.note(&from, &self.now(), toolgate_core::Labels::UNTRUSTED);
             }
-            seen
-        });
+            Some(seen)
+        } else {
+            None
+        };
         let untrusted = if reads_taint {
             Some(self.store.untrusted_text(session)?)
         } else {
@@ -89,6 +91,18 @@ impl Gate {
                 .map(|c| (c.tool.as_str(), c.ok, c.time.as_str())),
             |tool| self.catalog.find(tool).map(|t| t.descriptor().output),
         )
+    }
+
+    /// What conversation `session` has seen, in the short account the policy
+    /// reads (the first calls of each label named, the rest counted), kept
+    /// between calls so that each reads only the history since the last.
+    pub(crate) fn seen_account(&self, session: &str) -> Result<Seen, StoreError> {
+        if !self.labelled {
+            return Ok(Seen::default());
+        }
+        self.seen_cache.seen(self.store.as_ref(), session, |tool| {
+            self.catalog.find(tool).map(|t| t.descriptor().output)
+        })
     }
 
     /// Whether some tool's results carry a label, so that a conversation can

@@ -42,7 +42,7 @@ impl Gate {
         }
         // An upstream MCP call carries what the conversation has read (SEP-3193).
         if self.labelled && matches!(tool.descriptor().source, ToolSource::Mcp { .. }) {
-            match self.seen(session) {
+            match self.seen_account(session) {
                 Ok(seen) => ctx = ctx.with_flow_origin(toolgate_core::flow_origin(&seen)),
                 Err(e) => return Err(Stop::failed(store_failure("the call history", e))),
             }

@@ -43,6 +43,15 @@ pub trait CallHistory: Send + Sync {
     /// A session's calls, oldest first; empty for a session with none.
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError>;
 
+    /// A session's calls from its `from`th on (`seq >= from`), oldest first: what
+    /// a reader that has the rest already needs, without reading the whole
+    /// history again.
+    fn calls_from(&self, session: &str, from: u64) -> Result<Vec<RecordedCall>, StoreError> {
+        let mut calls = self.calls(session)?;
+        calls.retain(|call| call.seq >= from);
+        Ok(calls)
+    }
+
     /// Forgets a session's calls (a conversation started over).
     fn forget_calls(&self, session: &str) -> Result<(), StoreError>;
 }

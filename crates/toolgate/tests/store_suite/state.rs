@@ -44,6 +44,15 @@ pub(super) fn call_histories_keep_sessions_apart_in_order(backend: &dyn Backend)
         [(1, "verify".into(), false), (2, "verify".into(), true)]
     );
     assert_eq!(store.calls("b").unwrap()[0].seq, 1);
+    let from_second: Vec<u64> = store
+        .calls_from("a", 2)
+        .unwrap()
+        .iter()
+        .map(|c| c.seq)
+        .collect();
+    assert_eq!(from_second, [2], "calls_from starts at the call it names");
+    assert!(store.calls_from("a", 3).unwrap().is_empty());
+    assert_eq!(store.calls_from("a", 0).unwrap().len(), 2);
     store.forget_calls("a").unwrap();
     assert!(store.calls("a").unwrap().is_empty());
     assert_eq!(store.calls("b").unwrap().len(), 1);

@@ -38,7 +38,17 @@ impl CallHistory for MemoryCallHistory {
     }
 
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
-        Ok(self.sessions().get(session).cloned().unwrap_or_default())
+        self.calls_from(session, 0)
+    }
+
+    fn calls_from(&self, session: &str, from: u64) -> Result<Vec<RecordedCall>, StoreError> {
+        // Calls are numbered from 1 in order, so the `from`th is at `from - 1`.
+        let skip = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX);
+        Ok(self
+            .sessions()
+            .get(session)
+            .map(|calls| calls.get(skip..).unwrap_or_default().to_vec())
+            .unwrap_or_default())
     }
 
     fn forget_calls(&self, session: &str) -> Result<(), StoreError> {

@@ -168,6 +168,9 @@ impl CallHistory for MemoryGateStore {
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
         self.calls.calls(session)
     }
+    fn calls_from(&self, session: &str, from: u64) -> Result<Vec<RecordedCall>, StoreError> {
+        self.calls.calls_from(session, from)
+    }
     fn forget_calls(&self, session: &str) -> Result<(), StoreError> {
         self.calls.forget_calls(session)
     }

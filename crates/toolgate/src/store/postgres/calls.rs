@@ -8,11 +8,13 @@ pub(super) async fn calls_in(
     client: &impl tokio_postgres::GenericClient,
     inner: &Inner,
     session: &str,
+    from: u64,
 ) -> Result<Vec<RecordedCall>, StoreError> {
+    let from = i64::try_from(from).unwrap_or(i64::MAX);
     let rows = client
         .query(
-            "SELECT seq, tool, ok, time FROM calls WHERE session = $1 ORDER BY seq",
-            &[&session],
+            "SELECT seq, tool, ok, time FROM calls WHERE session = $1 AND seq >= $2 ORDER BY seq",
+            &[&session, &from],
         )
         .await
         .map_err(inner.error("reading a session's calls"))?;
@@ -48,10 +50,14 @@ impl CallHistory for PostgresStore {
     }
 
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
+        self.calls_from(session, 0)
+    }
+
+    fn calls_from(&self, session: &str, from: u64) -> Result<Vec<RecordedCall>, StoreError> {
         let (inner, session) = (self.inner.clone(), session.to_owned());
         self.run(async move {
             let conn = inner.conn().await?;
-            calls_in(&**conn, &inner, &session).await
+            calls_in(&**conn, &inner, &session, from).await
         })
     }
 

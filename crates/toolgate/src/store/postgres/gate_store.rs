@@ -185,7 +185,7 @@ async fn admit_in_turn(
         }
     }
     let state = load_in(&tx, inner, session).await?;
-    let calls = calls_in(&*tx, inner, session).await?;
+    let calls = calls_in(&*tx, inner, session, 0).await?;
     let (verdict, wait) = oneshot::channel();
     let _ = step.send(Ok(Step::Check((state, calls, verdict))));
     if !wait.await.unwrap_or(false) {

@@ -22,14 +22,18 @@ pub(super) fn record_call_in(
     Ok(())
 }
 
-/// A session's calls as `conn` sees it (the reader, or an open transaction).
+/// A session's calls from its `from`th on, as `conn` sees them (the reader, or
+/// an open transaction).
 pub(super) fn calls_in(
     conn: &rusqlite::Connection,
     session: &str,
+    from: u64,
 ) -> rusqlite::Result<Vec<RecordedCall>> {
-    let mut stmt = conn
-        .prepare_cached("SELECT seq, tool, ok, time FROM calls WHERE session = ?1 ORDER BY seq")?;
-    let rows = stmt.query_map([session], |row| {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, tool, ok, time FROM calls WHERE session = ?1 AND seq >= ?2 ORDER BY seq",
+    )?;
+    let from = i64::try_from(from).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![session, from], |row| {
         Ok(RecordedCall {
             seq: row.get::<_, i64>(0)?.try_into().unwrap_or(0),
             tool: row.get(1)?,
@@ -58,7 +62,11 @@ impl CallHistory for SqliteStore {
     }
 
     fn calls(&self, session: &str) -> Result<Vec<RecordedCall>, StoreError> {
-        calls_in(&self.reader(), session).map_err(self.error("reading a session's calls"))
+        self.calls_from(session, 0)
+    }
+
+    fn calls_from(&self, session: &str, from: u64) -> Result<Vec<RecordedCall>, StoreError> {
+        calls_in(&self.reader(), session, from).map_err(self.error("reading a session's calls"))
     }
 
     fn forget_calls(&self, session: &str) -> Result<(), StoreError> {

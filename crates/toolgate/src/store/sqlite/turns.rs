@@ -33,7 +33,7 @@ impl SqliteStore {
             return Ok(refused);
         }
         let state = self.load_in(&tx, session)?;
-        let calls = calls_in(&tx, session).map_err(&error)?;
+        let calls = calls_in(&tx, session, 0).map_err(&error)?;
         if !check(&state, &calls) {
             return Ok(Admission::Refused);
         }
