@@ -46,7 +46,6 @@ pub(super) async fn checked_http_client(
         }
     });
     checked_client(network.clone(), port)
-        .pool_max_idle_per_host(0)
         .redirect(redirects)
         .build()
         .map_err(|e| format!("the HTTP client could not be started ({e})"))
