@@ -183,13 +183,13 @@ async fn count_each(servers: &[Counted], lifecycle: Lifecycle, dir: &Path, calls
         let pid = child.id().to_string();
         let caller = Caller::connect(lifecycle, &url, 0, None).await;
         for n in 1..=WARM_UP {
-            caller.call(n, format!("A-0-{n}")).await;
+            caller.call(n, "lookup_order", format!("A-0-{n}")).await;
         }
         tokio::time::sleep(server.settle).await;
         callgrind_control(&["--zero", &pid]);
         let spans_before = SPANS.load(Ordering::Relaxed);
         for n in WARM_UP + 1..=WARM_UP + calls {
-            caller.call(n, format!("A-0-{n}")).await;
+            caller.call(n, "lookup_order", format!("A-0-{n}")).await;
         }
         tokio::time::sleep(server.settle).await;
         callgrind_control(&["--dump", &pid]);

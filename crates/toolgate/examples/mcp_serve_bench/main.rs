@@ -30,6 +30,10 @@
 //! `instructions.rs`). `--versus-bare` measures only the bare server and
 //! `toolgate serve`.
 //!
+//! `--proxies` compares gateways in front of the bare server instead: called
+//! directly, through `toolgate serve` (an `mcp_servers:` entry) and, with
+//! `--agentgateway BIN`, through agentgateway (see `proxies.rs`).
+//!
 //! Options: `--clients N` (concurrent clients, default 8), `--seconds S` (per
 //! round, default 5), `--rounds R` (rounds of every lifecycle and server, taken
 //! in turn; the summary is their median; default 3), `--lifecycle session` or
@@ -44,6 +48,7 @@
 //! live beside it.
 
 mod instructions;
+mod proxies;
 mod stateless;
 mod stores;
 
@@ -366,20 +371,23 @@ impl Caller {
         }
     }
 
-    async fn call(&self, id: u64, order_id: String) {
+    /// Calls `tool` (the bench's tool, by the name the server gives it).
+    async fn call(&self, id: u64, tool: &str, order_id: String) {
         match self {
             Caller::Session(client) => {
                 let Value::Object(arguments) = json!({ "order_id": order_id }) else {
                     unreachable!()
                 };
                 let result = client
-                    .call_tool(CallToolRequestParams::new("lookup_order").with_arguments(arguments))
+                    .call_tool(
+                        CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
+                    )
                     .await
                     .expect("the call is answered");
-                assert_eq!(result.is_error, Some(false), "{result:?}");
+                assert_ne!(result.is_error, Some(true), "{result:?}");
             }
             Caller::Stateless(client) => client
-                .call_tool(id, &order_id)
+                .call_tool(id, tool, &order_id)
                 .await
                 .expect("the call is answered"),
         }
@@ -427,29 +435,39 @@ async fn measure(
     warmup: Duration,
     run: Duration,
 ) -> Measured {
-    measure_spread(
-        lifecycle,
-        &[url.to_owned()],
+    let target = Target {
+        urls: &[url.to_owned()],
         token,
-        &[server],
-        clients,
-        warmup,
-        run,
-    )
-    .await
+        servers: &[server],
+        tool: "lookup_order",
+    };
+    measure_spread(lifecycle, &target, clients, warmup, run).await
 }
 
-/// [`measure`] with the clients spread over several servers (client `i` calls
-/// `urls[i % len]`), and the CPU time of every server process added up.
+/// What the clients call: the servers (client `i` calls `urls[i % len]`),
+/// their credential, the processes whose CPU time is added up, and the tool's
+/// name as they serve it.
+struct Target<'a> {
+    urls: &'a [String],
+    token: Option<&'a str>,
+    servers: &'a [u32],
+    tool: &'a str,
+}
+
+/// [`measure`] for any [`Target`].
 async fn measure_spread(
     lifecycle: Lifecycle,
-    urls: &[String],
-    token: Option<&str>,
-    servers: &[u32],
+    target: &Target<'_>,
     clients: usize,
     warmup: Duration,
     run: Duration,
 ) -> Measured {
+    let Target {
+        urls,
+        token,
+        servers,
+        tool,
+    } = *target;
     let mut callers = Vec::new();
     for i in 0..clients {
         let url = &urls[i % urls.len()];
@@ -468,7 +486,7 @@ async fn measure_spread(
     let client_cpu = tokio::spawn(cpu_between(vec![std::process::id()]));
     let mut workers = Vec::new();
     for (i, caller) in callers.iter().enumerate() {
-        let caller = caller.clone();
+        let (caller, tool) = (caller.clone(), tool.to_owned());
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut n = 0u64;
@@ -478,7 +496,7 @@ async fn measure_spread(
                     break;
                 }
                 n += 1;
-                caller.call(n, format!("A-{i}-{n}")).await;
+                caller.call(n, &tool, format!("A-{i}-{n}")).await;
                 if began >= start {
                     latencies.push(began.elapsed());
                 }
@@ -562,6 +580,19 @@ async fn main() {
         Some("stateless") => vec![Lifecycle::Stateless],
         Some(other) => panic!("--lifecycle is session or stateless, not {other:?}"),
     };
+
+    if args.iter().any(|a| a == "--proxies") {
+        let agentgateway = option(&args, "--agentgateway");
+        return proxies::compare(
+            &toolgate,
+            agentgateway.as_deref(),
+            &lifecycles,
+            clients,
+            seconds,
+            rounds,
+        )
+        .await;
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("toolgate.yaml");

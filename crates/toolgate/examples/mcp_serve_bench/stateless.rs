@@ -64,13 +64,12 @@ impl Client {
         Ok(client)
     }
 
-    /// Calls the bench's tool with `order_id`; an error result, or one that is
-    /// not complete (`input_required`), is an error.
-    pub async fn call_tool(&self, id: u64, order_id: &str) -> Result<(), String> {
-        let params = json!({"name": "lookup_order", "arguments": {"order_id": order_id}});
-        let result = self
-            .request(id, "tools/call", Some("lookup_order"), params)
-            .await?;
+    /// Calls the bench's tool, by the name `tool` it is served under, with
+    /// `order_id`; an error result, or one that is not complete
+    /// (`input_required`), is an error.
+    pub async fn call_tool(&self, id: u64, tool: &str, order_id: &str) -> Result<(), String> {
+        let params = json!({"name": tool, "arguments": {"order_id": order_id}});
+        let result = self.request(id, "tools/call", Some(tool), params).await?;
         let complete = result
             .get("resultType")
             .is_none_or(|kind| kind == "complete");

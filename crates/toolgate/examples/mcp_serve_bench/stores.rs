@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use super::{Lifecycle, Measured, SPEC, line, measure_spread, median, spawn};
+use super::{Lifecycle, Measured, SPEC, Target, line, measure_spread, median, spawn};
 
 /// Runs the comparison and prints each setup's medians and their ratios to SQLite.
 pub async fn compare(toolgate: &str, url: &str, clients: usize, seconds: u64, rounds: usize) {
@@ -44,11 +44,15 @@ pub async fn compare(toolgate: &str, url: &str, clients: usize, seconds: u64, ro
         for (s, (name, servers)) in setups.iter().enumerate() {
             let urls: Vec<String> = servers.iter().map(|(_, u)| u.clone()).collect();
             let pids: Vec<u32> = servers.iter().map(|(c, _)| c.id()).collect();
+            let target = Target {
+                urls: &urls,
+                token: None,
+                servers: &pids,
+                tool: "lookup_order",
+            };
             let m = measure_spread(
                 Lifecycle::Stateless,
-                &urls,
-                None,
-                &pids,
+                &target,
                 clients,
                 Duration::from_secs(1),
                 Duration::from_secs(seconds),
