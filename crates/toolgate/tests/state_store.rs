@@ -193,7 +193,7 @@ fn a_new_file_records_its_schema_version_and_runs_in_wal_mode() {
     let mode: String = conn
         .pragma_query_value(None, "journal_mode", |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     assert_eq!(mode, "wal");
 }
 
@@ -451,7 +451,7 @@ fn a_file_from_a_newer_toolgate_is_refused_with_a_clear_error() {
             err,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 16,
+                supported: 17,
                 ..
             }
         ),

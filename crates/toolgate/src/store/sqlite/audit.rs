@@ -272,6 +272,25 @@ pub(super) const COLUMNS_MIGRATION: &str = "CREATE TABLE audit_v16 (
     CREATE INDEX audit_outcome ON audit (outcome);
     CREATE INDEX audit_time ON audit (time);";
 
+/// Schema 17: the outcome index holds only the outcomes worth finding, not `ok`
+/// completions or intents (no outcome), which are most records. A commit writes
+/// a page to the log for every index its records enter, and each costs about
+/// 9 µs a commit here (an insert of one row: 23 µs with no index, 51 µs with
+/// two, 77 µs with five); filtering for `ok` scans from the newest record,
+/// where most of them are.
+pub(super) const RARE_OUTCOMES_MIGRATION: &str = "DROP INDEX audit_outcome;
+    CREATE INDEX audit_outcome ON audit (outcome) WHERE outcome IS NOT NULL AND outcome <> 'ok';";
+
+/// The condition on `outcome` a filter for `want` adds: a filter for another
+/// outcome than `ok` repeats the index's own condition, so SQLite can use it.
+fn outcome_condition(want: &str) -> &'static str {
+    if want == "ok" {
+        "outcome = ?"
+    } else {
+        "outcome = ? AND outcome IS NOT NULL AND outcome <> 'ok'"
+    }
+}
+
 impl SqliteStore {
     /// [`AuditLog::query`] in SQL: only the conditions
     /// the filter sets, so SQLite can take the index of the most selective one.
@@ -295,7 +314,10 @@ impl SqliteStore {
         ];
         for (column, want) in FIELDS.iter().zip(wanted) {
             if let Some(want) = want {
-                conditions.push(format!("{column} = ?"));
+                conditions.push(match *column {
+                    "outcome" => outcome_condition(want).to_owned(),
+                    column => format!("{column} = ?"),
+                });
                 params.push(SqlValue::Text(want.clone()));
             }
         }

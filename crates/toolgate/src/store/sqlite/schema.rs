@@ -137,6 +137,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql(super::budget_counters::MIGRATION),
     // Version 16: the audit's filtered fields as columns written beside the record.
     Migration::Sql(super::audit::COLUMNS_MIGRATION),
+    // Version 17: the outcome index without `ok` completions and intents.
+    Migration::Sql(super::audit::RARE_OUTCOMES_MIGRATION),
 ];
 
 /// The schema version this toolgate writes and understands.
