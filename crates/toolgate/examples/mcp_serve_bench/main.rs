@@ -413,6 +413,24 @@ struct Measured {
     client_cpu: Option<Duration>,
 }
 
+impl Measured {
+    /// The medians of several rounds' figures (calls added up).
+    fn median_of(runs: &[Measured]) -> Measured {
+        let cpu = |of: fn(&Measured) -> Option<Duration>| {
+            runs.iter().map(of).collect::<Option<_>>().map(median)
+        };
+        Measured {
+            calls: runs.iter().map(|m| m.calls).sum(),
+            issued: runs.iter().map(|m| m.issued).sum(),
+            per_second: median(runs.iter().map(|m| m.per_second).collect()),
+            p50: median(runs.iter().map(|m| m.p50).collect()),
+            p99: median(runs.iter().map(|m| m.p99).collect()),
+            server_cpu: cpu(|m| m.server_cpu),
+            client_cpu: cpu(|m| m.client_cpu),
+        }
+    }
+}
+
 /// CPU time (user and system, all threads) process `pid` has used so far, from
 /// `/proc/PID/stat`; `None` where there is no `/proc`.
 fn cpu_time(pid: u32) -> Option<Duration> {
@@ -737,23 +755,7 @@ async fn main() {
     let mut traced_calls = 0;
     for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
         let runs = &measured[c];
-        let m = Measured {
-            calls: runs.iter().map(|m| m.calls).sum(),
-            issued: runs.iter().map(|m| m.issued).sum(),
-            per_second: median(runs.iter().map(|m| m.per_second).collect()),
-            p50: median(runs.iter().map(|m| m.p50).collect()),
-            p99: median(runs.iter().map(|m| m.p99).collect()),
-            server_cpu: runs
-                .iter()
-                .map(|m| m.server_cpu)
-                .collect::<Option<_>>()
-                .map(median),
-            client_cpu: runs
-                .iter()
-                .map(|m| m.client_cpu)
-                .collect::<Option<_>>()
-                .map(median),
-        };
+        let m = Measured::median_of(runs);
         if telemetry && s == 1 {
             traced_calls += m.issued;
         }

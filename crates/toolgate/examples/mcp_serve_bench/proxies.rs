@@ -15,7 +15,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Lifecycle, Measured, Target, line, measure_spread, median, spawn};
+use super::{Lifecycle, Measured, Target, line, measure_spread, spawn};
 
 /// One proxy (or the bare server itself) under measurement.
 struct Setup {
@@ -123,24 +123,8 @@ pub async fn compare(
     let mut bare_rate = 0.0;
     for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
         let runs = &measured[c];
-        let rate = median(runs.iter().map(|m| m.per_second).collect());
-        let m = Measured {
-            calls: runs.iter().map(|m| m.calls).sum(),
-            issued: runs.iter().map(|m| m.issued).sum(),
-            per_second: rate,
-            p50: median(runs.iter().map(|m| m.p50).collect()),
-            p99: median(runs.iter().map(|m| m.p99).collect()),
-            server_cpu: runs
-                .iter()
-                .map(|m| m.server_cpu)
-                .collect::<Option<_>>()
-                .map(median),
-            client_cpu: runs
-                .iter()
-                .map(|m| m.client_cpu)
-                .collect::<Option<_>>()
-                .map(median),
-        };
+        let m = Measured::median_of(runs);
+        let rate = m.per_second;
         let versus = if s == 0 {
             bare_rate = rate;
             String::new()

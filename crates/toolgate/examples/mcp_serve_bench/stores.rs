@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use super::{Lifecycle, Measured, SPEC, Target, line, measure_spread, median, spawn};
+use super::{Lifecycle, Measured, SPEC, Target, line, measure_spread, spawn};
 
 /// Runs the comparison and prints each setup's medians and their ratios to SQLite.
 pub async fn compare(toolgate: &str, url: &str, clients: usize, seconds: u64, rounds: usize) {
@@ -71,23 +71,7 @@ pub async fn compare(toolgate: &str, url: &str, clients: usize, seconds: u64, ro
     let mut sqlite: Option<Measured> = None;
     for (s, (name, _)) in setups.iter().enumerate() {
         let runs = &measured[s];
-        let m = Measured {
-            calls: runs.iter().map(|m| m.calls).sum(),
-            issued: runs.iter().map(|m| m.issued).sum(),
-            per_second: median(runs.iter().map(|m| m.per_second).collect()),
-            p50: median(runs.iter().map(|m| m.p50).collect()),
-            p99: median(runs.iter().map(|m| m.p99).collect()),
-            server_cpu: runs
-                .iter()
-                .map(|m| m.server_cpu)
-                .collect::<Option<_>>()
-                .map(median),
-            client_cpu: runs
-                .iter()
-                .map(|m| m.client_cpu)
-                .collect::<Option<_>>()
-                .map(median),
-        };
+        let m = Measured::median_of(runs);
         let ratio = match &sqlite {
             None => String::new(),
             Some(base) => {
