@@ -80,19 +80,17 @@ impl SeenCache {
         }
         account.seen = seen.capped(WORDS_NAMED);
         account.last = calls.last().cloned();
+        // Two calls of one conversation at once may store their accounts in
+        // either order: an older one covers fewer calls, and the next call reads
+        // on from its last.
         let mut accounts = self.accounts();
-        let newer = accounts.get(session).is_some_and(|held| {
-            held.last.as_ref().map(|l| l.seq) > account.last.as_ref().map(|l| l.seq)
-        });
-        if !newer {
-            if accounts.len() >= CONVERSATIONS && !accounts.contains_key(session) {
-                let dropped = accounts.keys().next().cloned();
-                if let Some(dropped) = dropped {
-                    accounts.remove(&dropped);
-                }
+        if accounts.len() >= CONVERSATIONS && !accounts.contains_key(session) {
+            let dropped = accounts.keys().next().cloned();
+            if let Some(dropped) = dropped {
+                accounts.remove(&dropped);
             }
-            accounts.insert(session.to_owned(), account.clone());
         }
+        accounts.insert(session.to_owned(), account.clone());
         Ok(account.seen)
     }
 }
