@@ -450,8 +450,7 @@ async fn measure(
     token: Option<&str>,
     server: u32,
     clients: usize,
-    warmup: Duration,
-    run: Duration,
+    seconds: u64,
 ) -> Measured {
     let target = Target {
         urls: &[url.to_owned()],
@@ -459,8 +458,11 @@ async fn measure(
         servers: &[server],
         tool: "lookup_order",
     };
-    measure_spread(lifecycle, &target, clients, warmup, run).await
+    measure_spread(lifecycle, &target, clients, seconds).await
 }
+
+/// How long the clients call before a measurement starts.
+const WARMUP: Duration = Duration::from_secs(1);
 
 /// What the clients call: the servers (client `i` calls `urls[i % len]`),
 /// their credential, the processes whose CPU time is added up, and the tool's
@@ -477,8 +479,7 @@ async fn measure_spread(
     lifecycle: Lifecycle,
     target: &Target<'_>,
     clients: usize,
-    warmup: Duration,
-    run: Duration,
+    seconds: u64,
 ) -> Measured {
     let Target {
         urls,
@@ -491,7 +492,8 @@ async fn measure_spread(
         let url = &urls[i % urls.len()];
         callers.push(Arc::new(Caller::connect(lifecycle, url, i, token).await));
     }
-    let start = Instant::now() + warmup;
+    let run = Duration::from_secs(seconds);
+    let start = Instant::now() + WARMUP;
     let end = start + run;
     let cpu_between = move |pids: Vec<u32>| async move {
         let total = |pids: &[u32]| pids.iter().map(|&p| cpu_time(p)).sum::<Option<Duration>>();
@@ -729,16 +731,7 @@ async fn main() {
     for round in 0..rounds {
         for (c, &(lifecycle, s)) in configurations.iter().enumerate() {
             let (name, url, pid, token) = &servers[s];
-            let m = measure(
-                lifecycle,
-                url,
-                token.as_deref(),
-                *pid,
-                clients,
-                Duration::from_secs(1),
-                Duration::from_secs(seconds),
-            )
-            .await;
+            let m = measure(lifecycle, url, token.as_deref(), *pid, clients, seconds).await;
             println!(
                 "round {}  {:9} {name:18} {}   ({} calls)",
                 round + 1,

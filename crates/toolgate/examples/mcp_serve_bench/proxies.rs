@@ -100,14 +100,7 @@ pub async fn compare(
                 servers: &[setup.child.id()],
                 tool: setup.tool,
             };
-            let m = measure_spread(
-                lifecycle,
-                &target,
-                clients,
-                Duration::from_secs(1),
-                Duration::from_secs(seconds),
-            )
-            .await;
+            let m = measure_spread(lifecycle, &target, clients, seconds).await;
             println!(
                 "round {}  {:9} {:16} {}   ({} calls)",
                 round + 1,

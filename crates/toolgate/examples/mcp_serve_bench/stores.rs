@@ -5,7 +5,6 @@
 //! time is added up, so CPU per call compares across the three setups.
 
 use std::process::Command;
-use std::time::Duration;
 
 use super::{Lifecycle, Measured, SPEC, Target, line, measure_spread, spawn};
 
@@ -50,14 +49,7 @@ pub async fn compare(toolgate: &str, url: &str, clients: usize, seconds: u64, ro
                 servers: &pids,
                 tool: "lookup_order",
             };
-            let m = measure_spread(
-                Lifecycle::Stateless,
-                &target,
-                clients,
-                Duration::from_secs(1),
-                Duration::from_secs(seconds),
-            )
-            .await;
+            let m = measure_spread(Lifecycle::Stateless, &target, clients, seconds).await;
             println!(
                 "round {}  {name:18} {}   ({} calls)",
                 round + 1,

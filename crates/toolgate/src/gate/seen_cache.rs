@@ -30,8 +30,8 @@ const CONVERSATIONS: usize = 4096;
 #[derive(Clone)]
 struct Account {
     seen: Seen,
-    /// The last call it covers: its number and what the store held there.
-    last: Option<RecordedCall>,
+    /// The last call it covers, as the store held it.
+    last: RecordedCall,
 }
 
 /// The accounts of the conversations this gate has served.
@@ -55,31 +55,29 @@ impl SeenCache {
         labels_of: impl Fn(&str) -> Option<Labels>,
     ) -> Result<Seen, StoreError> {
         let cached = self.accounts().get(session).cloned();
-        let (mut account, calls) = match cached {
+        let (mut seen, calls) = match cached {
             Some(account) => {
-                let from = account.last.as_ref().map_or(1, |last| last.seq);
-                let calls = history.calls_from(session, from)?;
-                match (&account.last, calls.first()) {
+                let mut calls = history.calls_from(session, account.last.seq)?;
+                if calls.first() == Some(&account.last) {
                     // The call it covered is still there: go on after it.
-                    (Some(last), Some(first)) if first == last => (account, calls[1..].to_vec()),
-                    (None, _) => (account, calls),
+                    calls.remove(0);
+                    (account.seen, calls)
+                } else {
                     // The conversation started over: read it again.
-                    _ => (Account::empty(), history.calls(session)?),
+                    (Seen::default(), history.calls(session)?)
                 }
             }
-            None => (Account::empty(), history.calls(session)?),
+            None => (Seen::default(), history.calls(session)?),
         };
-        if calls.is_empty() {
-            return Ok(account.seen);
-        }
-        let mut seen = account.seen;
+        let Some(last) = calls.last().cloned() else {
+            return Ok(seen);
+        };
         for call in &calls {
             if let Some(labels) = labels_of(&call.tool).filter(|_| call.ok) {
                 seen.note(&call.tool, &call.time, labels);
             }
         }
-        account.seen = seen.capped(WORDS_NAMED);
-        account.last = calls.last().cloned();
+        let seen = seen.capped(WORDS_NAMED);
         // Two calls of one conversation at once may store their accounts in
         // either order: an older one covers fewer calls, and the next call reads
         // on from its last.
@@ -90,17 +88,12 @@ impl SeenCache {
                 accounts.remove(&dropped);
             }
         }
-        accounts.insert(session.to_owned(), account.clone());
-        Ok(account.seen)
-    }
-}
-
-impl Account {
-    fn empty() -> Account {
-        Account {
-            seen: Seen::default(),
-            last: None,
-        }
+        let account = Account {
+            seen: seen.clone(),
+            last,
+        };
+        accounts.insert(session.to_owned(), account);
+        Ok(seen)
     }
 }
 
@@ -137,6 +130,12 @@ mod tests {
         }
     }
 
+    /// Records a call of `tool` that completed at 10:`minute`.
+    fn record(history: &Counted, tool: &str, ok: bool, minute: usize) {
+        let time = format!("2026-12-05T10:{minute:02}:00Z");
+        history.record_call("s", tool, ok, &time).unwrap();
+    }
+
     fn labels(tool: &str) -> Option<Labels> {
         (tool == "fetch_page").then_some(Labels::UNTRUSTED)
     }
@@ -156,14 +155,7 @@ mod tests {
         let (history, cache) = (Counted::default(), SeenCache::default());
         for i in 0..500 {
             let tool = if i % 3 == 0 { "fetch_page" } else { "lookup" };
-            history
-                .record_call(
-                    "s",
-                    tool,
-                    i % 7 != 0,
-                    &format!("2026-12-05T10:{:02}:00Z", i % 60),
-                )
-                .unwrap();
+            record(&history, tool, i % 7 != 0, i % 60);
             let seen = cache.seen(&history, "s", labels).unwrap();
             let whole = full(&history.history, "s");
             assert_eq!(
@@ -186,12 +178,8 @@ mod tests {
     #[test]
     fn a_conversation_started_over_is_read_again_from_its_start() {
         let (history, cache) = (Counted::default(), SeenCache::default());
-        history
-            .record_call("s", "fetch_page", true, "2026-12-05T10:00:00Z")
-            .unwrap();
-        history
-            .record_call("s", "lookup", true, "2026-12-05T10:01:00Z")
-            .unwrap();
+        record(&history, "fetch_page", true, 0);
+        record(&history, "lookup", true, 1);
         assert!(
             cache
                 .seen(&history, "s", labels)
@@ -202,9 +190,7 @@ mod tests {
         // or more, none of which brought untrusted content in.
         history.forget_calls("s").unwrap();
         for minute in 2..5 {
-            history
-                .record_call("s", "lookup", true, &format!("2026-12-05T10:0{minute}:00Z"))
-                .unwrap();
+            record(&history, "lookup", true, minute);
         }
         assert!(
             !cache
@@ -215,14 +201,7 @@ mod tests {
         // And the other way: what it reads after the restart is not missed.
         history.forget_calls("s").unwrap();
         for minute in 5..9 {
-            history
-                .record_call(
-                    "s",
-                    "fetch_page",
-                    true,
-                    &format!("2026-12-05T10:0{minute}:00Z"),
-                )
-                .unwrap();
+            record(&history, "fetch_page", true, minute);
         }
         let seen = cache.seen(&history, "s", labels).unwrap();
         assert_eq!(seen.count(SeenLabel::Untrusted), 4);
